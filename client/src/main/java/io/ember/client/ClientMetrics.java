@@ -1,0 +1,56 @@
+package io.ember.client;
+
+import java.util.concurrent.atomic.LongAdder;
+
+/** Counters of one client, safe to read at any time. */
+public final class ClientMetrics {
+  final LongAdder bytesWritten = new LongAdder();
+  final LongAdder bytesRead = new LongAdder();
+  final LongAdder blockWrites = new LongAdder();
+  final LongAdder blockReads = new LongAdder();
+  final LongAdder metadataCalls = new LongAdder();
+  final LongAdder blockCacheHits = new LongAdder();
+  final LongAdder blockCacheMisses = new LongAdder();
+
+  /** Bytes written to data nodes. */
+  public long bytesWritten() {
+    return bytesWritten.sum();
+  }
+
+  /** Bytes read from data nodes. */
+  public long bytesRead() {
+    return bytesRead.sum();
+  }
+
+  /** Write transfers sent to data nodes. */
+  public long blockWrites() {
+    return blockWrites.sum();
+  }
+
+  /** Read transfers sent to data nodes. */
+  public long blockReads() {
+    return blockReads.sum();
+  }
+
+  /** Calls to the name node. */
+  public long metadataCalls() {
+    return metadataCalls.sum();
+  }
+
+  /** Block locations found in the cache. */
+  public long blockCacheHits() {
+    return blockCacheHits.sum();
+  }
+
+  /** Block locations fetched from the name node. */
+  public long blockCacheMisses() {
+    return blockCacheMisses.sum();
+  }
+
+  @Override
+  public String toString() {
+    return "written=" + bytesWritten() + "B in " + blockWrites() + ", read=" + bytesRead() + "B in "
+        + blockReads() + ", metadata calls=" + metadataCalls() + ", block cache hits="
+        + blockCacheHits() + " misses=" + blockCacheMisses();
+  }
+}

@@ -1,0 +1,461 @@
+package io.ember.client;
+
+import io.ember.client.spi.StorageEndpoint;
+import io.ember.client.spi.StorageTier;
+import io.ember.client.spi.TierContext;
+import io.ember.protocol.BlockLocation;
+import io.ember.protocol.EmberConfig;
+import io.ember.protocol.EmberException;
+import io.ember.protocol.EmberKeys;
+import io.ember.protocol.ErrorCode;
+import io.ember.protocol.Futures;
+import io.ember.protocol.HostPort;
+import io.ember.protocol.LifeCycle;
+import io.ember.protocol.Message;
+import io.ember.protocol.MessageType;
+import io.ember.protocol.Messages;
+import io.ember.protocol.Messages.ClassUsage;
+import io.ember.protocol.Messages.DirEntry;
+import io.ember.protocol.NodeStatus;
+import io.ember.protocol.NodeType;
+import io.ember.protocol.Paths;
+import io.ember.protocol.ResponseDecoder;
+import io.ember.protocol.RpcClients;
+import java.io.InputStream;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.ServiceLoader;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+
+/**
+ * The entry point to an Ember cluster: namespace operations against the name node, and streams
+ * that move bytes straight between this process and the data nodes.
+ *
+ * <p>Every operation has an asynchronous form returning a {@link CompletableFuture} that fails
+ * with an {@link EmberException}, and a blocking convenience that throws it. Futures complete on
+ * the client's network threads: continuations must not block. Paths are absolute and follow
+ * {@link Paths}' rules. A client is thread-safe; share one per process.
+ *
+ * <pre>{@code
+ * try (EmberClient client = EmberClient.connect("127.0.0.1:9060")) {
+ *   try (EmberOutputStream out = client.create("/data/part-0", CreateOptions.DEFAULT)) {
+ *     out.write(bytes);
+ *   }
+ *   try (EmberInputStream in = client.open("/data/part-0")) {
+ *     in.readNBytes(buffer, 0, buffer.length);
+ *   }
+ * }
+ * }</pre>
+ */
+public final class EmberClient implements AutoCloseable {
+  private static final int LIST_PAGE = 1024;
+  private static final int BLOCKS_PER_FETCH = 64;
+
+  private final EmberConfig config;
+  private final HostPort namenode;
+  private final RpcClients connections;
+  private final LifeCycle lifeCycle = new LifeCycle("Ember client");
+  private final Map<String, StorageTier> tiers = new HashMap<>();
+  private final Map<String, StorageEndpoint> endpoints = new ConcurrentHashMap<>();
+  private final BlockCache blockCache;
+  private final ClientMetrics metrics = new ClientMetrics();
+  private final int transferSize;
+
+  private EmberClient(EmberConfig config, HostPort namenode) {
+    this.config = config;
+    this.namenode = namenode;
+    long transfer = config.get(ClientKeys.TRANSFER_SIZE);
+    if (Long.bitCount(transfer) != 1) {
+      throw new IllegalArgumentException(
+          ClientKeys.TRANSFER_SIZE.name() + ": " + transfer + " is not a power of two");
+    }
+    if (transfer + 1024 > config.get(EmberKeys.MAX_FRAME_BYTES)) {
+      throw new IllegalArgumentException(ClientKeys.TRANSFER_SIZE.name() + " (" + transfer
+          + ") must be below " + EmberKeys.MAX_FRAME_BYTES.name());
+    }
+    this.transferSize = (int) transfer;
+    this.blockCache = new BlockCache(config.get(ClientKeys.BLOCK_CACHE_FILES));
+    for (StorageTier t : ServiceLoader.load(StorageTier.class, EmberClient.class.getClassLoader())) {
+      tiers.put(t.name(), t);
+    }
+    this.connections = new RpcClients(config, "ember-client");
+  }
+
+  /**
+   * Connects to the name node at {@link EmberKeys#NAMENODE_ADDRESS} and checks that it answers.
+   *
+   * @throws EmberException {@link ErrorCode#UNREACHABLE} when the name node does not answer
+   * @throws IllegalArgumentException when a configuration value is bad
+   */
+  public static EmberClient connect(EmberConfig config) throws EmberException {
+    HostPort nn = HostPort.parse(config.get(EmberKeys.NAMENODE_ADDRESS),
+        EmberKeys.DEFAULT_NAMENODE_PORT);
+    EmberClient client = new EmberClient(config, nn);
+    client.lifeCycle.beginStart();
+    try {
+      Futures.await(client.noopAsync());
+    } catch (EmberException e) {
+      client.close();
+      throw e;
+    }
+    client.lifeCycle.started();
+    return client;
+  }
+
+  /**
+   * Connects to the name node at {@code host:port} with default settings.
+   *
+   * @throws EmberException {@link ErrorCode#UNREACHABLE} when the name node does not answer
+   */
+  public static EmberClient connect(String namenodeAddress) throws EmberException {
+    return connect(EmberConfig.defaults().with(EmberKeys.NAMENODE_ADDRESS, namenodeAddress));
+  }
+
+  /** The client's configuration. */
+  public EmberConfig config() {
+    return config;
+  }
+
+  /** The name node's address. */
+  public HostPort namenode() {
+    return namenode;
+  }
+
+  /** The client's counters. */
+  public ClientMetrics metrics() {
+    return metrics;
+  }
+
+  // ---- namespace: async ----------------------------------------------------------------------
+
+  /** A round trip to the name node that does nothing: the floor of every metadata call. */
+  public CompletableFuture<Void> noopAsync() {
+    return call(MessageType.NOOP, Message.EMPTY, ResponseDecoder.EMPTY);
+  }
+
+  /**
+   * Creates a file, directory or multifile.
+   *
+   * @return the new entry; fails with ALREADY_EXISTS, PARENT_NOT_FOUND, NOT_A_DIRECTORY or
+   *     INVALID_PATH
+   */
+  public CompletableFuture<NodeStatus> createAsync(String path, NodeType type,
+      CreateOptions options) {
+    return call(MessageType.CREATE,
+        new Messages.CreateRequest(path, type, options.storageClass(), options.createParents()),
+        NodeStatus::decode);
+  }
+
+  /**
+   * The status of one path.
+   *
+   * @return fails with NOT_FOUND or INVALID_PATH
+   */
+  public CompletableFuture<NodeStatus> lookupAsync(String path) {
+    return call(MessageType.LOOKUP, new Messages.PathRequest(path), in -> {
+      NodeStatus s = NodeStatus.decode(in);
+      io.ember.protocol.Wire.expectEnd(in, "LOOKUP answer");
+      return s;
+    });
+  }
+
+  /**
+   * All entries of a directory or multifile, in name order (fetched in pages).
+   *
+   * @return fails with NOT_FOUND or NOT_A_DIRECTORY
+   */
+  public CompletableFuture<List<DirEntry>> listAsync(String path) {
+    List<DirEntry> all = new ArrayList<>();
+    return listFrom(path, "", all);
+  }
+
+  private CompletableFuture<List<DirEntry>> listFrom(String path, String after,
+      List<DirEntry> all) {
+    return call(MessageType.LIST, new Messages.ListRequest(path, after, LIST_PAGE),
+        Messages.ListResponse::decode)
+        .thenCompose(page -> {
+          all.addAll(page.entries());
+          if (page.more() && !page.entries().isEmpty()) {
+            return listFrom(path, page.entries().get(page.entries().size() - 1).name(), all);
+          }
+          return CompletableFuture.completedFuture(all);
+        });
+  }
+
+  /**
+   * Deletes a path and frees its blocks; a non-empty directory needs {@code recursive}.
+   *
+   * @return fails with NOT_FOUND, DIRECTORY_NOT_EMPTY or INVALID_ARGUMENT (the root)
+   */
+  public CompletableFuture<Void> deleteAsync(String path, boolean recursive) {
+    return call(MessageType.DELETE, new Messages.DeleteRequest(path, recursive),
+        ResponseDecoder.EMPTY);
+  }
+
+  /**
+   * Moves {@code source} to {@code target} atomically. The target must not exist and its parent
+   * must; a directory cannot move into itself.
+   *
+   * @return fails with NOT_FOUND, ALREADY_EXISTS, PARENT_NOT_FOUND or RENAME_INTO_ITSELF
+   */
+  public CompletableFuture<Void> renameAsync(String source, String target) {
+    return call(MessageType.RENAME, new Messages.RenameRequest(source, target),
+        ResponseDecoder.EMPTY);
+  }
+
+  /** Capacity and use per storage class. */
+  public CompletableFuture<List<ClassUsage>> dfAsync() {
+    return call(MessageType.DF, Message.EMPTY, Messages.DfResponse::decode)
+        .thenApply(Messages.DfResponse::classes);
+  }
+
+  // ---- namespace: blocking -------------------------------------------------------------------
+
+  /**
+   * Creates an empty directory.
+   *
+   * @throws EmberException as {@link #createAsync}
+   */
+  public NodeStatus createDirectory(String path, boolean createParents) throws EmberException {
+    return Futures.await(createAsync(path, NodeType.DIRECTORY,
+        CreateOptions.DEFAULT.withCreateParents(createParents)));
+  }
+
+  /**
+   * Creates a multifile: a directory whose child files many writers write at once.
+   *
+   * @throws EmberException as {@link #createAsync}
+   */
+  public NodeStatus createMultiFile(String path, CreateOptions options) throws EmberException {
+    return Futures.await(createAsync(path, NodeType.MULTIFILE, options));
+  }
+
+  /**
+   * Creates a file and opens it for writing, unbuffered: each write goes to the data node as it
+   * is (split at block boundaries), with up to {@link ClientKeys#WRITE_WINDOW} bytes in flight.
+   *
+   * @throws EmberException as {@link #createAsync}
+   */
+  public EmberOutputStream create(String path, CreateOptions options) throws EmberException {
+    return createStream(path, options, 0);
+  }
+
+  /**
+   * Creates a file and opens it for writing through a buffer of {@link ClientKeys#BUFFER_SIZE}:
+   * for many small writes. The buffer is sent when full or on {@code flush()}, in pieces aligned to
+   * the buffer and the block.
+   *
+   * @throws EmberException as {@link #createAsync}
+   */
+  public EmberOutputStream createBuffered(String path, CreateOptions options)
+      throws EmberException {
+    return createStream(path, options, (int) (long) config.get(ClientKeys.BUFFER_SIZE));
+  }
+
+  private EmberOutputStream createStream(String path, CreateOptions options, int bufferSize)
+      throws EmberException {
+    String canonical = Paths.normalize(path);
+    NodeStatus st = Futures.await(createAsync(canonical, NodeType.FILE, options));
+    int blockSize = st.blockSize();
+    return new EmberOutputStream(this, canonical, st.id(), blockSize,
+        Math.min(transferSize, blockSize), bufferSize,
+        config.get(ClientKeys.WRITE_WINDOW));
+  }
+
+  /**
+   * Opens a file for reading. The reader sees the length published when the file was closed.
+   *
+   * @throws EmberException NOT_FOUND, or NOT_A_FILE for a directory or multifile
+   */
+  public EmberInputStream open(String path) throws EmberException {
+    String canonical = Paths.normalize(path);
+    NodeStatus st = lookup(canonical);
+    if (!st.isFile()) {
+      throw new EmberException(ErrorCode.NOT_A_FILE, canonical + " is a "
+          + st.type().name().toLowerCase() + ", not a file"
+          + (st.type() == NodeType.MULTIFILE ? " (use openMultiFile)" : ""));
+    }
+    return new EmberInputStream(this, canonical, st, transferSize,
+        config.get(ClientKeys.READ_AHEAD));
+  }
+
+  /**
+   * Opens a multifile for reading: its closed child files one after another, in name order, as
+   * one stream. Children still being written are skipped.
+   *
+   * @throws EmberException NOT_FOUND, or NOT_A_DIRECTORY when the path is not a multifile
+   */
+  public InputStream openMultiFile(String path) throws EmberException {
+    String canonical = Paths.normalize(path);
+    NodeStatus st = lookup(canonical);
+    if (st.type() != NodeType.MULTIFILE) {
+      throw new EmberException(ErrorCode.NOT_A_DIRECTORY, canonical + " is not a multifile");
+    }
+    List<DirEntry> children = new ArrayList<>(list(canonical));
+    children.removeIf(e -> !e.status().isFile() || e.status().open());
+    children.sort(Comparator.comparing(DirEntry::name));
+    return new MultiFileInputStream(this, canonical, children);
+  }
+
+  /**
+   * The status of a path.
+   *
+   * @throws EmberException NOT_FOUND or INVALID_PATH
+   */
+  public NodeStatus lookup(String path) throws EmberException {
+    return Futures.await(lookupAsync(path));
+  }
+
+  /**
+   * The entries of a directory or multifile.
+   *
+   * @throws EmberException NOT_FOUND or NOT_A_DIRECTORY
+   */
+  public List<DirEntry> list(String path) throws EmberException {
+    return Futures.await(listAsync(path));
+  }
+
+  /**
+   * Deletes a path.
+   *
+   * @throws EmberException as {@link #deleteAsync}
+   */
+  public void delete(String path, boolean recursive) throws EmberException {
+    Futures.await(deleteAsync(path, recursive));
+  }
+
+  /**
+   * Renames a path.
+   *
+   * @throws EmberException as {@link #renameAsync}
+   */
+  public void rename(String source, String target) throws EmberException {
+    Futures.await(renameAsync(source, target));
+  }
+
+  /**
+   * Capacity and use per storage class.
+   *
+   * @throws EmberException when the name node cannot be reached
+   */
+  public List<ClassUsage> df() throws EmberException {
+    return Futures.await(dfAsync());
+  }
+
+  /**
+   * Every block location of a file, fetched from the name node (and cached).
+   *
+   * @throws EmberException NOT_FOUND or NOT_A_FILE
+   */
+  public List<BlockLocation> blockLocations(String path) throws EmberException {
+    NodeStatus st = lookup(path);
+    if (!st.isFile()) {
+      throw new EmberException(ErrorCode.NOT_A_FILE, path + " is not a file");
+    }
+    List<BlockLocation> all = new ArrayList<>();
+    while (all.size() < st.blockCount()) {
+      List<BlockLocation> page = Futures.await(fetchBlocks(st.id(), all.size()));
+      if (page.isEmpty()) {
+        break;
+      }
+      all.addAll(page);
+    }
+    return all;
+  }
+
+  /** Closes every connection. Streams still open fail on their next call. Idempotent. */
+  @Override
+  public void close() {
+    if (!lifeCycle.beginClose()) {
+      return;
+    }
+    for (StorageEndpoint e : endpoints.values()) {
+      e.close();
+    }
+    connections.close();
+    lifeCycle.closed();
+  }
+
+  // ---- internals used by the streams ---------------------------------------------------------
+
+  CompletableFuture<BlockLocation> allocateBlock(long fileId, int index) {
+    return call(MessageType.ALLOCATE_BLOCK, new Messages.AllocateBlockRequest(fileId, index),
+        in -> {
+          BlockLocation b = BlockLocation.decode(in);
+          io.ember.protocol.Wire.expectEnd(in, "ALLOCATE_BLOCK answer");
+          return b;
+        });
+  }
+
+  CompletableFuture<NodeStatus> closeFile(long fileId, long length) {
+    return call(MessageType.CLOSE_FILE, new Messages.CloseFileRequest(fileId, length),
+        NodeStatus::decode);
+  }
+
+  /** The location of block {@code index} of a file, from the cache or the name node. */
+  CompletableFuture<BlockLocation> blockLocation(long fileId, int index) {
+    BlockLocation cached = blockCache.get(fileId, index);
+    if (cached != null) {
+      metrics.blockCacheHits.increment();
+      return CompletableFuture.completedFuture(cached);
+    }
+    metrics.blockCacheMisses.increment();
+    return fetchBlocks(fileId, index).thenApply(page -> {
+      if (page.isEmpty() || page.get(0).index() != index) {
+        throw new java.util.concurrent.CompletionException(new EmberException(
+            ErrorCode.INTERNAL, "name node has no block " + index + " of file id " + fileId));
+      }
+      return page.get(0);
+    });
+  }
+
+  void invalidateBlocks(long fileId) {
+    blockCache.invalidate(fileId);
+  }
+
+  private CompletableFuture<List<BlockLocation>> fetchBlocks(long fileId, int start) {
+    return call(MessageType.GET_BLOCKS,
+        new Messages.GetBlocksRequest(fileId, start, BLOCKS_PER_FETCH),
+        Messages.BlocksResponse::decode)
+        .thenApply(r -> {
+          blockCache.put(fileId, r.blocks());
+          return r.blocks();
+        });
+  }
+
+  /**
+   * The endpoint for a block's tier.
+   *
+   * @throws EmberException when no tier of that name is on the class path
+   */
+  StorageEndpoint endpoint(BlockLocation block) throws EmberException {
+    StorageEndpoint e = endpoints.get(block.tier());
+    if (e != null) {
+      return e;
+    }
+    synchronized (endpoints) {
+      e = endpoints.get(block.tier());
+      if (e == null) {
+        lifeCycle.checkRunning();
+        StorageTier tier = tiers.get(block.tier());
+        if (tier == null) {
+          throw new EmberException(ErrorCode.INTERNAL, "block " + block.index() + " is on tier '"
+              + block.tier() + "', which this client does not have on its class path (tiers: "
+              + tiers.keySet() + ")");
+        }
+        e = tier.open(new TierContext(config, connections));
+        endpoints.put(block.tier(), e);
+      }
+      return e;
+    }
+  }
+
+  private <T> CompletableFuture<T> call(MessageType type, Message body, ResponseDecoder<T> dec) {
+    metrics.metadataCalls.increment();
+    return connections.get(namenode, "name node").thenCompose(c -> c.call(type, body, dec));
+  }
+}

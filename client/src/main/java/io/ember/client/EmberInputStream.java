@@ -1,0 +1,338 @@
+package io.ember.client;
+
+import io.ember.protocol.BlockLocation;
+import io.ember.protocol.EmberException;
+import io.ember.protocol.ErrorCode;
+import io.ember.protocol.Futures;
+import io.ember.protocol.NodeStatus;
+import io.netty.buffer.ByteBuf;
+import io.netty.util.ReferenceCountUtil;
+import java.io.EOFException;
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.ByteBuffer;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+
+/**
+ * Reads one closed Ember file straight from its data nodes. Sequential reads fetch ahead of the
+ * position; {@link #seek} moves the position; positional reads ({@link #read(long, byte[], int,
+ * int)}) leave it alone and may run from several threads at once. Nothing past the published
+ * length is ever returned.
+ *
+ * <p>A block whose data node is lost fails the read with {@link ErrorCode#DATANODE_LOST} naming
+ * the file, the block and the node; no read waits longer than the configured RPC timeout.
+ */
+public final class EmberInputStream extends InputStream {
+  private final EmberClient client;
+  private final String path;
+  private final long fileId;
+  private final long length;
+  private final int blockSize;
+  private final int chunkSize;
+  private final int readAheadChunks;
+  private final ArrayDeque<Chunk> ahead = new ArrayDeque<>();
+  private long position;
+  private ByteBuf current;
+  private long currentStart;
+  private boolean closed;
+
+  private record Chunk(long start, CompletableFuture<ByteBuf> data) {
+    void discard() {
+      data.whenComplete((buf, e) -> ReferenceCountUtil.release(buf));
+    }
+  }
+
+  EmberInputStream(EmberClient client, String path, NodeStatus status, int transferSize,
+      long readAhead) {
+    this.client = client;
+    this.path = path;
+    this.fileId = status.id();
+    this.length = status.length();
+    this.blockSize = status.blockSize();
+    this.chunkSize = Math.min(transferSize, blockSize);
+    this.readAheadChunks = (int) Math.min(1024, readAhead / chunkSize);
+  }
+
+  /** The file's path. */
+  public String path() {
+    return path;
+  }
+
+  /** The file's published length. */
+  public long length() {
+    return length;
+  }
+
+  /** The position of the next sequential read. */
+  public long position() {
+    return position;
+  }
+
+  /**
+   * Moves the position of the next sequential read.
+   *
+   * @throws EOFException when {@code newPosition} is negative or beyond the length
+   */
+  public void seek(long newPosition) throws IOException {
+    checkOpen();
+    if (newPosition < 0 || newPosition > length) {
+      throw new EOFException("cannot seek " + path + " to " + newPosition + ": length is " + length);
+    }
+    position = newPosition;
+  }
+
+  @Override
+  public int read() throws IOException {
+    byte[] one = new byte[1];
+    int n = read(one, 0, 1);
+    return n < 0 ? -1 : one[0] & 0xff;
+  }
+
+  @Override
+  public int read(byte[] b, int off, int len) throws IOException {
+    Objects.checkFromIndexSize(off, len, b.length);
+    checkOpen();
+    if (len == 0) {
+      return 0;
+    }
+    if (position >= length) {
+      return -1;
+    }
+    int total = 0;
+    while (len > 0 && position < length) {
+      ByteBuf chunk = chunkAt(position);
+      int inChunk = (int) (position - currentStart);
+      int n = Math.min(len, chunk.readableBytes() - inChunk);
+      chunk.getBytes(chunk.readerIndex() + inChunk, b, off, n);
+      position += n;
+      off += n;
+      len -= n;
+      total += n;
+    }
+    return total;
+  }
+
+  /**
+   * Reads into {@code dst} from the position, as much as fits and the file holds.
+   *
+   * @return bytes read, or -1 at the end of the file
+   */
+  public int read(ByteBuffer dst) throws IOException {
+    checkOpen();
+    if (!dst.hasRemaining()) {
+      return 0;
+    }
+    if (position >= length) {
+      return -1;
+    }
+    int total = 0;
+    while (dst.hasRemaining() && position < length) {
+      ByteBuf chunk = chunkAt(position);
+      int inChunk = (int) (position - currentStart);
+      int n = Math.min(dst.remaining(), chunk.readableBytes() - inChunk);
+      ByteBuffer slice = dst.slice();
+      slice.limit(n);
+      chunk.getBytes(chunk.readerIndex() + inChunk, slice);
+      dst.position(dst.position() + n);
+      position += n;
+      total += n;
+    }
+    return total;
+  }
+
+  @Override
+  public long skip(long n) throws IOException {
+    checkOpen();
+    long to = Math.max(position, Math.min(length, position + Math.max(0, n)));
+    long skipped = to - position;
+    position = to;
+    return skipped;
+  }
+
+  @Override
+  public int available() throws IOException {
+    checkOpen();
+    if (current != null && position >= currentStart
+        && position < currentStart + current.readableBytes()) {
+      return (int) (currentStart + current.readableBytes() - position);
+    }
+    return 0;
+  }
+
+  /**
+   * Reads up to {@code len} bytes at {@code pos} without moving the position. Safe to call from
+   * several threads at once, and alongside sequential reads.
+   *
+   * @return bytes read, or -1 when {@code pos} is at or past the end
+   */
+  public int read(long pos, byte[] b, int off, int len) throws IOException {
+    Objects.checkFromIndexSize(off, len, b.length);
+    checkOpen();
+    if (pos < 0) {
+      throw new EOFException("negative position " + pos + " in " + path);
+    }
+    if (pos >= length) {
+      return len == 0 ? 0 : -1;
+    }
+    int n = (int) Math.min(len, length - pos);
+    List<CompletableFuture<ByteBuf>> parts = new ArrayList<>();
+    long p = pos;
+    while (p < pos + n) {
+      int inBlockRoom = blockSize - (int) (p % blockSize);
+      int piece = (int) Math.min(Math.min(chunkSize, inBlockRoom), pos + n - p);
+      parts.add(fetch(p, piece));
+      p += piece;
+    }
+    EmberException failure = null;
+    int at = off;
+    for (CompletableFuture<ByteBuf> part : parts) {
+      try {
+        ByteBuf buf = Futures.await(part);
+        try {
+          if (failure == null) {
+            buf.getBytes(buf.readerIndex(), b, at, buf.readableBytes());
+          }
+          at += buf.readableBytes();
+        } finally {
+          buf.release();
+        }
+      } catch (EmberException e) {
+        if (failure == null) {
+          failure = e;
+        }
+      }
+    }
+    if (failure != null) {
+      throw failure;
+    }
+    return n;
+  }
+
+  /**
+   * Reads exactly {@code len} bytes at {@code pos} without moving the position.
+   *
+   * @throws EOFException when the file ends first
+   */
+  public void readFully(long pos, byte[] b, int off, int len) throws IOException {
+    if (pos < 0 || pos + len > length) {
+      throw new EOFException("cannot read " + len + " bytes at " + pos + " of " + path
+          + ": length is " + length);
+    }
+    read(pos, b, off, len);
+  }
+
+  /** Releases fetched data. Idempotent. */
+  @Override
+  public void close() {
+    if (closed) {
+      return;
+    }
+    closed = true;
+    dropAhead();
+    if (current != null) {
+      current.release();
+      current = null;
+    }
+  }
+
+  private ByteBuf chunkAt(long pos) throws IOException {
+    if (current != null && pos >= currentStart && pos < currentStart + current.readableBytes()) {
+      return current;
+    }
+    if (current != null) {
+      current.release();
+      current = null;
+    }
+    long start = pos - pos % chunkSize;
+    while (!ahead.isEmpty() && ahead.peekFirst().start() < start) {
+      ahead.pollFirst().discard();
+    }
+    if (!ahead.isEmpty() && ahead.peekFirst().start() != start) {
+      dropAhead(); // a backward seek, or a jump past the fetched range
+    }
+    if (ahead.isEmpty()) {
+      ahead.add(new Chunk(start, fetch(start, chunkLength(start))));
+    }
+    fillAhead();
+    Chunk next = ahead.pollFirst();
+    ByteBuf buf = Futures.await(next.data());
+    current = buf;
+    currentStart = next.start();
+    fillAhead();
+    return buf;
+  }
+
+  private void fillAhead() {
+    Chunk last = ahead.peekLast();
+    long next = last == null ? currentStart + chunkSize : last.start() + chunkSize;
+    while (ahead.size() < readAheadChunks && next < length) {
+      ahead.add(new Chunk(next, fetch(next, chunkLength(next))));
+      next += chunkSize;
+    }
+  }
+
+  private void dropAhead() {
+    while (!ahead.isEmpty()) {
+      ahead.pollFirst().discard();
+    }
+  }
+
+  private int chunkLength(long start) {
+    return (int) Math.min(chunkSize, length - start);
+  }
+
+  /** Fetches {@code len} bytes at {@code pos}, within one block. The caller releases the result. */
+  private CompletableFuture<ByteBuf> fetch(long pos, int len) {
+    int index = (int) (pos / blockSize);
+    int offset = (int) (pos % blockSize);
+    return client.blockLocation(fileId, index)
+        .thenCompose(block -> {
+          if (block.lost()) {
+            client.invalidateBlocks(fileId);
+            throw new CompletionException(new EmberException(ErrorCode.DATANODE_LOST,
+                block.describeNode() + " lost: block " + index + " of " + path + " unavailable"));
+          }
+          try {
+            return client.endpoint(block).read(block, offset, len)
+                .handle((buf, e) -> checked(buf, e, block, len));
+          } catch (EmberException e) {
+            throw new CompletionException(e);
+          }
+        })
+        .whenComplete((buf, e) -> {
+          if (e == null) {
+            client.metrics().bytesRead.add(len);
+            client.metrics().blockReads.increment();
+          }
+        });
+  }
+
+  private ByteBuf checked(ByteBuf buf, Throwable e, BlockLocation block, int len) {
+    if (e != null) {
+      client.invalidateBlocks(fileId);
+      EmberException cause = EmberException.of(e);
+      throw new CompletionException(new EmberException(cause.code(),
+          "reading block " + block.index() + " of " + path + " from " + block.describeNode()
+              + " failed: " + cause.getMessage(), cause));
+    }
+    if (buf.readableBytes() != len) {
+      int got = buf.readableBytes();
+      buf.release();
+      throw new CompletionException(new EmberException(ErrorCode.MALFORMED_FRAME,
+          block.describeNode() + " returned " + got + " bytes of block " + block.index() + " of "
+              + path + " where " + len + " were asked for"));
+    }
+    return buf;
+  }
+
+  private void checkOpen() throws IOException {
+    if (closed) {
+      throw new EmberException(ErrorCode.CLOSED, path + ": stream is closed");
+    }
+  }
+}

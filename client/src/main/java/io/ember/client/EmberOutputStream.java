@@ -1,0 +1,312 @@
+package io.ember.client;
+
+import io.ember.client.spi.StorageEndpoint;
+import io.ember.protocol.BlockLocation;
+import io.ember.protocol.EmberException;
+import io.ember.protocol.ErrorCode;
+import io.ember.protocol.Futures;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.PooledByteBufAllocator;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+
+/**
+ * Writes one Ember file, sequentially, straight to the data nodes. Blocks are allocated as the
+ * file grows; up to a window of bytes is in flight at once, so writes overlap the network.
+ * Closing waits for every write and publishes the file's length: readers see nothing of the file
+ * before that.
+ *
+ * <p>Not thread-safe: one writer per file. For a file many writers fill at once, use a multifile
+ * with one child file per writer.
+ *
+ * <p>When a write to a data node fails, the next call to {@code write}, {@code flush} or {@code
+ * close} throws an {@link EmberException} that names the file, the byte offset, the block and the
+ * data node; the file then stays unpublished.
+ */
+public final class EmberOutputStream extends OutputStream {
+  private final EmberClient client;
+  private final String path;
+  private final long fileId;
+  private final int blockSize;
+  private final int chunkLimit;
+  private final boolean buffered;
+  private final long window;
+  private final ArrayDeque<InFlight> inFlight = new ArrayDeque<>();
+  private long inFlightBytes;
+  private long position;
+  private ByteBuf buffer;
+  private int allocatedIndex = -1;
+  private CompletableFuture<BlockLocation> allocated;
+  private EmberException failure;
+  private boolean closed;
+
+  private record InFlight(CompletableFuture<Void> done, int bytes) {}
+
+  EmberOutputStream(EmberClient client, String path, long fileId, int blockSize, int transferSize,
+      int bufferSize, long window) {
+    this.client = client;
+    this.path = path;
+    this.fileId = fileId;
+    this.blockSize = blockSize;
+    this.buffered = bufferSize > 0;
+    this.chunkLimit = buffered ? Math.min(bufferSize, transferSize) : transferSize;
+    this.window = Math.max(window, chunkLimit);
+  }
+
+  /** The file's path. */
+  public String path() {
+    return path;
+  }
+
+  /** Bytes accepted so far: the file's length once closed. */
+  public long position() {
+    return position;
+  }
+
+  @Override
+  public void write(int b) throws IOException {
+    if (buffered) {
+      checkUsable();
+      if (buffer == null) {
+        buffer = PooledByteBufAllocator.DEFAULT.directBuffer(chunkRoom(position));
+      }
+      buffer.writeByte(b);
+      position++;
+      if (!buffer.isWritable()) {
+        sendBuffer();
+      }
+    } else {
+      write(new byte[] {(byte) b}, 0, 1);
+    }
+  }
+
+  @Override
+  public void write(byte[] b, int off, int len) throws IOException {
+    java.util.Objects.checkFromIndexSize(off, len, b.length);
+    checkUsable();
+    while (len > 0) {
+      if (buffered) {
+        if (buffer == null) {
+          buffer = PooledByteBufAllocator.DEFAULT.directBuffer(chunkRoom(position));
+        }
+        int n = Math.min(len, buffer.writableBytes());
+        buffer.writeBytes(b, off, n);
+        position += n;
+        off += n;
+        len -= n;
+        if (!buffer.isWritable()) {
+          sendBuffer();
+        }
+      } else {
+        int n = Math.min(len, chunkRoom(position));
+        ByteBuf piece = PooledByteBufAllocator.DEFAULT.directBuffer(n);
+        piece.writeBytes(b, off, n);
+        send(piece);
+        off += n;
+        len -= n;
+      }
+    }
+  }
+
+  /**
+   * Writes {@code data} without copying it. One reference passes to this call; the stream releases
+   * it when the data nodes have the bytes or the write failed. Does not wait for the window: pace
+   * with the returned future.
+   *
+   * @return completes when every byte is on its data node
+   * @throws IOException when the stream is closed or failed before
+   */
+  public CompletableFuture<Void> writeAsync(ByteBuf data) throws IOException {
+    try {
+      checkUsable();
+      if (buffer != null && buffer.isReadable()) {
+        sendBuffer();
+      }
+    } catch (IOException e) {
+      data.release();
+      throw e;
+    }
+    List<CompletableFuture<Void>> parts = new ArrayList<>();
+    try {
+      while (data.isReadable()) {
+        int n = Math.min(data.readableBytes(), chunkRoom(position));
+        parts.add(sendNoWait(data.readRetainedSlice(n)));
+      }
+    } finally {
+      data.release();
+    }
+    return CompletableFuture.allOf(parts.toArray(new CompletableFuture<?>[0]));
+  }
+
+  /**
+   * Sends buffered bytes and waits until every byte written so far is on its data node. The
+   * file's length is still unpublished: readers see it after {@link #close()}.
+   *
+   * @throws IOException the first write error of this stream
+   */
+  @Override
+  public void flush() throws IOException {
+    checkUsable();
+    if (buffer != null && buffer.isReadable()) {
+      sendBuffer();
+    }
+    waitFor(0);
+  }
+
+  /**
+   * Waits for every write and publishes the file's length. Idempotent; after a failure the file is
+   * left unpublished and the failure is thrown.
+   *
+   * @throws IOException the first write error, or the name node's refusal to close
+   */
+  @Override
+  public void close() throws IOException {
+    if (closed) {
+      if (failure != null) {
+        throw failure;
+      }
+      return;
+    }
+    try {
+      if (failure == null && buffer != null && buffer.isReadable()) {
+        sendBuffer();
+      }
+      waitFor(0);
+    } catch (IOException e) {
+      closed = true;
+      releaseBuffer();
+      throw e;
+    }
+    closed = true;
+    releaseBuffer();
+    try {
+      Futures.await(client.closeFile(fileId, position));
+    } catch (EmberException e) {
+      failure = new EmberException(e.code(), "closing " + path + " failed: " + e.getMessage(), e);
+      throw failure;
+    }
+  }
+
+  private void releaseBuffer() {
+    if (buffer != null) {
+      buffer.release();
+      buffer = null;
+    }
+  }
+
+  /** Bytes from {@code pos} to the next chunk boundary (never across a block). */
+  private int chunkRoom(long pos) {
+    int inBlock = (int) (pos % blockSize);
+    int toBlockEnd = blockSize - inBlock;
+    int toChunkEnd = chunkLimit - (int) (pos % chunkLimit);
+    return Math.min(toBlockEnd, toChunkEnd);
+  }
+
+  private void sendBuffer() throws IOException {
+    ByteBuf b = buffer;
+    buffer = null;
+    long start = position - b.readableBytes();
+    sendAt(start, b);
+    waitFor(window);
+  }
+
+  private void send(ByteBuf piece) throws IOException {
+    long start = position;
+    position += piece.readableBytes();
+    sendAt(start, piece);
+    waitFor(window);
+  }
+
+  private CompletableFuture<Void> sendNoWait(ByteBuf piece) {
+    long start = position;
+    position += piece.readableBytes();
+    return sendAt(start, piece);
+  }
+
+  private CompletableFuture<Void> sendAt(long start, ByteBuf data) {
+    int index = (int) (start / blockSize);
+    int offset = (int) (start % blockSize);
+    int n = data.readableBytes();
+    CompletableFuture<BlockLocation> loc = block(index);
+    CompletableFuture<Void> done = new CompletableFuture<>();
+    loc.whenComplete((block, allocError) -> {
+      if (allocError != null) {
+        data.release();
+        done.completeExceptionally(describe(allocError, start, index, null));
+        return;
+      }
+      StorageEndpoint endpoint;
+      try {
+        endpoint = client.endpoint(block);
+      } catch (EmberException e) {
+        data.release();
+        done.completeExceptionally(describe(e, start, index, block));
+        return;
+      }
+      endpoint.write(block, offset, data).whenComplete((v, writeError) -> {
+        if (writeError != null) {
+          done.completeExceptionally(describe(writeError, start, index, block));
+        } else {
+          client.metrics().bytesWritten.add(n);
+          client.metrics().blockWrites.increment();
+          done.complete(null);
+        }
+      });
+    });
+    inFlight.add(new InFlight(done, n));
+    inFlightBytes += n;
+    return done;
+  }
+
+  private CompletableFuture<BlockLocation> block(int index) {
+    if (index != allocatedIndex) {
+      allocatedIndex = index;
+      allocated = client.allocateBlock(fileId, index);
+    }
+    return allocated;
+  }
+
+  /** Waits until at most {@code limit} bytes are in flight; throws the first failure. */
+  private void waitFor(long limit) throws IOException {
+    while (!inFlight.isEmpty()) {
+      InFlight head = inFlight.peekFirst();
+      if (inFlightBytes <= limit && !head.done.isDone()) {
+        return;
+      }
+      inFlight.pollFirst();
+      inFlightBytes -= head.bytes;
+      try {
+        Futures.await(head.done);
+      } catch (EmberException e) {
+        if (failure == null) {
+          failure = e;
+        }
+      }
+    }
+    if (failure != null) {
+      throw failure;
+    }
+  }
+
+  private EmberException describe(Throwable t, long offset, int index, BlockLocation block) {
+    EmberException e = EmberException.of(t);
+    String where = block == null
+        ? "block " + index
+        : "block " + index + " on " + block.describeNode();
+    return new EmberException(e.code(),
+        "writing " + path + " at byte " + offset + " (" + where + ") failed: " + e.getMessage(), e);
+  }
+
+  private void checkUsable() throws IOException {
+    if (failure != null) {
+      throw failure;
+    }
+    if (closed) {
+      throw new EmberException(ErrorCode.FILE_CLOSED, path + ": stream is closed");
+    }
+  }
+}

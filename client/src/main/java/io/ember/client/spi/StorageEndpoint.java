@@ -1,0 +1,31 @@
+package io.ember.client.spi;
+
+import io.ember.protocol.BlockLocation;
+import io.netty.buffer.ByteBuf;
+import java.util.concurrent.CompletableFuture;
+
+/**
+ * Moves bytes to and from blocks of one tier. Calls are asynchronous and many may be in flight;
+ * futures may complete on a network thread, so continuations must not block.
+ */
+public interface StorageEndpoint extends AutoCloseable {
+  /**
+   * Writes {@code data} into {@code block} at {@code offset}. One reference to {@code data} passes
+   * to this call, which releases it in every case.
+   *
+   * @return completes when the data node has the bytes; fails with {@link
+   *     io.ember.protocol.EmberException}
+   */
+  CompletableFuture<Void> write(BlockLocation block, int offset, ByteBuf data);
+
+  /**
+   * Reads {@code length} bytes of {@code block} from {@code offset}.
+   *
+   * @return the bytes; the caller owns the returned buffer and must release it
+   */
+  CompletableFuture<ByteBuf> read(BlockLocation block, int offset, int length);
+
+  /** Releases the endpoint's resources; connections shared through the context stay open. */
+  @Override
+  void close();
+}

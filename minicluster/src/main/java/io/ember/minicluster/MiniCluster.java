@@ -1,0 +1,241 @@
+package io.ember.minicluster;
+
+import io.ember.client.EmberClient;
+import io.ember.datanode.dram.DramDataNode;
+import io.ember.datanode.dram.DramDataNodeKeys;
+import io.ember.namenode.NameNode;
+import io.ember.namenode.NameNodeKeys;
+import io.ember.protocol.ConfigKey;
+import io.ember.protocol.EmberConfig;
+import io.ember.protocol.EmberException;
+import io.ember.protocol.EmberKeys;
+import io.ember.protocol.ErrorCode;
+import io.ember.protocol.HostPort;
+import io.ember.protocol.Messages.ClassUsage;
+import io.ember.protocol.StorageClass;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+
+/**
+ * A name node and data nodes in this process, on loopback ports the OS picks: for tests and for
+ * {@code ember local}. Data nodes can be killed, added and the name node restarted on its port, to
+ * test what a real cluster goes through.
+ *
+ * <pre>{@code
+ * try (MiniCluster cluster = MiniCluster.builder().dramDatanodes(2).build();
+ *      EmberClient client = cluster.newClient()) {
+ *   ...
+ * }
+ * }</pre>
+ */
+public final class MiniCluster implements AutoCloseable {
+  private final EmberConfig config;
+  private final List<DramDataNode> datanodes = Collections.synchronizedList(new ArrayList<>());
+  private final List<EmberClient> clients = Collections.synchronizedList(new ArrayList<>());
+  private NameNode namenode;
+  private HostPort namenodeAddress;
+
+  private MiniCluster(EmberConfig config, int dramNodes, int namenodePort) throws EmberException {
+    try {
+      namenode = NameNode.start(config, "127.0.0.1", namenodePort);
+      namenodeAddress = new HostPort("127.0.0.1", namenode.address().getPort());
+      this.config = config.with(EmberKeys.NAMENODE_ADDRESS, namenodeAddress.toString());
+      for (int i = 0; i < dramNodes; i++) {
+        addDramDatanode();
+      }
+      awaitLiveDatanodes(StorageClass.DRAM, dramNodes, Duration.ofSeconds(30));
+    } catch (EmberException | RuntimeException e) {
+      close();
+      throw e;
+    }
+  }
+
+  /** A builder with small, test-friendly defaults. */
+  public static Builder builder() {
+    return new Builder();
+  }
+
+  /** The configuration clients and data nodes of this cluster use (name node address set). */
+  public EmberConfig config() {
+    return config;
+  }
+
+  /** Where the name node listens. */
+  public HostPort namenodeAddress() {
+    return namenodeAddress;
+  }
+
+  /** The name node. */
+  public NameNode namenode() {
+    return namenode;
+  }
+
+  /** The data nodes started so far, killed ones included, in start order. */
+  public List<DramDataNode> datanodes() {
+    synchronized (datanodes) {
+      return List.copyOf(datanodes);
+    }
+  }
+
+  /**
+   * A client of this cluster, closed with it.
+   *
+   * @throws EmberException when the name node does not answer
+   */
+  public EmberClient newClient() throws EmberException {
+    return newClient(EmberConfig.defaults());
+  }
+
+  /**
+   * A client with extra settings, closed with the cluster.
+   *
+   * @throws EmberException when the name node does not answer
+   */
+  public EmberClient newClient(EmberConfig overrides) throws EmberException {
+    EmberClient c = EmberClient.connect(config.withAll(overrides)
+        .with(EmberKeys.NAMENODE_ADDRESS, namenodeAddress.toString()));
+    clients.add(c);
+    return c;
+  }
+
+  /**
+   * Starts one more DRAM data node on a free loopback port.
+   *
+   * @throws EmberException when it cannot listen
+   */
+  public DramDataNode addDramDatanode() throws EmberException {
+    DramDataNode dn = DramDataNode.start(config
+        .with(DramDataNodeKeys.BIND_HOST, "127.0.0.1")
+        .with(DramDataNodeKeys.PORT, "0")
+        .with(EmberKeys.NAMENODE_ADDRESS, namenodeAddress.toString()));
+    datanodes.add(dn);
+    return dn;
+  }
+
+  /** Kills a data node: its connections drop at once and its heartbeats stop. */
+  public void killDatanode(int index) {
+    datanodes().get(index).close();
+  }
+
+  /**
+   * Stops the name node and starts a new one on the same port. Its namespace starts empty (there is
+   * no operation log yet); data nodes register again on their next heartbeat.
+   *
+   * @throws EmberException when the port cannot be bound again
+   */
+  public void restartNamenode() throws EmberException {
+    namenode.close();
+    namenode = NameNode.start(config, "127.0.0.1", namenodeAddress.port());
+  }
+
+  /**
+   * Waits until the name node counts {@code count} live data nodes of a class.
+   *
+   * @throws EmberException {@link ErrorCode#TIMEOUT} when they do not come in time
+   */
+  public void awaitLiveDatanodes(StorageClass sc, int count, Duration timeout)
+      throws EmberException {
+    long deadline = System.nanoTime() + timeout.toNanos();
+    try (EmberClient probe = EmberClient.connect(config)) {
+      while (true) {
+        int live = 0;
+        for (ClassUsage u : probe.df()) {
+          if (u.storageClass().equals(sc)) {
+            live = u.liveNodes();
+          }
+        }
+        if (live == count) {
+          return;
+        }
+        if (System.nanoTime() > deadline) {
+          throw new EmberException(ErrorCode.TIMEOUT, "expected " + count + " live "
+              + sc.displayName() + " data nodes, have " + live + " after " + timeout);
+        }
+        try {
+          Thread.sleep(10);
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+          throw new EmberException(ErrorCode.CLOSED, "interrupted", e);
+        }
+      }
+    }
+  }
+
+  /** Closes clients, data nodes and the name node. Idempotent. */
+  @Override
+  public void close() {
+    synchronized (clients) {
+      clients.forEach(EmberClient::close);
+      clients.clear();
+    }
+    synchronized (datanodes) {
+      datanodes.forEach(DramDataNode::close);
+    }
+    if (namenode != null) {
+      namenode.close();
+    }
+  }
+
+  /** Builds a {@link MiniCluster}. */
+  public static final class Builder {
+    private EmberConfig config = EmberConfig.defaults()
+        .with(EmberKeys.IO_THREADS, "1")
+        .with(DramDataNodeKeys.CAPACITY, "64m")
+        .with(DramDataNodeKeys.HEARTBEAT_INTERVAL, "100ms")
+        .with(NameNodeKeys.DATANODE_TIMEOUT, "2s")
+        .with(EmberKeys.RPC_TIMEOUT, "20s");
+    private int dramNodes = 1;
+    private int namenodePort = 0;
+
+    /** Number of DRAM data nodes to start (default 1). */
+    public Builder dramDatanodes(int n) {
+      if (n < 0) {
+        throw new IllegalArgumentException("dramDatanodes must be >= 0, was " + n);
+      }
+      dramNodes = n;
+      return this;
+    }
+
+    /** Capacity of each DRAM data node, e.g. "64m" (default). */
+    public Builder dramCapacity(String size) {
+      return set(DramDataNodeKeys.CAPACITY, size);
+    }
+
+    /** The cluster's block size, e.g. "1m" (default). */
+    public Builder blockSize(String size) {
+      return set(EmberKeys.BLOCK_SIZE, size);
+    }
+
+    /** Name node port; 0 (default) lets the OS pick. */
+    public Builder namenodePort(int port) {
+      if (port < 0 || port > 65535) {
+        throw new IllegalArgumentException("namenodePort must be 0..65535, was " + port);
+      }
+      namenodePort = port;
+      return this;
+    }
+
+    /** Any configuration value. */
+    public Builder set(ConfigKey<?> key, String value) {
+      config = config.with(key, value);
+      return this;
+    }
+
+    /** Values that win over the builder's defaults. */
+    public Builder config(EmberConfig overrides) {
+      config = config.withAll(overrides);
+      return this;
+    }
+
+    /**
+     * Starts the cluster and waits until every data node has registered.
+     *
+     * @throws EmberException when a server cannot start or data nodes do not register
+     */
+    public MiniCluster build() throws EmberException {
+      return new MiniCluster(config, dramNodes, namenodePort);
+    }
+  }
+}

@@ -1,0 +1,189 @@
+package io.ember.minicluster;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.ember.client.CreateOptions;
+import io.ember.client.EmberClient;
+import io.ember.client.EmberInputStream;
+import io.ember.client.EmberOutputStream;
+import io.ember.protocol.EmberException;
+import io.ember.protocol.ErrorCode;
+import io.ember.protocol.NodeStatus;
+import java.io.EOFException;
+import java.io.InputStream;
+import java.util.Arrays;
+import java.util.Random;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/** Files written and read back through real sockets, over several blocks and data nodes. */
+class FileReadWriteTest {
+  private static MiniCluster cluster;
+  private static EmberClient client;
+
+  @BeforeAll
+  static void start() throws Exception {
+    cluster = MiniCluster.builder().dramDatanodes(2).blockSize("64k").dramCapacity("16m").build();
+    client = cluster.newClient();
+  }
+
+  @AfterAll
+  static void stop() {
+    cluster.close();
+  }
+
+  static byte[] random(long seed, int n) {
+    byte[] b = new byte[n];
+    new Random(seed).nextBytes(b);
+    return b;
+  }
+
+  @Test
+  void writesAndReadsBackAcrossBlocksWithOddSizes() throws Exception {
+    int[] sizes = {0, 1, 4095, 65535, 65536, 65537, 200_000, 1_000_003};
+    for (int size : sizes) {
+      byte[] data = random(size, size);
+      String path = "/rw/odd-" + size;
+      try (EmberOutputStream out = client.create(path, CreateOptions.DEFAULT.withCreateParents(true))) {
+        // Writes of varied lengths, so pieces straddle block boundaries.
+        int pos = 0;
+        int step = 1;
+        while (pos < size) {
+          int n = Math.min(step, size - pos);
+          out.write(data, pos, n);
+          pos += n;
+          step = step * 3 + 7;
+        }
+      }
+      NodeStatus st = client.lookup(path);
+      assertEquals(size, st.length(), path);
+      assertEquals((size + 65535) / 65536, st.blockCount(), path);
+      try (EmberInputStream in = client.open(path)) {
+        assertArrayEquals(data, in.readAllBytes(), path);
+        assertEquals(-1, in.read());
+      }
+    }
+  }
+
+  @Test
+  void bufferedStreamTakesSingleBytesAndSmallWrites() throws Exception {
+    byte[] data = random(7, 300_000);
+    try (EmberOutputStream out = client.createBuffered("/rw/buffered", CreateOptions.DEFAULT)) {
+      int i = 0;
+      while (i < data.length) {
+        if (i % 2 == 0) {
+          out.write(data[i++]);
+        } else {
+          int n = Math.min(13, data.length - i);
+          out.write(data, i, n);
+          i += n;
+        }
+      }
+    }
+    try (InputStream in = client.open("/rw/buffered")) {
+      assertArrayEquals(data, in.readAllBytes());
+    }
+  }
+
+  @Test
+  void seekAndPositionalReadsReturnTheRightBytes() throws Exception {
+    byte[] data = random(11, 500_000);
+    try (EmberOutputStream out = client.create("/rw/seek", CreateOptions.DEFAULT)) {
+      out.write(data);
+    }
+    Random r = new Random(5);
+    try (EmberInputStream in = client.open("/rw/seek")) {
+      for (int i = 0; i < 200; i++) {
+        int pos = r.nextInt(data.length);
+        int len = r.nextInt(Math.min(150_000, data.length - pos) + 1);
+        byte[] got = new byte[len];
+        if (i % 2 == 0) {
+          in.seek(pos);
+          int n = in.readNBytes(got, 0, len);
+          assertEquals(len, n);
+          assertEquals(pos + len, in.position());
+        } else {
+          in.readFully(pos, got, 0, len);
+        }
+        assertArrayEquals(Arrays.copyOfRange(data, pos, pos + len), got, "at " + pos);
+      }
+      assertThrows(EOFException.class, () -> in.seek(data.length + 1));
+      assertThrows(EOFException.class, () -> in.readFully(data.length - 10, new byte[11], 0, 11));
+      assertEquals(-1, in.read(data.length, new byte[4], 0, 4));
+    }
+  }
+
+  @Test
+  void readerNeverSeesBytesBeforeClosePublishesTheLength() throws Exception {
+    byte[] data = random(3, 150_000);
+    EmberOutputStream out = client.create("/rw/unpublished", CreateOptions.DEFAULT);
+    out.write(data);
+    out.flush();
+    NodeStatus during = client.lookup("/rw/unpublished");
+    assertTrue(during.open());
+    assertEquals(0, during.length());
+    try (InputStream in = client.open("/rw/unpublished")) {
+      assertEquals(-1, in.read());
+    }
+    out.close();
+    try (InputStream in = client.open("/rw/unpublished")) {
+      assertArrayEquals(data, in.readAllBytes());
+    }
+  }
+
+  @Test
+  void closedStreamRefusesWritesAndClosedFileTakesNoMoreBlocks() throws Exception {
+    EmberOutputStream out = client.create("/rw/closed", CreateOptions.DEFAULT);
+    out.write(new byte[10]);
+    out.close();
+    out.close(); // idempotent
+    EmberException e = assertThrows(EmberException.class, () -> out.write(1));
+    assertEquals(ErrorCode.FILE_CLOSED, e.code());
+  }
+
+  @Test
+  void multifileTakesConcurrentWritersAndReadsBackWhole() throws Exception {
+    client.createMultiFile("/rw/multi", CreateOptions.DEFAULT.withCreateParents(true));
+    int writers = 6;
+    byte[][] parts = new byte[writers][];
+    Thread[] threads = new Thread[writers];
+    Throwable[] errors = new Throwable[writers];
+    for (int w = 0; w < writers; w++) {
+      int id = w;
+      parts[w] = random(100 + w, 70_000 + w * 9_999);
+      threads[w] = new Thread(() -> {
+        try (EmberOutputStream out =
+            client.createBuffered("/rw/multi/part-" + id, CreateOptions.DEFAULT)) {
+          for (int i = 0; i < parts[id].length; i += 1000) {
+            out.write(parts[id], i, Math.min(1000, parts[id].length - i));
+          }
+        } catch (Throwable t) {
+          errors[id] = t;
+        }
+      });
+      threads[w].start();
+    }
+    for (Thread t : threads) {
+      t.join();
+    }
+    for (Throwable t : errors) {
+      if (t != null) {
+        throw new AssertionError(t);
+      }
+    }
+    java.io.ByteArrayOutputStream expected = new java.io.ByteArrayOutputStream();
+    for (byte[] p : parts) {
+      expected.write(p);
+    }
+    try (InputStream in = client.openMultiFile("/rw/multi")) {
+      assertArrayEquals(expected.toByteArray(), in.readAllBytes());
+    }
+    assertEquals(expected.size(), client.lookup("/rw/multi").length());
+    EmberException e = assertThrows(EmberException.class, () -> client.open("/rw/multi"));
+    assertEquals(ErrorCode.NOT_A_FILE, e.code());
+  }
+}

@@ -1,0 +1,532 @@
+package io.ember.namenode;
+
+import io.ember.protocol.BlockLocation;
+import io.ember.protocol.EmberException;
+import io.ember.protocol.ErrorCode;
+import io.ember.protocol.Messages.ClassUsage;
+import io.ember.protocol.Messages.DirEntry;
+import io.ember.protocol.Messages.ListResponse;
+import io.ember.protocol.Messages.RegisterResponse;
+import io.ember.protocol.NodeStatus;
+import io.ember.protocol.NodeType;
+import io.ember.protocol.Paths;
+import io.ember.protocol.StorageClass;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.locks.ReentrantReadWriteLock;
+import java.util.function.LongSupplier;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * All the name node's metadata: the namespace tree, files' blocks, data nodes and their free
+ * blocks. One read-write lock guards it, so every operation (rename included) is atomic.
+ */
+final class NameNodeState {
+  private static final Logger LOG = LoggerFactory.getLogger(NameNodeState.class);
+
+  private final int blockSize;
+  private final List<StorageClass> spillOrder;
+  private final long datanodeTimeoutNanos;
+  private final LongSupplier clock;
+  private final ReentrantReadWriteLock lock = new ReentrantReadWriteLock();
+  private final Inode.Dir root;
+  private final Map<Long, Inode.File> files = new HashMap<>();
+  private final Map<Integer, Datanode> datanodes = new LinkedHashMap<>();
+  /** Live data nodes per class, in round-robin order for allocation. */
+  private final Map<StorageClass, List<Datanode>> liveByClass = new TreeMap<>(
+      (a, b) -> Integer.compare(a.id(), b.id()));
+  private final Map<StorageClass, Integer> nextNode = new HashMap<>();
+  private long nextInodeId = 1;
+  private long nextBlockId = 1;
+  private int nextDatanodeId = 1;
+
+  NameNodeState(int blockSize, List<StorageClass> spillOrder, Duration datanodeTimeout,
+      LongSupplier nanoClock) {
+    this.blockSize = blockSize;
+    this.spillOrder = List.copyOf(spillOrder);
+    this.datanodeTimeoutNanos = datanodeTimeout.toNanos();
+    this.clock = nanoClock;
+    this.root = new Inode.Dir(nextInodeId++, "", StorageClass.DRAM, System.currentTimeMillis(),
+        false);
+  }
+
+  int blockSize() {
+    return blockSize;
+  }
+
+  // ---- namespace -------------------------------------------------------------------------
+
+  NodeStatus create(String path, NodeType type, StorageClass sc, boolean createParents)
+      throws EmberException {
+    List<String> parts = Paths.components(path);
+    String canonical = Paths.join(parts);
+    if (parts.isEmpty()) {
+      throw new EmberException(ErrorCode.ALREADY_EXISTS, "/ exists");
+    }
+    lock.writeLock().lock();
+    try {
+      long now = System.currentTimeMillis();
+      Inode.Dir dir = root;
+      for (int i = 0; i < parts.size() - 1; i++) {
+        Inode child = dir.children.get(parts.get(i));
+        String at = Paths.join(parts.subList(0, i + 1));
+        if (child == null) {
+          if (!createParents) {
+            throw new EmberException(ErrorCode.PARENT_NOT_FOUND,
+                "cannot create " + canonical + ": parent " + at + " does not exist");
+          }
+          if (dir.multifile) {
+            throw new EmberException(ErrorCode.INVALID_ARGUMENT,
+                "cannot create " + at + ": multifile " + Paths.join(parts.subList(0, i))
+                    + " holds only files");
+          }
+          Inode.Dir made = new Inode.Dir(nextInodeId++, parts.get(i), sc, now, false);
+          attach(dir, made, now);
+          child = made;
+        }
+        if (!(child instanceof Inode.Dir d)) {
+          throw new EmberException(ErrorCode.NOT_A_DIRECTORY,
+              "cannot create " + canonical + ": " + at + " is a file, not a directory");
+        }
+        dir = d;
+      }
+      String name = parts.get(parts.size() - 1);
+      if (dir.children.containsKey(name)) {
+        throw new EmberException(ErrorCode.ALREADY_EXISTS, canonical + " exists");
+      }
+      if (dir.multifile && type != NodeType.FILE) {
+        throw new EmberException(ErrorCode.INVALID_ARGUMENT,
+            "cannot create " + canonical + ": a multifile holds only files");
+      }
+      Inode made = switch (type) {
+        case FILE -> new Inode.File(nextInodeId++, name, sc, now);
+        case DIRECTORY -> new Inode.Dir(nextInodeId++, name, sc, now, false);
+        case MULTIFILE -> new Inode.Dir(nextInodeId++, name, sc, now, true);
+      };
+      attach(dir, made, now);
+      if (made instanceof Inode.File f) {
+        files.put(f.id, f);
+      }
+      return status(made);
+    } finally {
+      lock.writeLock().unlock();
+    }
+  }
+
+  NodeStatus lookup(String path) throws EmberException {
+    List<String> parts = Paths.components(path);
+    lock.readLock().lock();
+    try {
+      return status(resolve(parts));
+    } finally {
+      lock.readLock().unlock();
+    }
+  }
+
+  ListResponse list(String path, String startAfter, int limit) throws EmberException {
+    List<String> parts = Paths.components(path);
+    lock.readLock().lock();
+    try {
+      Inode node = resolve(parts);
+      if (!(node instanceof Inode.Dir dir)) {
+        throw new EmberException(ErrorCode.NOT_A_DIRECTORY,
+            "cannot list " + Paths.join(parts) + ": it is a file");
+      }
+      Map<String, Inode> tail =
+          startAfter.isEmpty() ? dir.children : dir.children.tailMap(startAfter, false);
+      List<DirEntry> entries = new ArrayList<>(Math.min(limit, tail.size()));
+      boolean more = false;
+      for (Inode child : tail.values()) {
+        if (entries.size() == limit) {
+          more = true;
+          break;
+        }
+        entries.add(new DirEntry(child.name, status(child)));
+      }
+      return new ListResponse(entries, more);
+    } finally {
+      lock.readLock().unlock();
+    }
+  }
+
+  void delete(String path, boolean recursive) throws EmberException {
+    List<String> parts = Paths.components(path);
+    if (parts.isEmpty()) {
+      throw new EmberException(ErrorCode.INVALID_ARGUMENT, "the root directory cannot be deleted");
+    }
+    lock.writeLock().lock();
+    try {
+      Inode node = resolve(parts);
+      if (node instanceof Inode.Dir dir && !dir.children.isEmpty() && !recursive) {
+        throw new EmberException(ErrorCode.DIRECTORY_NOT_EMPTY,
+            "cannot delete " + Paths.join(parts) + ": directory not empty (delete recursively)");
+      }
+      long now = System.currentTimeMillis();
+      node.parent.children.remove(node.name);
+      node.parent.modificationTime = now;
+      release(node);
+    } finally {
+      lock.writeLock().unlock();
+    }
+  }
+
+  void rename(String source, String target) throws EmberException {
+    List<String> src = Paths.components(source);
+    List<String> dst = Paths.components(target);
+    String srcPath = Paths.join(src);
+    String dstPath = Paths.join(dst);
+    if (src.isEmpty()) {
+      throw new EmberException(ErrorCode.INVALID_ARGUMENT, "the root directory cannot be renamed");
+    }
+    if (dst.isEmpty()) {
+      throw new EmberException(ErrorCode.ALREADY_EXISTS,
+          "cannot rename " + srcPath + " to /: it exists");
+    }
+    lock.writeLock().lock();
+    try {
+      Inode node = resolve(src);
+      if (srcPath.equals(dstPath)) {
+        return;
+      }
+      if (dst.size() > src.size() && dst.subList(0, src.size()).equals(src)) {
+        throw new EmberException(ErrorCode.RENAME_INTO_ITSELF,
+            "cannot rename " + srcPath + " to " + dstPath + ": a directory cannot move into itself");
+      }
+      List<String> dstParentParts = dst.subList(0, dst.size() - 1);
+      Inode parent = resolveForParent(dstParentParts, "rename " + srcPath + " to " + dstPath);
+      Inode.Dir newParent = (Inode.Dir) parent;
+      String newName = dst.get(dst.size() - 1);
+      if (newParent.children.containsKey(newName)) {
+        throw new EmberException(ErrorCode.ALREADY_EXISTS,
+            "cannot rename " + srcPath + " to " + dstPath + ": it exists");
+      }
+      if (newParent.multifile && node.type() != NodeType.FILE) {
+        throw new EmberException(ErrorCode.INVALID_ARGUMENT,
+            "cannot rename " + srcPath + " to " + dstPath + ": a multifile holds only files");
+      }
+      long now = System.currentTimeMillis();
+      node.parent.children.remove(node.name);
+      node.parent.modificationTime = now;
+      node.name = newName;
+      attach(newParent, node, now);
+    } finally {
+      lock.writeLock().unlock();
+    }
+  }
+
+  // ---- blocks ----------------------------------------------------------------------------
+
+  BlockLocation allocateBlock(long fileId, int index) throws EmberException {
+    lock.writeLock().lock();
+    try {
+      Inode.File file = file(fileId);
+      if (!file.open) {
+        throw new EmberException(ErrorCode.FILE_CLOSED,
+            pathOf(file) + " is closed: its length is published and it takes no more writes");
+      }
+      if (index < file.blocks.size()) {
+        return location(file, index);
+      }
+      if (index > file.blocks.size()) {
+        throw new EmberException(ErrorCode.INVALID_ARGUMENT,
+            "block " + index + " of " + pathOf(file) + " asked for, but the file has "
+                + file.blocks.size() + " blocks: files grow one block at a time");
+      }
+      Block b = takeBlock(file.storageClass, pathOf(file), index);
+      file.blocks.add(b);
+      file.modificationTime = System.currentTimeMillis();
+      return location(file, index);
+    } finally {
+      lock.writeLock().unlock();
+    }
+  }
+
+  List<BlockLocation> getBlocks(long fileId, int start, int maxCount) throws EmberException {
+    lock.readLock().lock();
+    try {
+      Inode.File file = file(fileId);
+      int end = (int) Math.min(file.blocks.size(), (long) start + maxCount);
+      List<BlockLocation> out = new ArrayList<>(Math.max(0, end - start));
+      for (int i = start; i < end; i++) {
+        out.add(location(file, i));
+      }
+      return out;
+    } finally {
+      lock.readLock().unlock();
+    }
+  }
+
+  NodeStatus closeFile(long fileId, long length) throws EmberException {
+    lock.writeLock().lock();
+    try {
+      Inode.File file = file(fileId);
+      if (!file.open) {
+        if (file.length == length) {
+          return status(file); // a retried close after a lost answer
+        }
+        throw new EmberException(ErrorCode.FILE_CLOSED, pathOf(file) + " is already closed");
+      }
+      long capacity = (long) file.blocks.size() * blockSize;
+      if (length > capacity) {
+        throw new EmberException(ErrorCode.INVALID_ARGUMENT,
+            "length " + length + " of " + pathOf(file) + " does not match its "
+                + file.blocks.size() + " blocks of " + blockSize + " bytes");
+      }
+      file.length = length;
+      file.open = false;
+      file.modificationTime = System.currentTimeMillis();
+      return status(file);
+    } finally {
+      lock.writeLock().unlock();
+    }
+  }
+
+  private Block takeBlock(StorageClass preferred, String path, int index) throws EmberException {
+    int from = spillOrder.indexOf(preferred);
+    List<StorageClass> tried = new ArrayList<>();
+    if (from < 0) {
+      tried.add(preferred);
+    } else {
+      tried.addAll(spillOrder.subList(from, spillOrder.size()));
+    }
+    for (StorageClass sc : tried) {
+      List<Datanode> nodes = liveByClass.getOrDefault(sc, List.of());
+      int n = nodes.size();
+      int startAt = nextNode.getOrDefault(sc, 0);
+      for (int k = 0; k < n; k++) {
+        Datanode dn = nodes.get((startAt + k) % n);
+        long slot = dn.take();
+        if (slot >= 0) {
+          nextNode.put(sc, (startAt + k + 1) % n);
+          return new Block(nextBlockId++, dn, slot);
+        }
+      }
+    }
+    StringBuilder names = new StringBuilder();
+    for (int i = 0; i < tried.size(); i++) {
+      names.append(i == 0 ? "" : i == tried.size() - 1 ? " or " : ", ")
+          .append(tried.get(i).displayName());
+    }
+    throw new EmberException(ErrorCode.NO_CAPACITY,
+        "no " + names + " capacity left for " + formatBytes(blockSize) + " (block " + index
+            + " of " + path + ")");
+  }
+
+  private BlockLocation location(Inode.File file, int index) {
+    Block b = file.blocks.get(index);
+    Datanode dn = b.datanode();
+    return new BlockLocation(index, b.blockId(), dn.id, dn.storageClass, dn.tier, dn.endpoint,
+        b.address(), dn.blockSize, dn.lost);
+  }
+
+  // ---- data nodes ------------------------------------------------------------------------
+
+  RegisterResponse register(StorageClass sc, String tier, String endpoint, long capacityBytes)
+      throws EmberException {
+    if (tier.isBlank() || endpoint.isBlank()) {
+      throw new EmberException(ErrorCode.INVALID_ARGUMENT,
+          "a data node must name its tier and endpoint");
+    }
+    long blocks = capacityBytes / blockSize;
+    lock.writeLock().lock();
+    try {
+      int id = nextDatanodeId++;
+      Datanode dn = new Datanode(id, sc, tier, endpoint, blockSize, blocks, clock.getAsLong());
+      datanodes.put(id, dn);
+      liveByClass.computeIfAbsent(sc, k -> new ArrayList<>()).add(dn);
+      LOG.info("registered {}: {} blocks of {} ({})", dn.describe(), blocks, sc.displayName(), tier);
+      return new RegisterResponse(id, blockSize, blocks);
+    } finally {
+      lock.writeLock().unlock();
+    }
+  }
+
+  void heartbeat(int datanodeId) throws EmberException {
+    lock.readLock().lock();
+    try {
+      Datanode dn = datanodes.get(datanodeId);
+      if (dn == null || dn.lost) {
+        throw new EmberException(ErrorCode.UNKNOWN_DATANODE,
+            "data node " + datanodeId + " is not registered (or was marked lost): register again");
+      }
+      dn.lastHeartbeatNanos = clock.getAsLong();
+    } finally {
+      lock.readLock().unlock();
+    }
+  }
+
+  /** Marks data nodes whose heartbeats stopped as lost; returns how many. */
+  int expireDatanodes() {
+    long now = clock.getAsLong();
+    List<Datanode> expired = new ArrayList<>();
+    lock.readLock().lock();
+    try {
+      for (Datanode dn : datanodes.values()) {
+        if (!dn.lost && now - dn.lastHeartbeatNanos > datanodeTimeoutNanos) {
+          expired.add(dn);
+        }
+      }
+    } finally {
+      lock.readLock().unlock();
+    }
+    if (expired.isEmpty()) {
+      return 0;
+    }
+    lock.writeLock().lock();
+    try {
+      for (Datanode dn : expired) {
+        if (dn.lost || clock.getAsLong() - dn.lastHeartbeatNanos <= datanodeTimeoutNanos) {
+          continue;
+        }
+        dn.lost = true;
+        liveByClass.get(dn.storageClass).remove(dn);
+        nextNode.put(dn.storageClass, 0);
+        LOG.warn("{} lost: no heartbeat for {} ms; its blocks are unavailable", dn.describe(),
+            datanodeTimeoutNanos / 1_000_000);
+      }
+    } finally {
+      lock.writeLock().unlock();
+    }
+    return expired.size();
+  }
+
+  List<ClassUsage> usage() {
+    lock.readLock().lock();
+    try {
+      Map<StorageClass, long[]> acc = new TreeMap<>((a, b) -> Integer.compare(a.id(), b.id()));
+      for (Datanode dn : datanodes.values()) {
+        long[] a = acc.computeIfAbsent(dn.storageClass, k -> new long[4]);
+        if (dn.lost) {
+          a[3]++;
+        } else {
+          a[0] += dn.blockCount;
+          a[1] += dn.freeBlocks();
+          a[2]++;
+        }
+      }
+      List<ClassUsage> out = new ArrayList<>();
+      acc.forEach((sc, a) ->
+          out.add(new ClassUsage(sc, blockSize, a[0], a[1], (int) a[2], (int) a[3])));
+      return out;
+    } finally {
+      lock.readLock().unlock();
+    }
+  }
+
+  // ---- helpers (callers hold the lock) -----------------------------------------------------
+
+  private void attach(Inode.Dir dir, Inode child, long now) {
+    dir.children.put(child.name, child);
+    child.parent = dir;
+    dir.modificationTime = now;
+  }
+
+  private Inode resolve(List<String> parts) throws EmberException {
+    Inode node = root;
+    for (int i = 0; i < parts.size(); i++) {
+      if (!(node instanceof Inode.Dir dir)) {
+        throw new EmberException(ErrorCode.NOT_FOUND,
+            Paths.join(parts) + " does not exist: " + Paths.join(parts.subList(0, i))
+                + " is a file");
+      }
+      node = dir.children.get(parts.get(i));
+      if (node == null) {
+        throw new EmberException(ErrorCode.NOT_FOUND, Paths.join(parts) + " does not exist");
+      }
+    }
+    return node;
+  }
+
+  private Inode resolveForParent(List<String> parts, String what) throws EmberException {
+    Inode node = root;
+    for (int i = 0; i < parts.size(); i++) {
+      if (!(node instanceof Inode.Dir dir)) {
+        throw new EmberException(ErrorCode.NOT_A_DIRECTORY,
+            "cannot " + what + ": " + Paths.join(parts.subList(0, i)) + " is a file");
+      }
+      node = dir.children.get(parts.get(i));
+      if (node == null) {
+        throw new EmberException(ErrorCode.PARENT_NOT_FOUND,
+            "cannot " + what + ": " + Paths.join(parts.subList(0, i + 1)) + " does not exist");
+      }
+    }
+    if (!(node instanceof Inode.Dir)) {
+      throw new EmberException(ErrorCode.NOT_A_DIRECTORY,
+          "cannot " + what + ": " + Paths.join(parts) + " is a file");
+    }
+    return node;
+  }
+
+  private Inode.File file(long fileId) throws EmberException {
+    Inode.File f = files.get(fileId);
+    if (f == null) {
+      throw new EmberException(ErrorCode.NOT_FOUND,
+          "file id " + fileId + " does not exist (deleted?)");
+    }
+    return f;
+  }
+
+  private void release(Inode node) {
+    if (node instanceof Inode.File f) {
+      files.remove(f.id);
+      for (Block b : f.blocks) {
+        if (!b.datanode().lost) {
+          b.datanode().giveBack(b.slot());
+        }
+      }
+      f.blocks.clear();
+    } else if (node instanceof Inode.Dir d) {
+      for (Inode child : d.children.values()) {
+        release(child);
+      }
+      d.children.clear();
+    }
+  }
+
+  private String pathOf(Inode node) {
+    List<String> names = new ArrayList<>();
+    for (Inode n = node; n != null && n != root; n = n.parent) {
+      names.add(0, n.name);
+    }
+    return Paths.join(names);
+  }
+
+  private NodeStatus status(Inode node) {
+    long length = 0;
+    int blocks = 0;
+    boolean open = false;
+    if (node instanceof Inode.File f) {
+      length = f.open ? 0 : f.length;
+      blocks = f.blocks.size();
+      open = f.open;
+    } else if (node instanceof Inode.Dir d && d.multifile) {
+      for (Inode child : d.children.values()) {
+        if (child instanceof Inode.File f && !f.open) {
+          length += f.length;
+        }
+      }
+    }
+    return new NodeStatus(node.id, node.type(), length, blocks, blockSize, node.storageClass,
+        node.modificationTime, open);
+  }
+
+  static String formatBytes(long bytes) {
+    if (bytes >= 1L << 30 && bytes % (1L << 30) == 0) {
+      return (bytes >> 30) + " GiB";
+    }
+    if (bytes >= 1L << 20 && bytes % (1L << 20) == 0) {
+      return (bytes >> 20) + " MiB";
+    }
+    if (bytes >= 1L << 10 && bytes % (1L << 10) == 0) {
+      return (bytes >> 10) + " KiB";
+    }
+    return bytes + " bytes";
+  }
+
+}

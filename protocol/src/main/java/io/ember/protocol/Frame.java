@@ -1,0 +1,95 @@
+package io.ember.protocol;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufAllocator;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelFuture;
+import io.netty.util.ReferenceCountUtil;
+
+/**
+ * One frame off the wire: {@code int length | byte version | byte type | byte flags | long
+ * requestId | payload}. The length counts every byte after itself. The frame owns one reference
+ * to its payload; whoever consumes the frame releases it.
+ *
+ * @param version the protocol version of the sender
+ * @param type the raw message type byte ({@link MessageType#fromCode} may not know it)
+ * @param flags {@link #FLAG_RESPONSE} and {@link #FLAG_ERROR}
+ * @param requestId matches a response to its request
+ * @param payload the body
+ */
+public record Frame(int version, int type, int flags, long requestId, ByteBuf payload) {
+  /** The protocol version this build speaks. */
+  public static final int VERSION = 1;
+  /** Bytes after the length field and before the payload. */
+  public static final int HEADER_BYTES = 1 + 1 + 1 + 8;
+  /** Set on responses. */
+  public static final int FLAG_RESPONSE = 1;
+  /** Set on responses whose body is an {@link Messages.ErrorReply}. */
+  public static final int FLAG_ERROR = 2;
+
+  /** True for responses. */
+  public boolean isResponse() {
+    return (flags & FLAG_RESPONSE) != 0;
+  }
+
+  /** True for error responses. */
+  public boolean isError() {
+    return (flags & FLAG_ERROR) != 0;
+  }
+
+  /** Releases the payload. */
+  public void release() {
+    ReferenceCountUtil.release(payload);
+  }
+
+  /**
+   * Writes a frame to a channel without flushing. The message's {@link Message#data()}, if any,
+   * follows the header without a copy; its reference passes to the channel.
+   */
+  public static ChannelFuture write(
+      Channel channel, MessageType type, int flags, long requestId, Message body) {
+    return write(channel, type.code(), flags, requestId, body, false);
+  }
+
+  /** As {@link #write}, then flushes. */
+  public static ChannelFuture writeAndFlush(
+      Channel channel, MessageType type, int flags, long requestId, Message body) {
+    return write(channel, type.code(), flags, requestId, body, true);
+  }
+
+  static ChannelFuture write(
+      Channel channel, int type, int flags, long requestId, Message body, boolean flush) {
+    ByteBuf data = body.data();
+    ByteBuf header;
+    try {
+      header = encodeHeader(channel.alloc(), type, flags, requestId, body, data);
+    } catch (RuntimeException e) {
+      ReferenceCountUtil.release(data);
+      throw e;
+    }
+    if (data == null) {
+      return flush ? channel.writeAndFlush(header) : channel.write(header);
+    }
+    channel.write(header, channel.voidPromise());
+    return flush ? channel.writeAndFlush(data) : channel.write(data);
+  }
+
+  private static ByteBuf encodeHeader(
+      ByteBufAllocator alloc, int type, int flags, long requestId, Message body, ByteBuf data) {
+    ByteBuf out = alloc.buffer(64);
+    try {
+      out.writeInt(0);
+      out.writeByte(VERSION);
+      out.writeByte(type);
+      out.writeByte(flags);
+      out.writeLong(requestId);
+      body.encode(out);
+      int dataBytes = data == null ? 0 : data.readableBytes();
+      out.setInt(0, out.readableBytes() - 4 + dataBytes);
+      return out;
+    } catch (RuntimeException e) {
+      out.release();
+      throw e;
+    }
+  }
+}

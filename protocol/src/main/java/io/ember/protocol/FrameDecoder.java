@@ -1,0 +1,59 @@
+package io.ember.protocol;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.handler.codec.ByteToMessageDecoder;
+import java.util.List;
+
+/**
+ * Splits the byte stream into {@link Frame}s. A length below the header size or above the
+ * configured maximum cannot be resynchronised: the decoder raises {@link FrameTooLargeEvent}
+ * (which the RPC handlers answer and then close on) and discards everything after it, so an
+ * attacker's length never makes it allocate.
+ */
+public final class FrameDecoder extends ByteToMessageDecoder {
+  private final int maxFrameBytes;
+  private boolean broken;
+
+  /** A decoder that refuses frames longer than {@code maxFrameBytes} (after the length field). */
+  public FrameDecoder(int maxFrameBytes) {
+    this.maxFrameBytes = maxFrameBytes;
+  }
+
+  /** Fired once when the stream cannot be framed any longer. */
+  public record FrameTooLargeEvent(long length, int maxFrameBytes) {
+    /** A message naming the length and the limit. */
+    public String describe() {
+      return length < Frame.HEADER_BYTES
+          ? "frame length " + length + " is shorter than the " + Frame.HEADER_BYTES + "-byte header"
+          : "frame length " + length + " exceeds the maximum of " + maxFrameBytes + " bytes";
+    }
+  }
+
+  @Override
+  protected void decode(ChannelHandlerContext ctx, ByteBuf in, List<Object> out) {
+    if (broken) {
+      in.skipBytes(in.readableBytes());
+      return;
+    }
+    while (in.readableBytes() >= 4) {
+      long length = in.getUnsignedInt(in.readerIndex());
+      if (length < Frame.HEADER_BYTES || length > maxFrameBytes) {
+        broken = true;
+        in.skipBytes(in.readableBytes());
+        ctx.fireUserEventTriggered(new FrameTooLargeEvent(length, maxFrameBytes));
+        return;
+      }
+      if (in.readableBytes() < 4 + length) {
+        return;
+      }
+      in.skipBytes(4);
+      int version = in.readUnsignedByte();
+      int type = in.readUnsignedByte();
+      int flags = in.readUnsignedByte();
+      long requestId = in.readLong();
+      ByteBuf payload = in.readRetainedSlice((int) length - Frame.HEADER_BYTES);
+      out.add(new Frame(version, type, flags, requestId, payload));
+    }
+  }
+}

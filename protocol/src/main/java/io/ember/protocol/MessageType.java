@@ -1,0 +1,46 @@
+package io.ember.protocol;
+
+/** The frame types. Requests and their responses share a type; a flag tells them apart. */
+public enum MessageType {
+  /** Does nothing; the baseline of RPC cost. Served by every server. */
+  NOOP(1),
+  // Name node.
+  CREATE(10),
+  LOOKUP(11),
+  LIST(12),
+  DELETE(13),
+  RENAME(14),
+  ALLOCATE_BLOCK(15),
+  GET_BLOCKS(16),
+  CLOSE_FILE(17),
+  DF(18),
+  REGISTER_DATANODE(19),
+  HEARTBEAT(20),
+  // Data node.
+  BLOCK_WRITE(40),
+  BLOCK_READ(41);
+
+  private static final MessageType[] BY_CODE = new MessageType[128];
+
+  static {
+    for (MessageType t : values()) {
+      BY_CODE[t.code] = t;
+    }
+  }
+
+  private final int code;
+
+  MessageType(int code) {
+    this.code = code;
+  }
+
+  /** The byte sent on the wire. */
+  public int code() {
+    return code;
+  }
+
+  /** The type for a wire byte, or {@code null} when unknown. */
+  public static MessageType fromCode(int code) {
+    return code >= 0 && code < BY_CODE.length ? BY_CODE[code] : null;
+  }
+}

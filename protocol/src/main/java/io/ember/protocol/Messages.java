@@ -1,0 +1,417 @@
+package io.ember.protocol;
+
+import io.netty.buffer.ByteBuf;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * The request and response bodies of every frame type. Each {@code decode} checks every length and
+ * count against the bytes present and against its maximum before it allocates, and refuses
+ * trailing bytes.
+ */
+public final class Messages {
+  /** Most entries in one LIST answer; bigger directories are paged. */
+  public static final int MAX_LIST_ENTRIES = 4096;
+  /** Most locations in one GET_BLOCKS answer. */
+  public static final int MAX_BLOCKS_PER_CALL = 1024;
+  /** Most storage classes in a DF answer. */
+  public static final int MAX_CLASSES = 256;
+
+  private Messages() {}
+
+  /** CREATE: make a file, directory or multifile. Answered by a {@link NodeStatus}. */
+  public record CreateRequest(
+      String path, NodeType type, StorageClass storageClass, boolean createParents)
+      implements Message {
+    @Override
+    public void encode(ByteBuf out) {
+      Wire.writeString(out, path);
+      out.writeByte(type.code());
+      out.writeByte(storageClass.id());
+      out.writeBoolean(createParents);
+    }
+
+    /** Reads the body. */
+    public static CreateRequest decode(ByteBuf in) throws MalformedFrameException {
+      String path = Wire.readString(in, "path", Paths.MAX_PATH_BYTES);
+      NodeType type = NodeType.fromCode(Wire.readByte(in, "node type"));
+      StorageClass sc = new StorageClass(Wire.readByte(in, "storage class") & 0xff);
+      boolean parents = Wire.readBoolean(in, "create parents");
+      Wire.expectEnd(in, "CREATE");
+      return new CreateRequest(path, type, sc, parents);
+    }
+  }
+
+  /** LOOKUP: one path. Answered by a {@link NodeStatus}. */
+  public record PathRequest(String path) implements Message {
+    @Override
+    public void encode(ByteBuf out) {
+      Wire.writeString(out, path);
+    }
+
+    /** Reads the body. */
+    public static PathRequest decode(ByteBuf in) throws MalformedFrameException {
+      String path = Wire.readString(in, "path", Paths.MAX_PATH_BYTES);
+      Wire.expectEnd(in, "path request");
+      return new PathRequest(path);
+    }
+  }
+
+  /**
+   * LIST: a page of a directory's entries in name order, starting after {@code startAfter} (empty
+   * for the first page). Answered by a {@link ListResponse}.
+   */
+  public record ListRequest(String path, String startAfter, int limit) implements Message {
+    @Override
+    public void encode(ByteBuf out) {
+      Wire.writeString(out, path);
+      Wire.writeString(out, startAfter);
+      out.writeInt(limit);
+    }
+
+    /** Reads the body. */
+    public static ListRequest decode(ByteBuf in) throws MalformedFrameException {
+      String path = Wire.readString(in, "path", Paths.MAX_PATH_BYTES);
+      String after = Wire.readString(in, "start after", Paths.MAX_NAME_BYTES);
+      int limit = Wire.readInt(in, "limit", 1, MAX_LIST_ENTRIES);
+      Wire.expectEnd(in, "LIST");
+      return new ListRequest(path, after, limit);
+    }
+  }
+
+  /** One directory entry. */
+  public record DirEntry(String name, NodeStatus status) {}
+
+  /** A page of directory entries; {@code more} when entries remain after the last one. */
+  public record ListResponse(List<DirEntry> entries, boolean more) implements Message {
+    @Override
+    public void encode(ByteBuf out) {
+      out.writeInt(entries.size());
+      for (DirEntry e : entries) {
+        Wire.writeString(out, e.name());
+        e.status().encode(out);
+      }
+      out.writeBoolean(more);
+    }
+
+    /** Reads the body. */
+    public static ListResponse decode(ByteBuf in) throws MalformedFrameException {
+      int n = Wire.readCount(in, "entry count", MAX_LIST_ENTRIES, 4 + NodeStatus.BYTES);
+      List<DirEntry> entries = new ArrayList<>(n);
+      for (int i = 0; i < n; i++) {
+        String name = Wire.readString(in, "name", Paths.MAX_NAME_BYTES);
+        entries.add(new DirEntry(name, NodeStatus.decode(in)));
+      }
+      boolean more = Wire.readBoolean(in, "more");
+      Wire.expectEnd(in, "LIST answer");
+      return new ListResponse(entries, more);
+    }
+  }
+
+  /** DELETE: remove a path; a non-empty directory needs {@code recursive}. */
+  public record DeleteRequest(String path, boolean recursive) implements Message {
+    @Override
+    public void encode(ByteBuf out) {
+      Wire.writeString(out, path);
+      out.writeBoolean(recursive);
+    }
+
+    /** Reads the body. */
+    public static DeleteRequest decode(ByteBuf in) throws MalformedFrameException {
+      String path = Wire.readString(in, "path", Paths.MAX_PATH_BYTES);
+      boolean recursive = Wire.readBoolean(in, "recursive");
+      Wire.expectEnd(in, "DELETE");
+      return new DeleteRequest(path, recursive);
+    }
+  }
+
+  /** RENAME: move {@code source} to {@code target}, which must not exist. */
+  public record RenameRequest(String source, String target) implements Message {
+    @Override
+    public void encode(ByteBuf out) {
+      Wire.writeString(out, source);
+      Wire.writeString(out, target);
+    }
+
+    /** Reads the body. */
+    public static RenameRequest decode(ByteBuf in) throws MalformedFrameException {
+      String src = Wire.readString(in, "source", Paths.MAX_PATH_BYTES);
+      String dst = Wire.readString(in, "target", Paths.MAX_PATH_BYTES);
+      Wire.expectEnd(in, "RENAME");
+      return new RenameRequest(src, dst);
+    }
+  }
+
+  /**
+   * ALLOCATE_BLOCK: the block at {@code index} of an open file, allocated if it is the next one.
+   * Answered by a {@link BlockLocation}.
+   */
+  public record AllocateBlockRequest(long fileId, int index) implements Message {
+    @Override
+    public void encode(ByteBuf out) {
+      out.writeLong(fileId);
+      out.writeInt(index);
+    }
+
+    /** Reads the body. */
+    public static AllocateBlockRequest decode(ByteBuf in) throws MalformedFrameException {
+      long id = Wire.readLong(in, "file id");
+      int index = Wire.readInt(in, "block index", 0, Integer.MAX_VALUE);
+      Wire.expectEnd(in, "ALLOCATE_BLOCK");
+      return new AllocateBlockRequest(id, index);
+    }
+  }
+
+  /** GET_BLOCKS: up to {@code maxCount} locations from {@code startIndex} of a file. */
+  public record GetBlocksRequest(long fileId, int startIndex, int maxCount) implements Message {
+    @Override
+    public void encode(ByteBuf out) {
+      out.writeLong(fileId);
+      out.writeInt(startIndex);
+      out.writeInt(maxCount);
+    }
+
+    /** Reads the body. */
+    public static GetBlocksRequest decode(ByteBuf in) throws MalformedFrameException {
+      long id = Wire.readLong(in, "file id");
+      int start = Wire.readInt(in, "start index", 0, Integer.MAX_VALUE);
+      int max = Wire.readInt(in, "max count", 1, MAX_BLOCKS_PER_CALL);
+      Wire.expectEnd(in, "GET_BLOCKS");
+      return new GetBlocksRequest(id, start, max);
+    }
+  }
+
+  /** A list of block locations. */
+  public record BlocksResponse(List<BlockLocation> blocks) implements Message {
+    @Override
+    public void encode(ByteBuf out) {
+      out.writeInt(blocks.size());
+      for (BlockLocation b : blocks) {
+        b.encode(out);
+      }
+    }
+
+    /** Reads the body. */
+    public static BlocksResponse decode(ByteBuf in) throws MalformedFrameException {
+      int n = Wire.readCount(in, "block count", MAX_BLOCKS_PER_CALL, BlockLocation.MIN_BYTES);
+      List<BlockLocation> blocks = new ArrayList<>(n);
+      for (int i = 0; i < n; i++) {
+        blocks.add(BlockLocation.decode(in));
+      }
+      Wire.expectEnd(in, "GET_BLOCKS answer");
+      return new BlocksResponse(blocks);
+    }
+  }
+
+  /** CLOSE_FILE: publish a file's length; the file takes no more writes. */
+  public record CloseFileRequest(long fileId, long length) implements Message {
+    @Override
+    public void encode(ByteBuf out) {
+      out.writeLong(fileId);
+      out.writeLong(length);
+    }
+
+    /** Reads the body. */
+    public static CloseFileRequest decode(ByteBuf in) throws MalformedFrameException {
+      long id = Wire.readLong(in, "file id");
+      long length = Wire.readLong(in, "length", 0, Long.MAX_VALUE);
+      Wire.expectEnd(in, "CLOSE_FILE");
+      return new CloseFileRequest(id, length);
+    }
+  }
+
+  /** Capacity and use of one storage class. */
+  public record ClassUsage(
+      StorageClass storageClass, int blockSize, long totalBlocks, long freeBlocks, int liveNodes,
+      int lostNodes) {
+    /** Bytes registered by live data nodes. */
+    public long capacityBytes() {
+      return totalBlocks * blockSize;
+    }
+
+    /** Bytes free for allocation. */
+    public long freeBytes() {
+      return freeBlocks * blockSize;
+    }
+
+    /** Bytes allocated to files. */
+    public long usedBytes() {
+      return (totalBlocks - freeBlocks) * blockSize;
+    }
+  }
+
+  /** DF answer: use per storage class. */
+  public record DfResponse(List<ClassUsage> classes) implements Message {
+    @Override
+    public void encode(ByteBuf out) {
+      out.writeInt(classes.size());
+      for (ClassUsage c : classes) {
+        out.writeByte(c.storageClass().id());
+        out.writeInt(c.blockSize());
+        out.writeLong(c.totalBlocks());
+        out.writeLong(c.freeBlocks());
+        out.writeInt(c.liveNodes());
+        out.writeInt(c.lostNodes());
+      }
+    }
+
+    /** Reads the body. */
+    public static DfResponse decode(ByteBuf in) throws MalformedFrameException {
+      int n = Wire.readCount(in, "class count", MAX_CLASSES, 1 + 4 + 8 + 8 + 4 + 4);
+      List<ClassUsage> classes = new ArrayList<>(n);
+      for (int i = 0; i < n; i++) {
+        StorageClass sc = new StorageClass(Wire.readByte(in, "storage class") & 0xff);
+        int bs = Wire.readInt(in, "block size", 1, Integer.MAX_VALUE);
+        long total = Wire.readLong(in, "total blocks", 0, Long.MAX_VALUE);
+        long free = Wire.readLong(in, "free blocks", 0, total);
+        int live = Wire.readInt(in, "live nodes", 0, Integer.MAX_VALUE);
+        int lost = Wire.readInt(in, "lost nodes", 0, Integer.MAX_VALUE);
+        classes.add(new ClassUsage(sc, bs, total, free, live, lost));
+      }
+      Wire.expectEnd(in, "DF answer");
+      return new DfResponse(classes);
+    }
+  }
+
+  /**
+   * REGISTER_DATANODE: a data node offers {@code capacityBytes} of storage class {@code
+   * storageClass}, reachable by clients of tier {@code tier} at {@code endpoint}. Answered by a
+   * {@link RegisterResponse}.
+   */
+  public record RegisterRequest(
+      StorageClass storageClass, String tier, String endpoint, long capacityBytes)
+      implements Message {
+    @Override
+    public void encode(ByteBuf out) {
+      out.writeByte(storageClass.id());
+      Wire.writeString(out, tier);
+      Wire.writeString(out, endpoint);
+      out.writeLong(capacityBytes);
+    }
+
+    /** Reads the body. */
+    public static RegisterRequest decode(ByteBuf in) throws MalformedFrameException {
+      StorageClass sc = new StorageClass(Wire.readByte(in, "storage class") & 0xff);
+      String tier = Wire.readString(in, "tier", 64);
+      String endpoint = Wire.readString(in, "endpoint", 1024);
+      long capacity = Wire.readLong(in, "capacity", 0, Long.MAX_VALUE);
+      Wire.expectEnd(in, "REGISTER_DATANODE");
+      return new RegisterRequest(sc, tier, endpoint, capacity);
+    }
+  }
+
+  /** The id given to a registered data node and the blocks carved from its capacity. */
+  public record RegisterResponse(int datanodeId, int blockSize, long blockCount)
+      implements Message {
+    @Override
+    public void encode(ByteBuf out) {
+      out.writeInt(datanodeId);
+      out.writeInt(blockSize);
+      out.writeLong(blockCount);
+    }
+
+    /** Reads the body. */
+    public static RegisterResponse decode(ByteBuf in) throws MalformedFrameException {
+      int id = Wire.readInt(in, "data node id");
+      int bs = Wire.readInt(in, "block size", 1, Integer.MAX_VALUE);
+      long count = Wire.readLong(in, "block count", 0, Long.MAX_VALUE);
+      Wire.expectEnd(in, "REGISTER_DATANODE answer");
+      return new RegisterResponse(id, bs, count);
+    }
+  }
+
+  /** HEARTBEAT: a data node is alive. */
+  public record HeartbeatRequest(int datanodeId) implements Message {
+    @Override
+    public void encode(ByteBuf out) {
+      out.writeInt(datanodeId);
+    }
+
+    /** Reads the body. */
+    public static HeartbeatRequest decode(ByteBuf in) throws MalformedFrameException {
+      int id = Wire.readInt(in, "data node id");
+      Wire.expectEnd(in, "HEARTBEAT");
+      return new HeartbeatRequest(id);
+    }
+  }
+
+  /**
+   * BLOCK_WRITE: {@code data} goes to the data node's region at {@code address}. The message owns
+   * one reference to {@code data}, handed to the frame writer on send.
+   */
+  public record BlockWriteRequest(long address, ByteBuf data) implements Message {
+    @Override
+    public void encode(ByteBuf out) {
+      out.writeLong(address);
+      out.writeInt(data.readableBytes());
+    }
+
+    @Override
+    public ByteBuf data() {
+      return data;
+    }
+
+    /**
+     * Reads the header; the returned data is a retained slice of {@code in} that the caller must
+     * release.
+     */
+    public static BlockWriteRequest decode(ByteBuf in) throws MalformedFrameException {
+      long address = Wire.readLong(in, "address", 0, Long.MAX_VALUE);
+      int length = Wire.readInt(in, "data length", 0, Integer.MAX_VALUE);
+      if (length != in.readableBytes()) {
+        throw new MalformedFrameException(
+            "BLOCK_WRITE says " + length + " data bytes, frame holds " + in.readableBytes());
+      }
+      return new BlockWriteRequest(address, in.readRetainedSlice(length));
+    }
+  }
+
+  /** BLOCK_READ: {@code length} bytes from {@code address}; the answer is the raw bytes. */
+  public record BlockReadRequest(long address, int length) implements Message {
+    @Override
+    public void encode(ByteBuf out) {
+      out.writeLong(address);
+      out.writeInt(length);
+    }
+
+    /** Reads the body. */
+    public static BlockReadRequest decode(ByteBuf in) throws MalformedFrameException {
+      long address = Wire.readLong(in, "address", 0, Long.MAX_VALUE);
+      int length = Wire.readInt(in, "length", 0, Integer.MAX_VALUE);
+      Wire.expectEnd(in, "BLOCK_READ");
+      return new BlockReadRequest(address, length);
+    }
+  }
+
+  /** A body that is only bytes, sent without a copy; the frame writer releases it. */
+  public record DataResponse(ByteBuf data) implements Message {
+    @Override
+    public void encode(ByteBuf out) {}
+
+    @Override
+    public ByteBuf data() {
+      return data;
+    }
+  }
+
+  /** The body of an error frame: a stable code and a message for a person. */
+  public record ErrorReply(ErrorCode code, String message) implements Message {
+    @Override
+    public void encode(ByteBuf out) {
+      out.writeInt(code.code());
+      Wire.writeString(out, message);
+    }
+
+    /** Reads the body. */
+    public static ErrorReply decode(ByteBuf in) throws MalformedFrameException {
+      int code = Wire.readInt(in, "error code");
+      String message = Wire.readString(in, "error message", Wire.MAX_STRING_BYTES);
+      return new ErrorReply(ErrorCode.fromCode(code), message);
+    }
+
+    /** The exception this reply stands for. */
+    public EmberException toException() {
+      return new EmberException(code, message);
+    }
+  }
+}

@@ -1,0 +1,66 @@
+package io.ember.protocol;
+
+import io.netty.buffer.ByteBuf;
+
+/**
+ * What the name node knows of one namespace entry.
+ *
+ * @param id the entry's id, stable across renames
+ * @param type file, directory or multifile
+ * @param length published length in bytes (0 while a file is being written; for a multifile the
+ *     sum of its closed children)
+ * @param blockCount blocks held by a file
+ * @param blockSize the cluster's block size, which fixes where each block of the file starts
+ * @param storageClass the storage class the entry asked for at create
+ * @param modificationTime milliseconds since the epoch of the last change
+ * @param open true while a file is being written and its length is not yet published
+ */
+public record NodeStatus(
+    long id,
+    NodeType type,
+    long length,
+    int blockCount,
+    int blockSize,
+    StorageClass storageClass,
+    long modificationTime,
+    boolean open)
+    implements Message {
+
+  /** Encoded size in bytes. */
+  public static final int BYTES = 8 + 1 + 8 + 4 + 4 + 1 + 8 + 1;
+
+  @Override
+  public void encode(ByteBuf out) {
+    out.writeLong(id);
+    out.writeByte(type.code());
+    out.writeLong(length);
+    out.writeInt(blockCount);
+    out.writeInt(blockSize);
+    out.writeByte(storageClass.id());
+    out.writeLong(modificationTime);
+    out.writeBoolean(open);
+  }
+
+  /** Reads a status written by {@link #encode}. */
+  public static NodeStatus decode(ByteBuf in) throws MalformedFrameException {
+    long id = Wire.readLong(in, "node id");
+    NodeType type = NodeType.fromCode(Wire.readByte(in, "node type"));
+    long length = Wire.readLong(in, "length", 0, Long.MAX_VALUE);
+    int blocks = Wire.readInt(in, "block count", 0, Integer.MAX_VALUE);
+    int blockSize = Wire.readInt(in, "block size", 1, Integer.MAX_VALUE);
+    StorageClass sc = new StorageClass(Wire.readByte(in, "storage class") & 0xff);
+    long mtime = Wire.readLong(in, "modification time");
+    boolean open = Wire.readBoolean(in, "open");
+    return new NodeStatus(id, type, length, blocks, blockSize, sc, mtime, open);
+  }
+
+  /** True for files. */
+  public boolean isFile() {
+    return type == NodeType.FILE;
+  }
+
+  /** True for directories and multifiles. */
+  public boolean isContainer() {
+    return type.isContainer();
+  }
+}

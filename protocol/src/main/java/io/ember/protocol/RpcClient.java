@@ -1,0 +1,196 @@
+package io.ember.protocol;
+
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.util.ReferenceCountUtil;
+import io.netty.util.concurrent.ScheduledFuture;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * One connection to an Ember server, with many requests in flight. Responses are matched to
+ * requests by id. Every call ends: with its answer, with the server's error, with {@link
+ * ErrorCode#TIMEOUT} after the configured time, or with {@link ErrorCode#CONNECTION_CLOSED} when
+ * the connection goes away.
+ *
+ * <p>Futures complete on a network thread: continuations must not block.
+ */
+public final class RpcClient implements AutoCloseable {
+  private final Channel channel;
+  private final String peer;
+  private final long timeoutMillis;
+  private final AtomicLong nextId = new AtomicLong();
+  private final Map<Long, Pending<?>> pending = new ConcurrentHashMap<>();
+
+  RpcClient(Channel channel, String peer, long timeoutMillis) {
+    this.channel = channel;
+    this.peer = peer;
+    this.timeoutMillis = timeoutMillis;
+  }
+
+  /** The peer's description, e.g. "name node 127.0.0.1:9060". */
+  public String peer() {
+    return peer;
+  }
+
+  /** True while the connection is open. */
+  public boolean isActive() {
+    return channel.isActive();
+  }
+
+  /** Requests sent and not yet answered. */
+  public int inFlight() {
+    return pending.size();
+  }
+
+  /**
+   * Sends a request. The body's {@link Message#data()} reference, if any, passes to this call in
+   * every case, including failure.
+   *
+   * @return the decoded answer; fails with {@link EmberException}
+   */
+  public <T> CompletableFuture<T> call(MessageType type, Message body, ResponseDecoder<T> decoder) {
+    long id = nextId.incrementAndGet();
+    Pending<T> p = new Pending<>(type, decoder);
+    pending.put(id, p);
+    if (!channel.isActive()) {
+      ReferenceCountUtil.release(body.data());
+      fail(id, new EmberException(ErrorCode.CONNECTION_CLOSED, "connection to " + peer + " is closed"));
+      return p.future;
+    }
+    p.timeout =
+        channel.eventLoop().schedule(
+            () -> fail(id, new EmberException(ErrorCode.TIMEOUT,
+                type + " to " + peer + " got no answer within " + timeoutMillis + " ms")),
+            timeoutMillis, TimeUnit.MILLISECONDS);
+    Frame.writeAndFlush(channel, type, 0, id, body)
+        .addListener(
+            f -> {
+              if (!f.isSuccess()) {
+                fail(id, new EmberException(ErrorCode.CONNECTION_CLOSED,
+                    "sending " + type + " to " + peer + " failed: " + f.cause(), f.cause()));
+              }
+            });
+    return p.future;
+  }
+
+  /** Closes the connection; calls in flight fail with {@link ErrorCode#CONNECTION_CLOSED}. */
+  @Override
+  public void close() {
+    channel.close().awaitUninterruptibly(5, TimeUnit.SECONDS);
+  }
+
+  private void fail(long id, EmberException e) {
+    Pending<?> p = pending.remove(id);
+    if (p != null) {
+      p.fail(e);
+    }
+  }
+
+  private void failAll(EmberException e) {
+    List<Long> ids = new ArrayList<>(pending.keySet());
+    for (Long id : ids) {
+      fail(id, e);
+    }
+  }
+
+  private static final class Pending<T> {
+    final MessageType type;
+    final ResponseDecoder<T> decoder;
+    final CompletableFuture<T> future = new CompletableFuture<>();
+    volatile ScheduledFuture<?> timeout;
+
+    Pending(MessageType type, ResponseDecoder<T> decoder) {
+      this.type = type;
+      this.decoder = decoder;
+    }
+
+    void complete(Frame frame) {
+      cancelTimeout();
+      try {
+        if (frame.isError()) {
+          future.completeExceptionally(Messages.ErrorReply.decode(frame.payload()).toException());
+        } else {
+          future.complete(decoder.decode(frame.payload()));
+        }
+      } catch (EmberException e) {
+        future.completeExceptionally(e);
+      } catch (RuntimeException e) {
+        future.completeExceptionally(EmberException.of(e));
+      }
+    }
+
+    void fail(EmberException e) {
+      cancelTimeout();
+      future.completeExceptionally(e);
+    }
+
+    private void cancelTimeout() {
+      ScheduledFuture<?> t = timeout;
+      if (t != null) {
+        t.cancel(false);
+      }
+    }
+  }
+
+  /** The pipeline handler that completes calls. */
+  final class ResponseHandler extends ChannelInboundHandlerAdapter {
+    @Override
+    public void channelRead(ChannelHandlerContext ctx, Object msg) {
+      Frame frame = (Frame) msg;
+      try {
+        if (!frame.isResponse()) {
+          failAll(new EmberException(ErrorCode.MALFORMED_FRAME,
+              peer + " sent a request frame to a client; closing the connection"));
+          ctx.close();
+          return;
+        }
+        Pending<?> p = pending.remove(frame.requestId());
+        if (p != null) {
+          p.complete(frame);
+        } else if (frame.isError() && frame.requestId() == 0) {
+          // The server could not frame our stream and is closing; the close fails the rest.
+          try {
+            Messages.ErrorReply r = Messages.ErrorReply.decode(frame.payload());
+            failAll(new EmberException(r.code(), peer + " closed the connection: " + r.message()));
+          } catch (EmberException ignored) {
+            // The close that follows reports it.
+          }
+        }
+        // Otherwise a late answer to a call that timed out: dropped.
+      } finally {
+        frame.release();
+      }
+    }
+
+    @Override
+    public void userEventTriggered(ChannelHandlerContext ctx, Object evt) {
+      if (evt instanceof FrameDecoder.FrameTooLargeEvent tooLarge) {
+        failAll(new EmberException(ErrorCode.FRAME_TOO_LARGE,
+            peer + " sent an unreadable frame: " + tooLarge.describe()));
+        ctx.close();
+        return;
+      }
+      ctx.fireUserEventTriggered(evt);
+    }
+
+    @Override
+    public void channelInactive(ChannelHandlerContext ctx) {
+      failAll(new EmberException(ErrorCode.CONNECTION_CLOSED, "connection to " + peer + " closed"));
+      ctx.fireChannelInactive();
+    }
+
+    @Override
+    public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
+      failAll(new EmberException(ErrorCode.CONNECTION_CLOSED,
+          "connection to " + peer + " failed: " + cause, cause));
+      ctx.close();
+    }
+  }
+}

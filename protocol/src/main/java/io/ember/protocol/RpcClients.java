@@ -1,0 +1,132 @@
+package io.ember.protocol;
+
+import io.netty.bootstrap.Bootstrap;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelFuture;
+import io.netty.channel.ChannelInitializer;
+import io.netty.channel.ChannelOption;
+import io.netty.channel.EventLoopGroup;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * Opens and shares {@link RpcClient} connections: one per server address, opened again when it
+ * closes. Owns the network threads of its connections.
+ */
+public final class RpcClients implements AutoCloseable {
+  private final EventLoopGroup group;
+  private final Transports transports;
+  private final int maxFrame;
+  private final long timeoutMillis;
+  private final int connectTimeoutMillis;
+  private final LifeCycle lifeCycle;
+  private final Map<HostPort, CompletableFuture<RpcClient>> connections = new ConcurrentHashMap<>();
+
+  /** Connections configured by {@code config}, with threads named after {@code name}. */
+  public RpcClients(EmberConfig config, String name) {
+    this(config, name, EmberKeys.ioThreads(config));
+  }
+
+  /** As {@link #RpcClients(EmberConfig, String)} with an explicit thread count. */
+  public RpcClients(EmberConfig config, String name, int threads) {
+    this.transports = Transports.from(config);
+    this.group = transports.newGroup(threads, name);
+    this.maxFrame = (int) Math.min(Integer.MAX_VALUE, config.get(EmberKeys.MAX_FRAME_BYTES));
+    this.timeoutMillis = config.get(EmberKeys.RPC_TIMEOUT).toMillis();
+    this.connectTimeoutMillis = (int) config.get(EmberKeys.CONNECT_TIMEOUT).toMillis();
+    this.lifeCycle = new LifeCycle(name);
+    lifeCycle.beginStart();
+    lifeCycle.started();
+  }
+
+  /**
+   * The shared connection to {@code address}, opened if there is none or the last one closed.
+   *
+   * @param peerKind how errors name the peer, e.g. "name node" or "data node 3"
+   * @return the connection; fails with {@link ErrorCode#UNREACHABLE} when it cannot be opened
+   */
+  public CompletableFuture<RpcClient> get(HostPort address, String peerKind) {
+    while (true) {
+      CompletableFuture<RpcClient> f = connections.get(address);
+      if (f != null) {
+        if (!f.isDone() || (!f.isCompletedExceptionally() && f.join().isActive())) {
+          return f;
+        }
+        connections.remove(address, f);
+        continue;
+      }
+      CompletableFuture<RpcClient> fresh = new CompletableFuture<>();
+      if (connections.putIfAbsent(address, fresh) == null) {
+        open(address, peerKind).whenComplete((c, e) -> {
+          if (e != null) {
+            connections.remove(address, fresh);
+            fresh.completeExceptionally(e);
+          } else {
+            fresh.complete(c);
+          }
+        });
+        return fresh;
+      }
+    }
+  }
+
+  /**
+   * Opens a connection of its own (not shared).
+   *
+   * @return the connection; fails with {@link ErrorCode#UNREACHABLE}
+   */
+  public CompletableFuture<RpcClient> open(HostPort address, String peerKind) {
+    CompletableFuture<RpcClient> result = new CompletableFuture<>();
+    try {
+      lifeCycle.checkRunning();
+    } catch (EmberException e) {
+      result.completeExceptionally(e);
+      return result;
+    }
+    String peer = peerKind + " " + address;
+    RpcClient[] holder = new RpcClient[1];
+    Bootstrap b =
+        new Bootstrap()
+            .group(group)
+            .channel(transports.channel())
+            .option(ChannelOption.TCP_NODELAY, true)
+            .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, connectTimeoutMillis)
+            .handler(new ChannelInitializer<Channel>() {
+              @Override
+              protected void initChannel(Channel ch) {
+                RpcClient client = new RpcClient(ch, peer, timeoutMillis);
+                holder[0] = client;
+                ch.pipeline().addLast("frames", new FrameDecoder(maxFrame));
+                ch.pipeline().addLast("rpc", client.new ResponseHandler());
+              }
+            });
+    ChannelFuture cf = b.connect(address.host(), address.port());
+    cf.addListener(f -> {
+      if (f.isSuccess()) {
+        result.complete(holder[0]);
+      } else {
+        result.completeExceptionally(new EmberException(ErrorCode.UNREACHABLE,
+            "cannot reach " + peer + ": " + f.cause().getMessage(), f.cause()));
+      }
+    });
+    return result;
+  }
+
+  /** Closes every connection and stops the network threads. Idempotent. */
+  @Override
+  public void close() {
+    if (!lifeCycle.beginClose()) {
+      return;
+    }
+    for (CompletableFuture<RpcClient> f : connections.values()) {
+      if (f.isDone() && !f.isCompletedExceptionally()) {
+        f.join().close();
+      }
+    }
+    connections.clear();
+    group.shutdownGracefully(0, 2, TimeUnit.SECONDS).awaitUninterruptibly(5, TimeUnit.SECONDS);
+    lifeCycle.closed();
+  }
+}

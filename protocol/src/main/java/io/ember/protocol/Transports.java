@@ -1,0 +1,64 @@
+package io.ember.protocol;
+
+import io.netty.channel.Channel;
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.IoHandlerFactory;
+import io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.netty.channel.ServerChannel;
+import io.netty.channel.epoll.Epoll;
+import io.netty.channel.epoll.EpollIoHandler;
+import io.netty.channel.epoll.EpollServerSocketChannel;
+import io.netty.channel.epoll.EpollSocketChannel;
+import io.netty.channel.nio.NioIoHandler;
+import io.netty.channel.socket.nio.NioServerSocketChannel;
+import io.netty.channel.socket.nio.NioSocketChannel;
+import io.netty.util.concurrent.DefaultThreadFactory;
+import java.util.Locale;
+
+/**
+ * Picks Netty's native epoll transport where it loads (Linux) and NIO elsewhere. The choice can
+ * be forced with {@link EmberKeys#RPC_TRANSPORT}.
+ *
+ * @param epoll true when the native epoll transport is used
+ */
+public record Transports(boolean epoll) {
+
+  /** The transport for a configuration value of "auto", "epoll" or "nio". */
+  public static Transports select(String choice) {
+    String c = choice.toLowerCase(Locale.ROOT);
+    return switch (c) {
+      case "nio" -> new Transports(false);
+      case "epoll" -> {
+        if (!Epoll.isAvailable()) {
+          throw new IllegalStateException(
+              "epoll transport asked for but unavailable: " + Epoll.unavailabilityCause());
+        }
+        yield new Transports(true);
+      }
+      case "auto" -> new Transports(Epoll.isAvailable());
+      default -> throw new IllegalArgumentException(
+          "unknown transport '" + choice + "': use auto, epoll or nio");
+    };
+  }
+
+  /** The transport for a configuration. */
+  public static Transports from(EmberConfig config) {
+    return select(config.get(EmberKeys.RPC_TRANSPORT));
+  }
+
+  /** A new event loop group with daemon threads named after {@code name}. */
+  public EventLoopGroup newGroup(int threads, String name) {
+    IoHandlerFactory factory = epoll ? EpollIoHandler.newFactory() : NioIoHandler.newFactory();
+    return new MultiThreadIoEventLoopGroup(threads, new DefaultThreadFactory(name, true), factory);
+  }
+
+  /** The server channel class that matches {@link #newGroup}. */
+  public Class<? extends ServerChannel> serverChannel() {
+    return epoll ? EpollServerSocketChannel.class : NioServerSocketChannel.class;
+  }
+
+  /** The client channel class that matches {@link #newGroup}. */
+  public Class<? extends Channel> channel() {
+    return epoll ? EpollSocketChannel.class : NioSocketChannel.class;
+  }
+}
