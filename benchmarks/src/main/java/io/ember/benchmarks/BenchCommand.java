@@ -1,0 +1,256 @@
+package io.ember.benchmarks;
+
+import io.ember.client.CreateOptions;
+import io.ember.client.EmberClient;
+import io.ember.client.EmberInputStream;
+import io.ember.client.EmberOutputStream;
+import io.ember.datanode.dram.DramDataNodeKeys;
+import io.ember.minicluster.MiniCluster;
+import io.ember.protocol.ConfigKey;
+import io.ember.protocol.EmberConfig;
+import io.ember.protocol.EmberKeys;
+import io.ember.protocol.NodeType;
+import java.io.PrintWriter;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.Callable;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.atomic.AtomicInteger;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/**
+ * {@code ember bench}: the DRAM tier on loopback beside baselines measured in the same run. Data
+ * throughput is compared with a raw socket moving the same bytes in the same operation sizes;
+ * metadata rates with a no-op RPC round trip. Every figure is the median of {@code --rounds}
+ * rounds, baseline and Ember interleaved so drift hits both alike.
+ */
+@Command(name = "bench", mixinStandardHelpOptions = true,
+    description = "Benchmark the DRAM tier on loopback beside raw-socket and no-op RPC baselines.")
+public final class BenchCommand implements Callable<Integer> {
+  @Option(names = "--namenode", paramLabel = "HOST:PORT",
+      description = "benchmark a running cluster (default: start one in this process)")
+  String namenode;
+
+  @Option(names = "--size", description = "bytes per throughput round (default ${DEFAULT-VALUE})",
+      defaultValue = "256m")
+  String size;
+
+  @Option(names = "--ops", description = "metadata operations per thread and round "
+      + "(default ${DEFAULT-VALUE})", defaultValue = "20000")
+  int ops;
+
+  @Option(names = "--threads", split = ",", description = "client threads for metadata "
+      + "(default ${DEFAULT-VALUE})", defaultValue = "1,8")
+  int[] threads;
+
+  @Option(names = "--rounds", description = "rounds per figure; the median is reported "
+      + "(default ${DEFAULT-VALUE})", defaultValue = "3")
+  int rounds;
+
+  @Option(names = "--only", description = "throughput, metadata or all (default ${DEFAULT-VALUE})",
+      defaultValue = "all")
+  String only;
+
+  @CommandLine.Spec CommandLine.Model.CommandSpec spec;
+
+  private PrintWriter out;
+  private PrintWriter progress;
+  private final List<String[]> rows = new ArrayList<>();
+
+  @Override
+  public Integer call() throws Exception {
+    out = spec.commandLine().getOut();
+    progress = spec.commandLine().getErr();
+    long bytes = ConfigKey.parseSize(size);
+    if (rounds < 1 || ops < 1 || bytes < (1 << 20)) {
+      throw new CommandLine.ParameterException(spec.commandLine(),
+          "--rounds and --ops must be positive and --size at least 1m");
+    }
+    MiniCluster cluster = null;
+    EmberConfig config;
+    if (namenode == null) {
+      long capacity = bytes + (64L << 20);
+      cluster = MiniCluster.builder().set(DramDataNodeKeys.CAPACITY, Long.toString(capacity))
+          .set(EmberKeys.IO_THREADS, "0").build();
+      config = cluster.config();
+      note("started an in-process cluster: name node " + cluster.namenodeAddress()
+          + ", 1 DRAM data node of " + ConfigKey.formatSize(capacity));
+    } else {
+      config = EmberConfig.defaults().with(EmberKeys.NAMENODE_ADDRESS, namenode);
+    }
+    try (EmberClient client = EmberClient.connect(config)) {
+      String dir = "/bench-" + ProcessHandle.current().pid() + "-" + System.nanoTime();
+      client.createDirectory(dir, true);
+      try {
+        if (!only.equals("metadata")) {
+          throughput(client, dir, bytes, 1 << 20, false);
+          throughput(client, dir, bytes, 4096, true);
+        }
+        if (!only.equals("throughput")) {
+          for (int t : threads) {
+            metadata(client, dir, t);
+          }
+        }
+      } finally {
+        client.delete(dir, true);
+      }
+    } finally {
+      if (cluster != null) {
+        cluster.close();
+      }
+    }
+    printTable();
+    return 0;
+  }
+
+  private void throughput(EmberClient client, String dir, long bytes, int opSize,
+      boolean buffered) throws Exception {
+    byte[] buf = new byte[opSize];
+    new java.util.Random(1).nextBytes(buf);
+    long ops = bytes / opSize;
+    double[] emberW = new double[rounds];
+    double[] emberR = new double[rounds];
+    double[] rawW = new double[rounds];
+    double[] rawR = new double[rounds];
+    String label = opSize >= (1 << 20) ? (opSize >> 20) + " MiB" : (opSize >> 10) + " KiB";
+    try (RawSocketBaseline raw = new RawSocketBaseline()) {
+      for (int r = 0; r < rounds; r++) {
+        note(String.format(Locale.ROOT, "throughput %s ops, round %d/%d: raw socket...", label,
+            r + 1, rounds));
+        rawW[r] = raw.send(bytes, opSize);
+        rawR[r] = raw.receive(bytes, opSize);
+        note(String.format(Locale.ROOT, "throughput %s ops, round %d/%d: Ember...", label, r + 1,
+            rounds));
+        String path = dir + "/t-" + opSize + "-" + r;
+        long t0 = System.nanoTime();
+        try (EmberOutputStream o = buffered
+            ? client.createBuffered(path, CreateOptions.DEFAULT)
+            : client.create(path, CreateOptions.DEFAULT)) {
+          for (long i = 0; i < ops; i++) {
+            o.write(buf, 0, opSize);
+          }
+        }
+        long t1 = System.nanoTime();
+        emberW[r] = mibPerSec(bytes, t1 - t0);
+        long t2 = System.nanoTime();
+        try (EmberInputStream in = client.open(path)) {
+          for (long i = 0; i < ops; i++) {
+            if (in.readNBytes(buf, 0, opSize) != opSize) {
+              throw new IllegalStateException("short read from " + path);
+            }
+          }
+        }
+        long t3 = System.nanoTime();
+        emberR[r] = mibPerSec(bytes, t3 - t2);
+        client.delete(path, false);
+      }
+    }
+    String how = buffered ? " (buffered stream)" : "";
+    row("write " + label + " ops" + how, median(emberW), median(rawW), "MiB/s",
+        opSize >= (1 << 20) ? ">= 0.70" : "");
+    row("read " + label + " ops" + how, median(emberR), median(rawR), "MiB/s",
+        opSize >= (1 << 20) ? ">= 0.70" : "");
+  }
+
+  private void metadata(EmberClient client, String dir, int threadCount) throws Exception {
+    double[] noop = new double[rounds];
+    double[] lookup = new double[rounds];
+    double[] create = new double[rounds];
+    client.createAsync(dir + "/looked-up", NodeType.FILE, CreateOptions.DEFAULT).join();
+    for (int r = 0; r < rounds; r++) {
+      note(String.format(Locale.ROOT, "metadata, %d thread(s), round %d/%d...", threadCount, r + 1,
+          rounds));
+      noop[r] = rate(threadCount, (t, i) -> client.noopAsync());
+      lookup[r] = rate(threadCount, (t, i) -> client.lookupAsync(dir + "/looked-up"));
+      String cdir = dir + "/c-" + threadCount + "-" + r;
+      client.createDirectory(cdir, false);
+      create[r] = rate(threadCount, (t, i) ->
+          client.createAsync(cdir + "/f-" + t + "-" + i, NodeType.FILE, CreateOptions.DEFAULT));
+      client.delete(cdir, true);
+    }
+    String th = threadCount + (threadCount == 1 ? " thread" : " threads");
+    row("lookup, " + th, median(lookup), median(noop), "ops/s", ">= 0.80");
+    row("create, " + th, median(create), median(noop), "ops/s", "");
+  }
+
+  private interface Op {
+    CompletableFuture<?> call(int thread, int index);
+  }
+
+  /** Operations per second with {@code threadCount} threads, each waiting for each call. */
+  private double rate(int threadCount, Op op) throws Exception {
+    AtomicInteger failures = new AtomicInteger();
+    Thread[] ts = new Thread[threadCount];
+    java.util.concurrent.CountDownLatch go = new java.util.concurrent.CountDownLatch(1);
+    for (int t = 0; t < threadCount; t++) {
+      int id = t;
+      ts[t] = new Thread(() -> {
+        try {
+          go.await();
+          for (int i = 0; i < ops; i++) {
+            op.call(id, i).join();
+          }
+        } catch (Exception e) {
+          failures.incrementAndGet();
+          progress.println("bench: " + e.getMessage());
+        }
+      });
+      ts[t].start();
+    }
+    long t0 = System.nanoTime();
+    go.countDown();
+    for (Thread t : ts) {
+      t.join();
+    }
+    long t1 = System.nanoTime();
+    if (failures.get() > 0) {
+      throw new IllegalStateException(failures.get() + " benchmark thread(s) failed");
+    }
+    return (double) ops * threadCount / ((t1 - t0) / 1e9);
+  }
+
+  private void row(String what, double ember, double baseline, String unit, String goal) {
+    rows.add(new String[] {what, fmt(ember) + " " + unit, fmt(baseline) + " " + unit,
+        String.format(Locale.ROOT, "%.2f", ember / baseline), goal});
+  }
+
+  private void printTable() {
+    String f = "%-36s %16s %16s %7s %8s%n";
+    out.printf(Locale.ROOT, f, "measure", "Ember", "baseline", "ratio", "goal");
+    for (String[] r : rows) {
+      out.printf(Locale.ROOT, f, (Object[]) r);
+    }
+    out.println("baselines: throughput = raw blocking socket over loopback moving the same bytes"
+        + " in the same op size; metadata = no-op RPC round trip to the name node.");
+    out.println("figures are medians of " + rounds + " round(s).");
+    out.flush();
+  }
+
+  private void note(String s) {
+    progress.println("bench: " + s);
+    progress.flush();
+  }
+
+  private static double mibPerSec(long bytes, long nanos) {
+    return bytes / (double) (1 << 20) / (nanos / 1e9);
+  }
+
+  private static double median(double[] v) {
+    double[] c = v.clone();
+    Arrays.sort(c);
+    return c.length % 2 == 1 ? c[c.length / 2] : (c[c.length / 2 - 1] + c[c.length / 2]) / 2;
+  }
+
+  private static String fmt(double v) {
+    return String.format(Locale.ROOT, v >= 100 ? "%.0f" : "%.1f", v);
+  }
+
+  /** Runs the bench on its own. */
+  public static void main(String[] args) {
+    System.exit(new CommandLine(new BenchCommand()).execute(args));
+  }
+}

@@ -1,0 +1,81 @@
+package io.ember.cli;
+
+import io.ember.datanode.dram.DramDataNode;
+import io.ember.datanode.dram.DramDataNodeKeys;
+import io.ember.protocol.EmberConfig;
+import io.ember.protocol.EmberKeys;
+import java.util.concurrent.Callable;
+import java.util.concurrent.CountDownLatch;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Option;
+
+/** {@code ember datanode}: runs a data node of one tier. */
+@Command(name = "datanode", mixinStandardHelpOptions = true,
+    description = "Run a data node until Ctrl-C.",
+    subcommands = DataNodeCommand.Dram.class)
+final class DataNodeCommand implements Runnable {
+  @picocli.CommandLine.Spec picocli.CommandLine.Model.CommandSpec spec;
+
+  @Override
+  public void run() {
+    throw new picocli.CommandLine.ParameterException(spec.commandLine(),
+        "name the tier: ember datanode dram ...");
+  }
+
+  /** {@code ember datanode dram}. */
+  @Command(name = "dram", mixinStandardHelpOptions = true,
+      description = "Run a DRAM data node: memory served as blocks of storage class DRAM.")
+  static final class Dram implements Callable<Integer> {
+    @Mixin ConfigOptions options;
+
+    @Option(names = "--capacity", description = "memory to offer, e.g. 4g (default 1g)")
+    String capacity;
+
+    @Option(names = "--namenode", paramLabel = "HOST:PORT",
+        description = "the name node (default 127.0.0.1:9060)")
+    String namenode;
+
+    @Option(names = "--host", description = "address to listen on (default 0.0.0.0)")
+    String host;
+
+    @Option(names = "--port", description = "port to listen on (default: any free port)")
+    Integer port;
+
+    @Option(names = "--advertise-host",
+        description = "host clients should connect to (default: this machine's address)")
+    String advertiseHost;
+
+    @Override
+    public Integer call() throws Exception {
+      EmberConfig config = options.load();
+      if (capacity != null) {
+        config = config.with(DramDataNodeKeys.CAPACITY, capacity);
+      }
+      if (namenode != null) {
+        config = config.with(EmberKeys.NAMENODE_ADDRESS, namenode);
+      }
+      if (host != null) {
+        config = config.with(DramDataNodeKeys.BIND_HOST, host);
+      }
+      if (port != null) {
+        config = config.with(DramDataNodeKeys.PORT, port.toString());
+      }
+      if (advertiseHost != null) {
+        config = config.with(DramDataNodeKeys.ADVERTISE_HOST, advertiseHost);
+      }
+      CountDownLatch stopped = new CountDownLatch(1);
+      try (DramDataNode dn = DramDataNode.start(config)) {
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+          dn.close();
+          stopped.countDown();
+        }));
+        System.out.println("DRAM data node serving " + dn.capacity() + " bytes at "
+            + dn.endpoint() + " for name node " + config.get(EmberKeys.NAMENODE_ADDRESS)
+            + "; Ctrl-C stops");
+        stopped.await();
+      }
+      return 0;
+    }
+  }
+}

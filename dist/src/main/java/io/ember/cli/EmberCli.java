@@ -1,0 +1,75 @@
+package io.ember.cli;
+
+import io.ember.benchmarks.BenchCommand;
+import java.io.PrintWriter;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+
+/** The {@code ember} command: servers, a local cluster, the file system shell and the bench. */
+@Command(
+    name = "ember",
+    mixinStandardHelpOptions = true,
+    version = "Ember 0.1.0-SNAPSHOT",
+    description = "Ember: a distributed store for ephemeral data (DRAM and NVMf tiers).",
+    subcommands = {
+        LocalCommand.class,
+        NameNodeCommand.class,
+        DataNodeCommand.class,
+        FsCommand.class,
+        BenchCommand.class,
+        CommandLine.HelpCommand.class
+    })
+public final class EmberCli implements Runnable {
+  /** Exit code for usage errors, as {@code hdfs dfs} returns (-1). */
+  public static final int USAGE_ERROR = 255;
+
+  @CommandLine.Spec CommandLine.Model.CommandSpec spec;
+
+  @Override
+  public void run() {
+    throw new CommandLine.ParameterException(spec.commandLine(), "missing command");
+  }
+
+  /** Runs the command line and exits with its code. */
+  public static void main(String[] args) {
+    configureLogging(args);
+    System.exit(run(args, new PrintWriter(System.out, true), new PrintWriter(System.err, true)));
+  }
+
+  /** Runs the command line with the given output streams and returns the exit code. */
+  public static int run(String[] args, PrintWriter out, PrintWriter err) {
+    CommandLine cli = new CommandLine(new EmberCli());
+    cli.setOut(out);
+    cli.setErr(err);
+    cli.setParameterExceptionHandler((ex, a) -> {
+      CommandLine c = ex.getCommandLine();
+      c.getErr().println("ember: " + ex.getMessage());
+      c.getErr().println("Try '" + c.getCommandSpec().qualifiedName() + " --help'.");
+      return USAGE_ERROR;
+    });
+    cli.setExecutionExceptionHandler((ex, c, parsed) -> {
+      c.getErr().println("ember " + c.getCommandName() + ": " + oneLine(ex));
+      return 1;
+    });
+    return cli.execute(args);
+  }
+
+  static String oneLine(Throwable t) {
+    String m = t.getMessage();
+    if (m == null || m.isBlank()) {
+      m = t.getClass().getSimpleName();
+    }
+    int nl = m.indexOf('\n');
+    return nl < 0 ? m : m.substring(0, nl);
+  }
+
+  private static void configureLogging(String[] args) {
+    boolean server = args.length > 0
+        && (args[0].equals("namenode") || args[0].equals("datanode") || args[0].equals("local"));
+    System.setProperty("org.slf4j.simpleLogger.defaultLogLevel",
+        System.getProperty("ember.log.level", server ? "info" : "warn"));
+    System.setProperty("org.slf4j.simpleLogger.showDateTime", "true");
+    System.setProperty("org.slf4j.simpleLogger.dateTimeFormat", "yyyy-MM-dd HH:mm:ss.SSS");
+    System.setProperty("org.slf4j.simpleLogger.logFile", "System.err");
+  }
+}

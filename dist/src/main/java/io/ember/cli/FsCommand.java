@@ -1,0 +1,441 @@
+package io.ember.cli;
+
+import io.ember.client.CreateOptions;
+import io.ember.client.EmberClient;
+import io.ember.client.EmberOutputStream;
+import io.ember.protocol.BlockLocation;
+import io.ember.protocol.ConfigKey;
+import io.ember.protocol.EmberConfig;
+import io.ember.protocol.EmberException;
+import io.ember.protocol.EmberKeys;
+import io.ember.protocol.ErrorCode;
+import io.ember.protocol.Messages.ClassUsage;
+import io.ember.protocol.Messages.DirEntry;
+import io.ember.protocol.NodeStatus;
+import io.ember.protocol.NodeType;
+import io.ember.protocol.Paths;
+import io.ember.protocol.StorageClass;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.io.PrintWriter;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.time.Instant;
+import java.time.ZoneId;
+import java.time.format.DateTimeFormatter;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.Callable;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+import picocli.CommandLine.ParentCommand;
+
+/**
+ * {@code ember fs}: a file system shell like {@code hdfs dfs}. Each command goes through all its
+ * paths, prints one line per failure ({@code ember fs rm: /x does not exist}) and exits 1 if any
+ * failed, 0 otherwise; usage errors exit 255.
+ */
+@Command(name = "fs", mixinStandardHelpOptions = true,
+    description = "File system shell: ls, mkdir, put, get, cat, rm, mv, stat, df.",
+    subcommands = {
+        FsCommand.Ls.class, FsCommand.Mkdir.class, FsCommand.Put.class, FsCommand.Get.class,
+        FsCommand.Cat.class, FsCommand.Rm.class, FsCommand.Mv.class, FsCommand.Stat.class,
+        FsCommand.Df.class
+    })
+final class FsCommand implements Runnable {
+  private static final DateTimeFormatter TIME =
+      DateTimeFormatter.ofPattern("yyyy-MM-dd HH:mm").withZone(ZoneId.systemDefault());
+
+  @Mixin ConfigOptions options;
+
+  @Option(names = "--namenode", paramLabel = "HOST:PORT", scope = CommandLine.ScopeType.INHERIT,
+      description = "the name node (default 127.0.0.1:9060)")
+  String namenode;
+
+  @CommandLine.Spec CommandLine.Model.CommandSpec spec;
+
+  @Override
+  public void run() {
+    throw new CommandLine.ParameterException(spec.commandLine(), "missing fs command");
+  }
+
+  EmberClient connect() throws IOException {
+    EmberConfig config = options.load();
+    if (namenode != null) {
+      config = config.with(EmberKeys.NAMENODE_ADDRESS, namenode);
+    }
+    return EmberClient.connect(config);
+  }
+
+  /** Base of the sub-commands: runs {@link #apply} and turns errors into lines and codes. */
+  abstract static class Sub implements Callable<Integer> {
+    @ParentCommand FsCommand fs;
+    @CommandLine.Spec CommandLine.Model.CommandSpec spec;
+    private boolean failed;
+
+    @Override
+    public Integer call() throws Exception {
+      try (EmberClient client = fs.connect()) {
+        apply(client);
+      } catch (EmberException | IllegalArgumentException e) {
+        error(EmberCli.oneLine(e));
+      }
+      return failed ? 1 : 0;
+    }
+
+    abstract void apply(EmberClient client) throws IOException;
+
+    void error(String message) {
+      failed = true;
+      err().println("ember fs " + spec.name() + ": " + message);
+      err().flush();
+    }
+
+    PrintWriter out() {
+      return spec.commandLine().getOut();
+    }
+
+    PrintWriter err() {
+      return spec.commandLine().getErr();
+    }
+  }
+
+  @Command(name = "ls", description = "List directories, or show files.")
+  static final class Ls extends Sub {
+    @Option(names = {"-R", "--recursive"}, description = "list subdirectories too")
+    boolean recursive;
+
+    @Parameters(paramLabel = "PATH", defaultValue = "/", description = "paths (default /)")
+    List<String> paths;
+
+    @Override
+    void apply(EmberClient client) {
+      for (String p : paths) {
+        try {
+          String path = Paths.normalize(p);
+          NodeStatus st = client.lookup(path);
+          if (st.isContainer()) {
+            listDir(client, path);
+          } else {
+            out().println(line(path, st));
+          }
+        } catch (EmberException e) {
+          error(e.getMessage());
+        }
+      }
+    }
+
+    private void listDir(EmberClient client, String path) throws EmberException {
+      List<DirEntry> entries = client.list(path);
+      out().println("Found " + entries.size() + " items");
+      for (DirEntry e : entries) {
+        String child = Paths.child(path, e.name());
+        out().println(line(child, e.status()));
+      }
+      if (recursive) {
+        for (DirEntry e : entries) {
+          if (e.status().isContainer()) {
+            listDir(client, Paths.child(path, e.name()));
+          }
+        }
+      }
+    }
+
+    static String line(String path, NodeStatus st) {
+      char kind = switch (st.type()) {
+        case DIRECTORY -> 'd';
+        case MULTIFILE -> 'm';
+        case FILE -> st.open() ? 'w' : '-';
+      };
+      return String.format(Locale.ROOT, "%c %-5s %12d %s %s", kind,
+          st.isFile() ? st.storageClass().displayName() : "-", st.length(),
+          TIME.format(Instant.ofEpochMilli(st.modificationTime())), path);
+    }
+  }
+
+  @Command(name = "mkdir", description = "Create directories.")
+  static final class Mkdir extends Sub {
+    @Option(names = "-p", description = "create parents; no error if the directory exists")
+    boolean parents;
+
+    @Parameters(paramLabel = "PATH", arity = "1..*")
+    List<String> paths;
+
+    @Override
+    void apply(EmberClient client) {
+      for (String p : paths) {
+        try {
+          client.createDirectory(p, parents);
+        } catch (EmberException e) {
+          if (parents && e.code() == ErrorCode.ALREADY_EXISTS && isDir(client, p)) {
+            continue;
+          }
+          error(e.getMessage());
+        }
+      }
+    }
+
+    private static boolean isDir(EmberClient client, String p) {
+      try {
+        return client.lookup(p).isContainer();
+      } catch (EmberException e) {
+        return false;
+      }
+    }
+  }
+
+  @Command(name = "put", description = "Copy local files (or - for standard input) into Ember.")
+  static final class Put extends Sub {
+    @Option(names = "--storage-class", paramLabel = "CLASS", defaultValue = "dram",
+        description = "preferred storage class: dram or nvmf (default ${DEFAULT-VALUE})")
+    String storageClass;
+
+    @Option(names = "-p", description = "create missing parent directories")
+    boolean parents;
+
+    @Option(names = {"-f", "--force"}, description = "overwrite an existing file")
+    boolean force;
+
+    @Parameters(paramLabel = "SRC... DST", arity = "2..*",
+        description = "local files (- for stdin), then an Ember file or directory")
+    List<String> args;
+
+    @Override
+    void apply(EmberClient client) throws IOException {
+      StorageClass sc = StorageClass.parse(storageClass);
+      List<String> sources = args.subList(0, args.size() - 1);
+      String dst = Paths.normalize(args.get(args.size() - 1));
+      boolean dstIsDir = isContainer(client, dst);
+      if (sources.size() > 1 && !dstIsDir) {
+        error(dst + " is not a directory (copying " + sources.size() + " files)");
+        return;
+      }
+      for (String src : sources) {
+        String target = dstIsDir
+            ? Paths.child(dst, src.equals("-") ? "stdin" : Path.of(src).getFileName().toString())
+            : dst;
+        try (InputStream in = src.equals("-") ? System.in : Files.newInputStream(Path.of(src))) {
+          if (force) {
+            deleteIfFile(client, target);
+          }
+          try (EmberOutputStream out = client.createBuffered(target,
+              new CreateOptions(sc, parents))) {
+            in.transferTo(out);
+          }
+        } catch (java.nio.file.NoSuchFileException e) {
+          error(src + ": no such local file");
+        } catch (EmberException e) {
+          error(e.getMessage());
+        }
+      }
+    }
+
+    private static void deleteIfFile(EmberClient client, String path) throws EmberException {
+      try {
+        if (client.lookup(path).isFile()) {
+          client.delete(path, false);
+        }
+      } catch (EmberException e) {
+        if (e.code() != ErrorCode.NOT_FOUND) {
+          throw e;
+        }
+      }
+    }
+  }
+
+  @Command(name = "get", description = "Copy an Ember file to a local file (- for stdout).")
+  static final class Get extends Sub {
+    @Parameters(index = "0", paramLabel = "SRC")
+    String src;
+
+    @Parameters(index = "1", paramLabel = "DST")
+    String dst;
+
+    @Override
+    void apply(EmberClient client) throws IOException {
+      if (dst.equals("-")) {
+        copyOut(client, src, System.out);
+        System.out.flush();
+        return;
+      }
+      Path target = Path.of(dst);
+      if (Files.isDirectory(target)) {
+        target = target.resolve(Paths.name(Paths.normalize(src)));
+      }
+      if (Files.exists(target)) {
+        error(target + ": local file exists");
+        return;
+      }
+      Path tmp = Files.createTempFile(target.toAbsolutePath().getParent(), ".ember-get", ".tmp");
+      try {
+        try (OutputStream out = Files.newOutputStream(tmp)) {
+          copyOut(client, src, out);
+        }
+        Files.move(tmp, target, StandardCopyOption.ATOMIC_MOVE);
+      } finally {
+        Files.deleteIfExists(tmp);
+      }
+    }
+  }
+
+  @Command(name = "cat", description = "Print files (or multifiles) to standard output.")
+  static final class Cat extends Sub {
+    @Parameters(paramLabel = "PATH", arity = "1..*")
+    List<String> paths;
+
+    @Override
+    void apply(EmberClient client) throws IOException {
+      for (String p : paths) {
+        try {
+          copyOut(client, p, System.out);
+        } catch (EmberException e) {
+          error(e.getMessage());
+        } finally {
+          System.out.flush();
+        }
+      }
+    }
+  }
+
+  @Command(name = "rm", description = "Delete files and directories.")
+  static final class Rm extends Sub {
+    @Option(names = {"-r", "-R"}, description = "delete directories and their contents")
+    boolean recursive;
+
+    @Option(names = "-f", description = "no error when a path does not exist")
+    boolean force;
+
+    @Parameters(paramLabel = "PATH", arity = "1..*")
+    List<String> paths;
+
+    @Override
+    void apply(EmberClient client) {
+      for (String p : paths) {
+        try {
+          if (!recursive && client.lookup(p).isContainer()) {
+            error(Paths.normalize(p) + " is a directory (use rm -r)");
+            continue;
+          }
+          client.delete(p, recursive);
+        } catch (EmberException e) {
+          if (!(force && e.code() == ErrorCode.NOT_FOUND)) {
+            error(e.getMessage());
+          }
+        }
+      }
+    }
+  }
+
+  @Command(name = "mv", description = "Rename; a directory target receives the sources.")
+  static final class Mv extends Sub {
+    @Parameters(paramLabel = "SRC... DST", arity = "2..*")
+    List<String> args;
+
+    @Override
+    void apply(EmberClient client) throws IOException {
+      List<String> sources = args.subList(0, args.size() - 1);
+      String dst = Paths.normalize(args.get(args.size() - 1));
+      boolean dstIsDir = isContainer(client, dst);
+      if (sources.size() > 1 && !dstIsDir) {
+        error(dst + " is not a directory (moving " + sources.size() + " paths)");
+        return;
+      }
+      for (String src : sources) {
+        try {
+          String s = Paths.normalize(src);
+          client.rename(s, dstIsDir ? Paths.child(dst, Paths.name(s)) : dst);
+        } catch (EmberException e) {
+          error(e.getMessage());
+        }
+      }
+    }
+  }
+
+  @Command(name = "stat", description = "Show an entry's status and its blocks.")
+  static final class Stat extends Sub {
+    @Parameters(paramLabel = "PATH", arity = "1..*")
+    List<String> paths;
+
+    @Override
+    void apply(EmberClient client) {
+      for (String p : paths) {
+        try {
+          String path = Paths.normalize(p);
+          NodeStatus st = client.lookup(path);
+          out().println("path:          " + path);
+          out().println("type:          " + st.type().name().toLowerCase(Locale.ROOT)
+              + (st.open() ? " (being written; length not yet published)" : ""));
+          out().println("length:        " + st.length());
+          out().println("storage class: " + st.storageClass().displayName());
+          out().println("modified:      " + Instant.ofEpochMilli(st.modificationTime()));
+          if (st.isFile()) {
+            out().println("blocks:        " + st.blockCount() + " of " + st.blockSize()
+                + " bytes");
+            for (BlockLocation b : client.blockLocations(path)) {
+              out().println(String.format(Locale.ROOT,
+                  "  block %d: id %d, %s on data node %d (%s) at %d%s", b.index(), b.blockId(),
+                  b.storageClass().displayName(), b.datanodeId(), b.endpoint(), b.address(),
+                  b.lost() ? " LOST" : ""));
+            }
+          }
+        } catch (EmberException e) {
+          error(e.getMessage());
+        }
+      }
+    }
+  }
+
+  @Command(name = "df", description = "Show capacity and use per storage class.")
+  static final class Df extends Sub {
+    @Option(names = "-h", description = "sizes in KiB, MiB, GiB")
+    boolean human;
+
+    @Override
+    void apply(EmberClient client) throws IOException {
+      List<ClassUsage> usage = client.df();
+      out().println(String.format(Locale.ROOT, "%-8s %14s %14s %14s %5s %6s %5s", "class",
+          "capacity", "used", "free", "use%", "nodes", "lost"));
+      for (ClassUsage u : usage) {
+        long pct = u.capacityBytes() == 0 ? 0 : 100 * u.usedBytes() / u.capacityBytes();
+        out().println(String.format(Locale.ROOT, "%-8s %14s %14s %14s %4d%% %6d %5d",
+            u.storageClass().displayName(), size(u.capacityBytes()), size(u.usedBytes()),
+            size(u.freeBytes()), pct, u.liveNodes(), u.lostNodes()));
+      }
+      if (usage.isEmpty()) {
+        out().println("(no data nodes registered)");
+      }
+    }
+
+    private String size(long bytes) {
+      return human ? ConfigKey.formatSize(bytes) : Long.toString(bytes);
+    }
+  }
+
+  static boolean isContainer(EmberClient client, String path) throws EmberException {
+    try {
+      return client.lookup(path).isContainer();
+    } catch (EmberException e) {
+      if (e.code() == ErrorCode.NOT_FOUND) {
+        return false;
+      }
+      throw e;
+    }
+  }
+
+  static void copyOut(EmberClient client, String path, OutputStream out) throws IOException {
+    NodeStatus st = client.lookup(path);
+    if (st.type() == NodeType.DIRECTORY) {
+      throw new EmberException(ErrorCode.NOT_A_FILE, Paths.normalize(path) + " is a directory");
+    }
+    try (InputStream in = st.type() == NodeType.MULTIFILE
+        ? client.openMultiFile(path) : client.open(path)) {
+      in.transferTo(out);
+    }
+  }
+
+}
