@@ -1,0 +1,176 @@
+package io.ember.protocol;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import java.util.List;
+import java.util.Random;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Every message round-trips, and every truncation or lie about a length fails with
+ * MalformedFrameException, never another exception and never a large allocation.
+ */
+class MessagesTest {
+  interface Decoder {
+    Object decode(ByteBuf in) throws EmberException;
+  }
+
+  private static final NodeStatus STATUS =
+      new NodeStatus(7, NodeType.FILE, 123, 2, 1 << 20, StorageClass.DRAM, 99, false);
+  private static final BlockLocation BLOCK = new BlockLocation(3, 17, 2, StorageClass.NVMF,
+      "dram", "127.0.0.1:4000", 1 << 20, 1 << 20, true);
+
+  private static final List<Object[]> CASES = List.of(
+      new Object[] {new Messages.CreateRequest("/a/b", NodeType.MULTIFILE, StorageClass.NVMF, true),
+          (Decoder) Messages.CreateRequest::decode},
+      new Object[] {new Messages.PathRequest("/é/ü"), (Decoder) Messages.PathRequest::decode},
+      new Object[] {new Messages.ListRequest("/d", "after", 10),
+          (Decoder) Messages.ListRequest::decode},
+      new Object[] {new Messages.ListResponse(
+          List.of(new Messages.DirEntry("x", STATUS), new Messages.DirEntry("y", STATUS)), true),
+          (Decoder) Messages.ListResponse::decode},
+      new Object[] {new Messages.DeleteRequest("/d", true), (Decoder) Messages.DeleteRequest::decode},
+      new Object[] {new Messages.RenameRequest("/a", "/b"), (Decoder) Messages.RenameRequest::decode},
+      new Object[] {new Messages.AllocateBlockRequest(5, 6),
+          (Decoder) Messages.AllocateBlockRequest::decode},
+      new Object[] {new Messages.GetBlocksRequest(5, 0, 64),
+          (Decoder) Messages.GetBlocksRequest::decode},
+      new Object[] {new Messages.BlocksResponse(List.of(BLOCK, BLOCK)),
+          (Decoder) Messages.BlocksResponse::decode},
+      new Object[] {new Messages.CloseFileRequest(5, 1000),
+          (Decoder) Messages.CloseFileRequest::decode},
+      new Object[] {new Messages.DfResponse(List.of(
+          new Messages.ClassUsage(StorageClass.DRAM, 1 << 20, 100, 40, 2, 1))),
+          (Decoder) Messages.DfResponse::decode},
+      new Object[] {new Messages.RegisterRequest(StorageClass.DRAM, "dram", "h:1", 1L << 30),
+          (Decoder) Messages.RegisterRequest::decode},
+      new Object[] {new Messages.RegisterResponse(4, 1 << 20, 1024),
+          (Decoder) Messages.RegisterResponse::decode},
+      new Object[] {new Messages.HeartbeatRequest(4), (Decoder) Messages.HeartbeatRequest::decode},
+      new Object[] {new Messages.BlockReadRequest(4096, 512),
+          (Decoder) Messages.BlockReadRequest::decode},
+      new Object[] {STATUS, (Decoder) NodeStatus::decode},
+      new Object[] {BLOCK, (Decoder) BlockLocation::decode});
+
+  @Test
+  void roundTrips() throws Exception {
+    for (Object[] c : CASES) {
+      Message m = (Message) c[0];
+      ByteBuf buf = Unpooled.buffer();
+      try {
+        m.encode(buf);
+        assertEquals(m, ((Decoder) c[1]).decode(buf), m.getClass().getSimpleName());
+      } finally {
+        buf.release();
+      }
+    }
+  }
+
+  @Test
+  void everyTruncationFailsCleanly() throws Exception {
+    for (Object[] c : CASES) {
+      Message m = (Message) c[0];
+      ByteBuf full = Unpooled.buffer();
+      m.encode(full);
+      try {
+        for (int cut = 0; cut < full.readableBytes(); cut++) {
+          ByteBuf part = full.retainedSlice(0, cut);
+          try {
+            assertThrows(MalformedFrameException.class, () -> ((Decoder) c[1]).decode(part),
+                m.getClass().getSimpleName() + " cut at " + cut);
+          } finally {
+            part.release();
+          }
+        }
+      } finally {
+        full.release();
+      }
+    }
+  }
+
+  @Test
+  void randomBytesNeverThrowAnythingButMalformed() {
+    Random r = new Random(20261122);
+    for (int i = 0; i < 20_000; i++) {
+      byte[] junk = new byte[r.nextInt(64)];
+      r.nextBytes(junk);
+      for (Object[] c : CASES) {
+        ByteBuf in = Unpooled.wrappedBuffer(junk);
+        try {
+          ((Decoder) c[1]).decode(in);
+        } catch (MalformedFrameException expected) {
+          // fine
+        } catch (Throwable t) {
+          throw new AssertionError("decoder " + c[0].getClass().getSimpleName()
+              + " threw " + t + " on random input", t);
+        } finally {
+          in.release();
+        }
+      }
+    }
+  }
+
+  @Test
+  void lyingCountsAreRefusedBeforeAllocation() {
+    ByteBuf in = Unpooled.buffer();
+    in.writeInt(Messages.MAX_LIST_ENTRIES); // claims 4096 entries, holds none
+    in.writeBoolean(false);
+    try {
+      MalformedFrameException e = assertThrows(MalformedFrameException.class,
+          () -> Messages.ListResponse.decode(in));
+      assertEquals(ErrorCode.MALFORMED_FRAME, e.code());
+    } finally {
+      in.release();
+    }
+    ByteBuf s = Unpooled.buffer();
+    s.writeInt(Integer.MAX_VALUE); // a 2 GiB path
+    try {
+      assertThrows(MalformedFrameException.class, () -> Messages.PathRequest.decode(s));
+    } finally {
+      s.release();
+    }
+  }
+
+  @Test
+  void trailingBytesAndInvalidUtf8AreRefused() {
+    ByteBuf in = Unpooled.buffer();
+    new Messages.PathRequest("/a").encode(in);
+    in.writeByte(0);
+    try {
+      assertThrows(MalformedFrameException.class, () -> Messages.PathRequest.decode(in));
+    } finally {
+      in.release();
+    }
+    ByteBuf bad = Unpooled.buffer();
+    bad.writeInt(2).writeByte(0xC3).writeByte(0x28); // invalid two-byte sequence
+    try {
+      assertThrows(MalformedFrameException.class, () -> Messages.PathRequest.decode(bad));
+    } finally {
+      bad.release();
+    }
+  }
+
+  @Test
+  void blockWriteLengthMustMatchTheFrame() throws Exception {
+    ByteBuf in = Unpooled.buffer();
+    in.writeLong(0).writeInt(10).writeBytes(new byte[9]);
+    try {
+      assertThrows(MalformedFrameException.class, () -> Messages.BlockWriteRequest.decode(in));
+    } finally {
+      in.release();
+    }
+    ByteBuf ok = Unpooled.buffer();
+    ok.writeLong(8).writeInt(3).writeBytes(new byte[] {1, 2, 3});
+    try {
+      Messages.BlockWriteRequest r = Messages.BlockWriteRequest.decode(ok);
+      assertEquals(8, r.address());
+      assertEquals(3, r.data().readableBytes());
+      r.data().release();
+    } finally {
+      ok.release();
+    }
+  }
+}
