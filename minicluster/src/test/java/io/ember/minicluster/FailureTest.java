@@ -1,0 +1,240 @@
+package io.ember.minicluster;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.ember.client.CreateOptions;
+import io.ember.client.EmberClient;
+import io.ember.client.EmberOutputStream;
+import io.ember.datanode.dram.DramDataNode;
+import io.ember.namenode.NameNodeKeys;
+import io.ember.protocol.BlockLocation;
+import io.ember.protocol.EmberConfig;
+import io.ember.protocol.EmberException;
+import io.ember.protocol.EmberKeys;
+import io.ember.protocol.ErrorCode;
+import io.ember.protocol.Messages.ClassUsage;
+import io.ember.protocol.StorageClass;
+import java.io.InputStream;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Random;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+/** Data nodes that die, a full tier, a name node that restarts or goes away, dying clients. */
+class FailureTest {
+  private MiniCluster cluster;
+
+  @AfterEach
+  void stop() {
+    if (cluster != null) {
+      cluster.close();
+    }
+  }
+
+  private MiniCluster start(int nodes, String capacity) throws EmberException {
+    cluster = MiniCluster.builder().dramDatanodes(nodes).blockSize("64k").dramCapacity(capacity)
+        .set(NameNodeKeys.DATANODE_TIMEOUT, "600ms")
+        .set(EmberKeys.RPC_TIMEOUT, "3s")
+        .set(EmberKeys.CONNECT_TIMEOUT, "1s")
+        .build();
+    return cluster;
+  }
+
+  private static byte[] data(int n, long seed) {
+    byte[] b = new byte[n];
+    new Random(seed).nextBytes(b);
+    return b;
+  }
+
+  private static void write(EmberClient c, String path, byte[] data) throws Exception {
+    try (EmberOutputStream out = c.create(path, CreateOptions.DEFAULT)) {
+      out.write(data);
+    }
+  }
+
+  private static byte[] read(EmberClient c, String path) throws Exception {
+    try (InputStream in = c.open(path)) {
+      return in.readAllBytes();
+    }
+  }
+
+  private void awaitLost(EmberClient c, int lost) throws Exception {
+    long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
+    while (System.nanoTime() < deadline) {
+      for (ClassUsage u : c.df()) {
+        if (u.storageClass().equals(StorageClass.DRAM) && u.lostNodes() == lost) {
+          return;
+        }
+      }
+      Thread.sleep(20);
+    }
+    throw new AssertionError("data node not marked lost in time");
+  }
+
+  @Test
+  void readOfABlockOnAKilledDataNodeNamesFileBlockAndNodeAndOthersStayReadable()
+      throws Exception {
+    start(2, "8m");
+    EmberClient writer = cluster.newClient();
+    List<byte[]> contents = new ArrayList<>();
+    for (int i = 0; i < 6; i++) {
+      contents.add(data(40_000, i));
+      write(writer, "/f" + i, contents.get(i));
+    }
+    DramDataNode victim = cluster.datanodes().get(0);
+    int victimId = victim.datanodeId();
+    cluster.killDatanode(0);
+
+    EmberClient reader = cluster.newClient();
+    // Before the name node notices: the connection fails, and the error names block and node.
+    for (int i = 0; i < 6; i++) {
+      BlockLocation b = reader.blockLocations("/f" + i).get(0);
+      if (b.datanodeId() == victimId) {
+        String path = "/f" + i;
+        EmberException e = assertThrows(EmberException.class, () -> read(reader, path));
+        assertTrue(e.getMessage().contains("block 0 of " + path), e.getMessage());
+        assertTrue(e.getMessage().contains("data node " + victimId), e.getMessage());
+      }
+    }
+    awaitLost(reader, 1);
+    int lostFiles = 0;
+    for (int i = 0; i < 6; i++) {
+      String path = "/f" + i;
+      BlockLocation b = reader.blockLocations(path).get(0);
+      if (b.datanodeId() == victimId) {
+        lostFiles++;
+        assertTrue(b.lost());
+        long t0 = System.nanoTime();
+        EmberException e = assertThrows(EmberException.class, () -> read(reader, path));
+        assertEquals(ErrorCode.DATANODE_LOST, e.code());
+        assertEquals("data node " + victimId + " (" + victim.endpoint() + ") lost: block 0 of "
+            + path + " unavailable", e.getMessage());
+        assertTrue(System.nanoTime() - t0 < Duration.ofSeconds(2).toNanos());
+      } else {
+        assertArrayEquals(contents.get(i), read(reader, path), path);
+      }
+    }
+    assertTrue(lostFiles > 0 && lostFiles < 6, "files spread over both nodes: " + lostFiles);
+    // New files go to the survivor and read back.
+    byte[] after = data(200_000, 99);
+    write(reader, "/after", after);
+    assertArrayEquals(after, read(reader, "/after"));
+  }
+
+  @Test
+  void dataNodeDyingMidWriteFailsTheWriterClearlyAndLeavesTheFileUnpublished()
+      throws Exception {
+    start(1, "8m");
+    EmberClient c = cluster.newClient();
+    byte[] other = data(100_000, 1);
+    write(c, "/other", other);
+    EmberOutputStream out = c.create("/victim", CreateOptions.DEFAULT);
+    out.write(data(150_000, 2));
+    out.flush();
+    cluster.killDatanode(0);
+    EmberException e = assertThrows(EmberException.class, () -> {
+      for (int i = 0; i < 50; i++) {
+        out.write(data(65_536, 3 + i));
+      }
+      out.close();
+    });
+    assertTrue(e.getMessage().startsWith("writing /victim at byte "), e.getMessage());
+    assertTrue(e.getMessage().contains("data node"), e.getMessage());
+    assertThrows(EmberException.class, out::close); // still failed, still idempotent
+    assertTrue(c.lookup("/victim").open());
+    assertEquals(0, c.lookup("/victim").length());
+    // A replacement node takes new writes; the old node's files say what happened.
+    cluster.addDramDatanode();
+    cluster.awaitLiveDatanodes(StorageClass.DRAM, 1, Duration.ofSeconds(10));
+    byte[] fresh = data(100_000, 7);
+    write(c, "/fresh", fresh);
+    assertArrayEquals(fresh, read(c, "/fresh"));
+    awaitLost(c, 1);
+    assertEquals(ErrorCode.DATANODE_LOST,
+        assertThrows(EmberException.class, () -> read(c, "/other")).code());
+  }
+
+  @Test
+  void fullTierFailsTheWriteNamingClassAndSizeAndDeleteMakesRoom() throws Exception {
+    start(1, "512k"); // 8 blocks of 64 KiB
+    EmberClient c = cluster.newClient();
+    EmberOutputStream out = c.create("/full", CreateOptions.DEFAULT);
+    EmberException e = assertThrows(EmberException.class, () -> {
+      out.write(new byte[9 * 65536]);
+      out.close();
+    });
+    assertEquals(ErrorCode.NO_CAPACITY, e.code());
+    assertTrue(e.getMessage().contains("no DRAM or NVMf capacity left for 64 KiB (block 8 of /full)"),
+        e.getMessage());
+    ClassUsage u = c.df().get(0);
+    assertEquals(0, u.freeBlocks());
+    c.delete("/full", false);
+    assertEquals(8, c.df().get(0).freeBlocks());
+    byte[] fits = data(8 * 65536, 5);
+    write(c, "/fits", fits);
+    assertArrayEquals(fits, read(c, "/fits"));
+  }
+
+  @Test
+  void restartedNameNodeGetsItsDataNodesBackAndClientsReconnect() throws Exception {
+    start(2, "4m");
+    EmberClient c = cluster.newClient();
+    write(c, "/before", data(1000, 1));
+    cluster.restartNamenode();
+    cluster.awaitLiveDatanodes(StorageClass.DRAM, 2, Duration.ofSeconds(10));
+    // No operation log yet: the namespace starts empty after a restart.
+    assertEquals(ErrorCode.NOT_FOUND,
+        assertThrows(EmberException.class, () -> c.lookup("/before")).code());
+    byte[] after = data(300_000, 2);
+    write(c, "/after", after);
+    assertArrayEquals(after, read(c, "/after"));
+  }
+
+  @Test
+  void nameNodeThatGoesAwayFailsCallsQuickly() throws Exception {
+    start(1, "4m");
+    EmberClient c = cluster.newClient();
+    cluster.namenode().close();
+    long t0 = System.nanoTime();
+    EmberException e = assertThrows(EmberException.class, () -> c.lookup("/"));
+    assertTrue(e.code() == ErrorCode.UNREACHABLE || e.code() == ErrorCode.CONNECTION_CLOSED,
+        e.toString());
+    assertTrue(e.getMessage().contains("name node"), e.getMessage());
+    assertTrue(System.nanoTime() - t0 < Duration.ofSeconds(3).toNanos());
+  }
+
+  @Test
+  void connectingToNoNameNodeFailsWithItsAddress() throws Exception {
+    int port;
+    try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+      port = s.getLocalPort();
+    }
+    EmberException e = assertThrows(EmberException.class,
+        () -> EmberClient.connect(EmberConfig.defaults()
+            .with(EmberKeys.NAMENODE_ADDRESS, "127.0.0.1:" + port)));
+    assertEquals(ErrorCode.UNREACHABLE, e.code());
+    assertTrue(e.getMessage().contains("name node 127.0.0.1:" + port), e.getMessage());
+  }
+
+  @Test
+  void clientDyingMidWriteAffectsNobodyElse() throws Exception {
+    start(1, "16m");
+    EmberClient doomed = cluster.newClient();
+    EmberClient bystander = cluster.newClient();
+    EmberOutputStream out = doomed.create("/doomed", CreateOptions.DEFAULT);
+    out.write(data(300_000, 1));
+    doomed.close(); // connections drop with writes in flight
+    assertThrows(EmberException.class, out::close);
+    byte[] mine = data(500_000, 2);
+    write(bystander, "/bystander", mine);
+    assertArrayEquals(mine, read(bystander, "/bystander"));
+    assertTrue(bystander.lookup("/doomed").open());
+  }
+}

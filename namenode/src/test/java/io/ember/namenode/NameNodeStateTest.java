@@ -1,0 +1,270 @@
+package io.ember.namenode;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.ember.protocol.BlockLocation;
+import io.ember.protocol.EmberException;
+import io.ember.protocol.ErrorCode;
+import io.ember.protocol.Messages.ClassUsage;
+import io.ember.protocol.Messages.DirEntry;
+import io.ember.protocol.Messages.ListResponse;
+import io.ember.protocol.NodeStatus;
+import io.ember.protocol.NodeType;
+import io.ember.protocol.StorageClass;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.atomic.AtomicLong;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.function.Executable;
+
+/** The name node's rules, without the network: namespace, blocks, liveness. */
+class NameNodeStateTest {
+  private static final int BS = 4096;
+  private final AtomicLong clock = new AtomicLong();
+  private final NameNodeState nn = new NameNodeState(BS,
+      List.of(StorageClass.DRAM, StorageClass.NVMF), Duration.ofSeconds(10), clock::get);
+
+  private static void assertCode(ErrorCode code, Executable op) {
+    EmberException e = assertThrows(EmberException.class, op);
+    assertEquals(code, e.code(), e.getMessage());
+  }
+
+  private NodeStatus file(String path) throws EmberException {
+    return nn.create(path, NodeType.FILE, StorageClass.DRAM, false);
+  }
+
+  private NodeStatus dir(String path) throws EmberException {
+    return nn.create(path, NodeType.DIRECTORY, StorageClass.DRAM, false);
+  }
+
+  @Test
+  void createRules() throws Exception {
+    dir("/a");
+    file("/a/f");
+    assertCode(ErrorCode.ALREADY_EXISTS, () -> file("/a/f"));
+    assertCode(ErrorCode.ALREADY_EXISTS, () -> dir("/a"));
+    assertCode(ErrorCode.ALREADY_EXISTS, () -> dir("/"));
+    assertCode(ErrorCode.PARENT_NOT_FOUND, () -> file("/missing/f"));
+    assertCode(ErrorCode.NOT_A_DIRECTORY, () -> file("/a/f/g"));
+    assertCode(ErrorCode.INVALID_PATH, () -> file("a/f"));
+    NodeStatus deep = nn.create("/x/y/z/f", NodeType.FILE, StorageClass.DRAM, true);
+    assertTrue(deep.isFile());
+    assertEquals(NodeType.DIRECTORY, nn.lookup("/x/y").type());
+    EmberException e = assertThrows(EmberException.class, () -> file("/missing/f"));
+    assertEquals("cannot create /missing/f: parent /missing does not exist", e.getMessage());
+  }
+
+  @Test
+  void distinctNamesAreDistinctEntries() throws Exception {
+    String[] names = {"Aa", "BB", "a", "A", "\u00e9", "e\u0301", "x", "x ", "AaAa", "BBBB",
+        "AaBB", "BBAa"};
+    Set<Long> ids = new HashSet<>();
+    for (String n : names) {
+      ids.add(file("/" + n).id());
+    }
+    assertEquals(names.length, ids.size());
+    assertEquals(names.length, nn.list("/", "", 100).entries().size());
+    for (String n : names) {
+      assertTrue(nn.lookup("/" + n).isFile());
+    }
+    nn.delete("/Aa", false);
+    assertTrue(nn.lookup("/BB").isFile());
+    assertCode(ErrorCode.NOT_FOUND, () -> nn.lookup("/Aa"));
+  }
+
+  @Test
+  void deleteRules() throws Exception {
+    dir("/d");
+    file("/d/f");
+    assertCode(ErrorCode.DIRECTORY_NOT_EMPTY, () -> nn.delete("/d", false));
+    assertCode(ErrorCode.INVALID_ARGUMENT, () -> nn.delete("/", true));
+    assertCode(ErrorCode.NOT_FOUND, () -> nn.delete("/nope", true));
+    nn.delete("/d", true);
+    assertCode(ErrorCode.NOT_FOUND, () -> nn.lookup("/d/f"));
+    dir("/empty");
+    nn.delete("/empty", false);
+  }
+
+  @Test
+  void renameRules() throws Exception {
+    nn.create("/a/b/c", NodeType.DIRECTORY, StorageClass.DRAM, true);
+    file("/a/b/c/f");
+    file("/other");
+    assertCode(ErrorCode.RENAME_INTO_ITSELF, () -> nn.rename("/a", "/a/b/c/a"));
+    assertCode(ErrorCode.RENAME_INTO_ITSELF, () -> nn.rename("/a/b", "/a/b/x"));
+    assertCode(ErrorCode.ALREADY_EXISTS, () -> nn.rename("/a/b/c/f", "/other"));
+    assertCode(ErrorCode.PARENT_NOT_FOUND, () -> nn.rename("/other", "/nope/x"));
+    assertCode(ErrorCode.NOT_A_DIRECTORY, () -> nn.rename("/other", "/a/b/c/f/x"));
+    assertCode(ErrorCode.NOT_FOUND, () -> nn.rename("/nope", "/x"));
+    assertCode(ErrorCode.INVALID_ARGUMENT, () -> nn.rename("/", "/x"));
+    long id = nn.lookup("/a/b").id();
+    nn.rename("/a/b", "/moved");
+    assertEquals(id, nn.lookup("/moved").id());
+    assertTrue(nn.lookup("/moved/c/f").isFile());
+    assertCode(ErrorCode.NOT_FOUND, () -> nn.lookup("/a/b"));
+    nn.rename("/moved", "/moved"); // to itself: nothing changes
+    assertEquals(id, nn.lookup("/moved").id());
+    // "/ab" is not inside "/a": prefix of the string, not of the path.
+    nn.rename("/a", "/ab");
+  }
+
+  @Test
+  void listPagesInNameOrder() throws Exception {
+    dir("/big");
+    for (int i = 0; i < 250; i++) {
+      file(String.format("/big/f%03d", i));
+    }
+    List<String> seen = new ArrayList<>();
+    String after = "";
+    boolean more = true;
+    while (more) {
+      ListResponse page = nn.list("/big", after, 100);
+      for (DirEntry e : page.entries()) {
+        seen.add(e.name());
+      }
+      more = page.more();
+      after = seen.get(seen.size() - 1);
+    }
+    assertEquals(250, seen.size());
+    assertEquals("f000", seen.get(0));
+    assertEquals("f249", seen.get(249));
+    assertCode(ErrorCode.NOT_A_DIRECTORY, () -> nn.list("/big/f000", "", 10));
+  }
+
+  @Test
+  void multifileHoldsOnlyFilesAndSumsClosedChildren() throws Exception {
+    nn.register(StorageClass.DRAM, "dram", "h:1", 100L * BS);
+    nn.create("/m", NodeType.MULTIFILE, StorageClass.DRAM, false);
+    assertCode(ErrorCode.INVALID_ARGUMENT, () -> dir("/m/d"));
+    NodeStatus a = file("/m/a");
+    NodeStatus b = file("/m/b");
+    nn.allocateBlock(a.id(), 0);
+    nn.closeFile(a.id(), 100);
+    nn.allocateBlock(b.id(), 0);
+    assertEquals(100, nn.lookup("/m").length()); // b still open
+    nn.closeFile(b.id(), 50);
+    assertEquals(150, nn.lookup("/m").length());
+    dir("/plain");
+    assertCode(ErrorCode.INVALID_ARGUMENT, () -> nn.rename("/plain", "/m/plain"));
+  }
+
+  @Test
+  void blocksGrowOneAtATimeAndPublishOnClose() throws Exception {
+    nn.register(StorageClass.DRAM, "dram", "h:1", 10L * BS);
+    NodeStatus f = file("/f");
+    BlockLocation b0 = nn.allocateBlock(f.id(), 0);
+    assertEquals(b0, nn.allocateBlock(f.id(), 0)); // retried allocation: same block
+    assertCode(ErrorCode.INVALID_ARGUMENT, () -> nn.allocateBlock(f.id(), 2));
+    BlockLocation b1 = nn.allocateBlock(f.id(), 1);
+    assertNotEquals(b0.address(), b1.address());
+    assertEquals(0, nn.lookup("/f").length());
+    assertTrue(nn.lookup("/f").open());
+    assertCode(ErrorCode.INVALID_ARGUMENT, () -> nn.closeFile(f.id(), 2L * BS + 1));
+    nn.closeFile(f.id(), BS + 10);
+    assertEquals(BS + 10, nn.lookup("/f").length());
+    assertFalse(nn.lookup("/f").open());
+    nn.closeFile(f.id(), BS + 10); // a retried close with the same length is fine
+    assertCode(ErrorCode.FILE_CLOSED, () -> nn.closeFile(f.id(), 5));
+    assertCode(ErrorCode.FILE_CLOSED, () -> nn.allocateBlock(f.id(), 2));
+    assertEquals(List.of(b0, b1), nn.getBlocks(f.id(), 0, 10));
+    assertEquals(List.of(b1), nn.getBlocks(f.id(), 1, 10));
+    assertCode(ErrorCode.NOT_FOUND, () -> nn.getBlocks(12345, 0, 1));
+  }
+
+  @Test
+  void fullClassFailsNamingClassAndSizeAndDeleteFreesBlocks() throws Exception {
+    nn.register(StorageClass.DRAM, "dram", "h:1", 3L * BS);
+    NodeStatus f = file("/f");
+    for (int i = 0; i < 3; i++) {
+      nn.allocateBlock(f.id(), i);
+    }
+    NodeStatus g = file("/g");
+    EmberException e = assertThrows(EmberException.class, () -> nn.allocateBlock(g.id(), 0));
+    assertEquals(ErrorCode.NO_CAPACITY, e.code());
+    assertEquals("no DRAM or NVMf capacity left for 4 KiB (block 0 of /g)", e.getMessage());
+    assertEquals(0, usage(StorageClass.DRAM).freeBlocks());
+    nn.delete("/f", false);
+    assertEquals(3, usage(StorageClass.DRAM).freeBlocks());
+    nn.allocateBlock(g.id(), 0);
+  }
+
+  @Test
+  void fullPreferredClassSpillsToTheNextInOrder() throws Exception {
+    nn.register(StorageClass.DRAM, "dram", "h:1", BS);
+    nn.register(StorageClass.NVMF, "nvmf", "t", 2L * BS);
+    NodeStatus f = file("/f");
+    assertEquals(StorageClass.DRAM, nn.allocateBlock(f.id(), 0).storageClass());
+    assertEquals(StorageClass.NVMF, nn.allocateBlock(f.id(), 1).storageClass());
+    NodeStatus n = nn.create("/n", NodeType.FILE, StorageClass.NVMF, false);
+    assertEquals(StorageClass.NVMF, nn.allocateBlock(n.id(), 0).storageClass());
+    // NVMf is last in the order: it does not spill back to DRAM.
+    EmberException e = assertThrows(EmberException.class, () -> nn.allocateBlock(n.id(), 1));
+    assertTrue(e.getMessage().startsWith("no NVMf capacity left"), e.getMessage());
+  }
+
+  @Test
+  void allocationSpreadsOverDataNodes() throws Exception {
+    nn.register(StorageClass.DRAM, "dram", "h:1", 10L * BS);
+    nn.register(StorageClass.DRAM, "dram", "h:2", 10L * BS);
+    NodeStatus f = file("/f");
+    Set<Integer> nodes = new HashSet<>();
+    for (int i = 0; i < 4; i++) {
+      nodes.add(nn.allocateBlock(f.id(), i).datanodeId());
+    }
+    assertEquals(2, nodes.size());
+  }
+
+  @Test
+  void freedBlocksAreReusedLast() throws Exception {
+    nn.register(StorageClass.DRAM, "dram", "h:1", 4L * BS);
+    NodeStatus f = file("/f");
+    long first = nn.allocateBlock(f.id(), 0).address();
+    nn.delete("/f", false);
+    NodeStatus g = file("/g");
+    // A fresh block first: a late write from the deleted file's writer hits nobody's data.
+    assertNotEquals(first, nn.allocateBlock(g.id(), 0).address());
+  }
+
+  @Test
+  void silentDataNodeIsLostAndItsBlocksSaySo() throws Exception {
+    int a = nn.register(StorageClass.DRAM, "dram", "h:1", 4L * BS).datanodeId();
+    int b = nn.register(StorageClass.DRAM, "dram", "h:2", 4L * BS).datanodeId();
+    NodeStatus f = file("/f");
+    nn.allocateBlock(f.id(), 0);
+    nn.allocateBlock(f.id(), 1);
+    nn.closeFile(f.id(), 2L * BS);
+    clock.addAndGet(Duration.ofSeconds(6).toNanos());
+    nn.heartbeat(b);
+    clock.addAndGet(Duration.ofSeconds(6).toNanos());
+    assertEquals(1, nn.expireDatanodes());
+    List<BlockLocation> blocks = nn.getBlocks(f.id(), 0, 10);
+    assertEquals(1, blocks.stream().filter(BlockLocation::lost).count());
+    assertTrue(blocks.stream().filter(BlockLocation::lost).allMatch(x -> x.datanodeId() == a));
+    ClassUsage u = usage(StorageClass.DRAM);
+    assertEquals(1, u.liveNodes());
+    assertEquals(1, u.lostNodes());
+    assertEquals(4, u.totalBlocks());
+    assertCode(ErrorCode.UNKNOWN_DATANODE, () -> nn.heartbeat(a));
+    assertCode(ErrorCode.UNKNOWN_DATANODE, () -> nn.heartbeat(999));
+    // New files never get blocks of the lost node.
+    NodeStatus g = file("/g");
+    for (int i = 0; i < 3; i++) {
+      assertEquals(b, nn.allocateBlock(g.id(), i).datanodeId());
+    }
+    // Deleting /f frees its block on the live node, but its lost node's block stays gone.
+    nn.delete("/f", false);
+    assertEquals(1, usage(StorageClass.DRAM).freeBlocks());
+    assertEquals(4, usage(StorageClass.DRAM).totalBlocks());
+  }
+
+  private ClassUsage usage(StorageClass sc) {
+    return nn.usage().stream().filter(u -> u.storageClass().equals(sc)).findFirst().orElseThrow();
+  }
+}
