@@ -160,12 +160,13 @@ public final class BenchCommand implements Callable<Integer> {
     double[] noop = new double[rounds];
     double[] lookup = new double[rounds];
     double[] create = new double[rounds];
-    client.createAsync(dir + "/looked-up", NodeType.FILE, CreateOptions.DEFAULT).join();
+    String target = dir + "/looked-up-" + threadCount;
+    client.createAsync(target, NodeType.FILE, CreateOptions.DEFAULT).join();
     for (int r = 0; r < rounds; r++) {
       note(String.format(Locale.ROOT, "metadata, %d thread(s), round %d/%d...", threadCount, r + 1,
           rounds));
       noop[r] = rate(threadCount, (t, i) -> client.noopAsync());
-      lookup[r] = rate(threadCount, (t, i) -> client.lookupAsync(dir + "/looked-up"));
+      lookup[r] = rate(threadCount, (t, i) -> client.lookupAsync(target));
       String cdir = dir + "/c-" + threadCount + "-" + r;
       client.createDirectory(cdir, false);
       create[r] = rate(threadCount, (t, i) ->

@@ -167,7 +167,7 @@ public final class EmberOutputStream extends OutputStream {
   public void close() throws IOException {
     if (closed) {
       if (failure != null) {
-        throw failure;
+        throw failed();
       }
       return;
     }
@@ -187,7 +187,7 @@ public final class EmberOutputStream extends OutputStream {
       Futures.await(client.closeFile(fileId, position));
     } catch (EmberException e) {
       failure = new EmberException(e.code(), "closing " + path + " failed: " + e.getMessage(), e);
-      throw failure;
+      throw failed();
     }
   }
 
@@ -288,8 +288,16 @@ public final class EmberOutputStream extends OutputStream {
       }
     }
     if (failure != null) {
-      throw failure;
+      throw failed();
     }
+  }
+
+  /**
+   * A fresh exception for the stream's failure each time it is reported: try-with-resources adds
+   * the one from close() to the one from write(), and an exception cannot suppress itself.
+   */
+  private EmberException failed() {
+    return new EmberException(failure.code(), failure.getMessage(), failure);
   }
 
   private EmberException describe(Throwable t, long offset, int index, BlockLocation block) {
@@ -303,7 +311,7 @@ public final class EmberOutputStream extends OutputStream {
 
   private void checkUsable() throws IOException {
     if (failure != null) {
-      throw failure;
+      throw failed();
     }
     if (closed) {
       throw new EmberException(ErrorCode.FILE_CLOSED, path + ": stream is closed");

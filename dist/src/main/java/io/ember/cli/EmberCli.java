@@ -55,6 +55,11 @@ public final class EmberCli implements Runnable {
   }
 
   static String oneLine(Throwable t) {
+    while ((t instanceof java.util.concurrent.CompletionException
+            || t instanceof java.util.concurrent.ExecutionException)
+        && t.getCause() != null) {
+      t = t.getCause();
+    }
     String m = t.getMessage();
     if (m == null || m.isBlank()) {
       m = t.getClass().getSimpleName();

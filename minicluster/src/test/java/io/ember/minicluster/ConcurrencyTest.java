@@ -108,6 +108,45 @@ class ConcurrencyTest {
   }
 
   @Test
+  void manyThreadsSharingOneClientInterleaveSmallWritesOnTheSameConnections() throws Exception {
+    // Regression: a frame's header and data went out as two writes, and two threads writing to one
+    // data node connection could interleave them, corrupting the stream.
+    EmberClient c = cluster.newClient(io.ember.protocol.EmberConfig.defaults()
+        .with(io.ember.client.ClientKeys.TRANSFER_SIZE, "4k")
+        .with(io.ember.client.ClientKeys.WRITE_WINDOW, "64k"));
+    c.createDirectory("/shared", false);
+    int threads = 12;
+    ExecutorService pool = Executors.newFixedThreadPool(threads);
+    try {
+      List<Future<Long>> fs = new ArrayList<>();
+      for (int t = 0; t < threads; t++) {
+        int id = t;
+        fs.add(pool.submit(() -> {
+          Random r = new Random(id);
+          CRC32C crc = new CRC32C();
+          try (EmberOutputStream out = c.create("/shared/t" + id, CreateOptions.DEFAULT)) {
+            for (int i = 0; i < 400; i++) {
+              byte[] piece = new byte[1 + r.nextInt(3000)];
+              r.nextBytes(piece);
+              crc.update(piece);
+              out.write(piece);
+            }
+          }
+          return crc.getValue();
+        }));
+      }
+      for (int t = 0; t < threads; t++) {
+        long expected = fs.get(t).get();
+        try (InputStream in = c.open("/shared/t" + t)) {
+          assertEquals(expected, crc(in.readAllBytes()), "/shared/t" + t);
+        }
+      }
+    } finally {
+      pool.shutdownNow();
+    }
+  }
+
+  @Test
   void severalWritersOnOneMultifileReadBackWhole() throws Exception {
     EmberClient c = cluster.newClient();
     c.createMultiFile("/shuffle", CreateOptions.DEFAULT);

@@ -165,10 +165,12 @@ class FailureTest {
   void fullTierFailsTheWriteNamingClassAndSizeAndDeleteMakesRoom() throws Exception {
     start(1, "512k"); // 8 blocks of 64 KiB
     EmberClient c = cluster.newClient();
-    EmberOutputStream out = c.create("/full", CreateOptions.DEFAULT);
+    // try-with-resources: the failure surfaces from write or close, as an EmberException (an
+    // exception that suppressed itself once turned this into IllegalArgumentException).
     EmberException e = assertThrows(EmberException.class, () -> {
-      out.write(new byte[9 * 65536]);
-      out.close();
+      try (EmberOutputStream out = c.create("/full", CreateOptions.DEFAULT)) {
+        out.write(new byte[9 * 65536]);
+      }
     });
     assertEquals(ErrorCode.NO_CAPACITY, e.code());
     assertTrue(e.getMessage().contains("no DRAM or NVMf capacity left for 64 KiB (block 8 of /full)"),

@@ -67,11 +67,13 @@ public record Frame(int version, int type, int flags, long requestId, ByteBuf pa
       ReferenceCountUtil.release(data);
       throw e;
     }
-    if (data == null) {
-      return flush ? channel.writeAndFlush(header) : channel.write(header);
+    ByteBuf frame = header;
+    if (data != null) {
+      // One write per frame: callers on different threads may write to one channel, and two
+      // separate writes of header and data could interleave with another frame's.
+      frame = channel.alloc().compositeDirectBuffer(2).addComponents(true, header, data);
     }
-    channel.write(header, channel.voidPromise());
-    return flush ? channel.writeAndFlush(data) : channel.write(data);
+    return flush ? channel.writeAndFlush(frame) : channel.write(frame);
   }
 
   private static ByteBuf encodeHeader(

@@ -18,6 +18,10 @@ public final class FrameDecoder extends ByteToMessageDecoder {
   /** A decoder that refuses frames longer than {@code maxFrameBytes} (after the length field). */
   public FrameDecoder(int maxFrameBytes) {
     this.maxFrameBytes = maxFrameBytes;
+    // Data frames of a MiB arrive in many socket reads; a composite cumulation keeps those reads
+    // as they are instead of copying each into one growing buffer, so a block's bytes are copied
+    // once (into the region, or into the reader's array) after the kernel's copy.
+    setCumulator(COMPOSITE_CUMULATOR);
   }
 
   /** Fired once when the stream cannot be framed any longer. */

@@ -57,6 +57,14 @@ public record Transports(boolean epoll) {
     return epoll ? EpollServerSocketChannel.class : NioServerSocketChannel.class;
   }
 
+  /**
+   * Socket reads grow up to 1 MiB when data keeps coming, so a block transfer takes a few large
+   * reads rather than many 64 KiB ones (Netty's default ceiling).
+   */
+  public static io.netty.channel.RecvByteBufAllocator receiveBuffers() {
+    return new io.netty.channel.AdaptiveRecvByteBufAllocator(64, 16 << 10, 1 << 20);
+  }
+
   /** The client channel class that matches {@link #newGroup}. */
   public Class<? extends Channel> channel() {
     return epoll ? EpollSocketChannel.class : NioSocketChannel.class;

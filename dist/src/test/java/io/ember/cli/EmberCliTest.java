@@ -1,0 +1,173 @@
+package io.ember.cli;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.ember.minicluster.MiniCluster;
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Random;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** The ember command line against a real cluster: output, one-line errors and exit codes. */
+class EmberCliTest {
+  private static MiniCluster cluster;
+
+  @BeforeAll
+  static void start() throws Exception {
+    cluster = MiniCluster.builder().blockSize("64k").build();
+  }
+
+  @AfterAll
+  static void stop() {
+    cluster.close();
+  }
+
+  /** Exit code, standard output and standard error of one command. */
+  record Result(int code, String out, String err, byte[] stdout) {}
+
+  static Result run(String... args) {
+    StringWriter out = new StringWriter();
+    StringWriter err = new StringWriter();
+    PrintStream saved = System.out;
+    ByteArrayOutputStream raw = new ByteArrayOutputStream();
+    System.setOut(new PrintStream(raw, true));
+    int code;
+    try {
+      code = EmberCli.run(args, new PrintWriter(out, true), new PrintWriter(err, true));
+    } finally {
+      System.setOut(saved);
+    }
+    return new Result(code, out.toString(), err.toString(), raw.toByteArray());
+  }
+
+  static Result fs(String... args) {
+    List<String> all = new ArrayList<>(List.of("fs", "--namenode",
+        cluster.namenodeAddress().toString()));
+    all.addAll(Arrays.asList(args));
+    return run(all.toArray(new String[0]));
+  }
+
+  @Test
+  void fileSystemShellRoundTrip(@TempDir Path tmp) throws Exception {
+    byte[] content = new byte[300_000];
+    new Random(1).nextBytes(content);
+    Path local = tmp.resolve("data.bin");
+    Files.write(local, content);
+
+    assertEquals(0, fs("mkdir", "-p", "/cli/a/b").code());
+    assertEquals(0, fs("mkdir", "-p", "/cli/a/b").code()); // -p: existing is fine
+    Result exists = fs("mkdir", "/cli/a/b");
+    assertEquals(1, exists.code());
+    assertEquals("ember fs mkdir: /cli/a/b exists\n", exists.err());
+
+    assertEquals(0, fs("put", local.toString(), "/cli/a/data.bin").code());
+    assertEquals(1, fs("put", local.toString(), "/cli/a/data.bin").code());
+    assertEquals(0, fs("put", "-f", local.toString(), "/cli/a/data.bin").code());
+    assertEquals(0, fs("put", local.toString(), "/cli/a/b").code()); // into a directory
+    Result missingLocal = fs("put", tmp.resolve("nope").toString(), "/cli/x");
+    assertEquals(1, missingLocal.code());
+    assertTrue(missingLocal.err().contains("no such local file"), missingLocal.err());
+
+    Result ls = fs("ls", "-R", "/cli");
+    assertEquals(0, ls.code());
+    assertTrue(ls.out().contains("/cli/a/data.bin"), ls.out());
+    assertTrue(ls.out().contains("/cli/a/b/data.bin"), ls.out());
+    assertTrue(ls.out().contains("300000"), ls.out());
+
+    Result cat = fs("cat", "/cli/a/data.bin");
+    assertEquals(0, cat.code());
+    assertArrayEquals(content, cat.stdout());
+
+    Path back = tmp.resolve("back.bin");
+    assertEquals(0, fs("get", "/cli/a/data.bin", back.toString()).code());
+    assertArrayEquals(content, Files.readAllBytes(back));
+    Result again = fs("get", "/cli/a/data.bin", back.toString());
+    assertEquals(1, again.code());
+    assertTrue(again.err().contains("local file exists"), again.err());
+
+    Result stat = fs("stat", "/cli/a/data.bin");
+    assertEquals(0, stat.code());
+    assertTrue(stat.out().contains("blocks:        5 of 65536 bytes"), stat.out());
+    assertTrue(stat.out().contains("block 4: id"), stat.out());
+
+    assertEquals(0, fs("mv", "/cli/a/data.bin", "/cli/moved.bin").code());
+    Result mvMissing = fs("mv", "/cli/a/data.bin", "/cli/x");
+    assertEquals(1, mvMissing.code());
+    assertEquals("ember fs mv: /cli/a/data.bin does not exist\n", mvMissing.err());
+    assertEquals(0, fs("mv", "/cli/moved.bin", "/cli/a").code()); // into a directory
+    assertEquals(0, fs("stat", "/cli/a/moved.bin").code());
+
+    Result df = fs("df");
+    assertEquals(0, df.code());
+    assertTrue(df.out().contains("DRAM"), df.out());
+
+    Result rmDir = fs("rm", "/cli/a");
+    assertEquals(1, rmDir.code());
+    assertTrue(rmDir.err().contains("is a directory"), rmDir.err());
+    assertEquals(0, fs("rm", "-r", "/cli").code());
+    Result rmMissing = fs("rm", "/cli");
+    assertEquals(1, rmMissing.code());
+    assertEquals("ember fs rm: /cli does not exist\n", rmMissing.err());
+    assertEquals(0, fs("rm", "-f", "/cli").code());
+    assertEquals(1, fs("ls", "/cli").code());
+  }
+
+  @Test
+  void usageErrorsExit255AndUnreachableNameNodeIsOneLine() throws Exception {
+    Result bogus = fs("ls", "--bogus");
+    assertEquals(EmberCli.USAGE_ERROR, bogus.code());
+    assertTrue(bogus.err().startsWith("ember: Unknown option: '--bogus'"), bogus.err());
+    assertEquals(EmberCli.USAGE_ERROR, run("fs").code());
+    assertEquals(EmberCli.USAGE_ERROR, run().code());
+    assertEquals(EmberCli.USAGE_ERROR, run("fs", "--namenode", "h:1", "put", "onlyone").code());
+
+    int port;
+    try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+      port = s.getLocalPort();
+    }
+    Result r = run("fs", "--namenode", "127.0.0.1:" + port, "ls", "/");
+    assertEquals(1, r.code());
+    assertTrue(r.err().startsWith("ember fs ls: cannot reach name node 127.0.0.1:" + port),
+        r.err());
+    assertEquals(1, r.err().lines().count(), r.err());
+
+    Result badSetting = run("fs", "--namenode", "127.0.0.1:" + port, "-D",
+        "ember.rpc.timout=1s", "ls");
+    assertEquals(1, badSetting.code());
+    assertTrue(badSetting.err().contains("unknown setting(s) [ember.rpc.timout]"),
+        badSetting.err());
+  }
+
+  @Test
+  void localDemoRunsAndVerifiesItsData() {
+    Result r = run("local", "--demo", "--port", "0", "--capacity", "64m");
+    assertEquals(0, r.code(), r.err());
+    assertTrue(r.out().contains("name node listening on 127.0.0.1:"), r.out());
+    assertTrue(r.out().contains(": matches"), r.out());
+    assertTrue(r.out().contains("4000 records (expected 4000)"), r.out());
+  }
+
+  @Test
+  void benchPrintsFiguresBesideBaselines() {
+    Result r = run("bench", "--size", "2m", "--ops", "50", "--rounds", "1", "--threads", "1,2");
+    assertEquals(0, r.code(), r.err());
+    assertTrue(r.out().contains("write 1 MiB ops"), r.out());
+    assertTrue(r.out().contains("read 4 KiB ops (buffered stream)"), r.out());
+    assertTrue(r.out().contains("lookup, 2 threads"), r.out());
+    assertTrue(r.err().contains("bench: throughput 1 MiB ops, round 1/1"), r.err());
+  }
+}
