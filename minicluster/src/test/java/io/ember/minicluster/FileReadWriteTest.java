@@ -136,6 +136,24 @@ class FileReadWriteTest {
   }
 
   @Test
+  void blockLocationsAreCachedAcrossOpens() throws Exception {
+    byte[] data = random(21, 5 * 65536);
+    try (EmberOutputStream out = client.create("/rw/cached", CreateOptions.DEFAULT)) {
+      out.write(data);
+    }
+    try (InputStream in = client.open("/rw/cached")) {
+      assertArrayEquals(data, in.readAllBytes());
+    }
+    long misses = client.metrics().blockCacheMisses();
+    long calls = client.metrics().metadataCalls();
+    try (InputStream in = client.open("/rw/cached")) {
+      assertArrayEquals(data, in.readAllBytes());
+    }
+    assertEquals(misses, client.metrics().blockCacheMisses());
+    assertEquals(calls + 1, client.metrics().metadataCalls()); // the open's lookup only
+  }
+
+  @Test
   void closedStreamRefusesWritesAndClosedFileTakesNoMoreBlocks() throws Exception {
     EmberOutputStream out = client.create("/rw/closed", CreateOptions.DEFAULT);
     out.write(new byte[10]);

@@ -49,7 +49,8 @@ final class DramRegion {
   }
 
   private ByteBuffer window(long address, int length) throws EmberException {
-    if (address < 0 || length < 0 || address + length > capacity) {
+    // Written so that a huge address cannot overflow past the check.
+    if (address < 0 || length < 0 || length > capacity || address > capacity - length) {
       throw new EmberException(ErrorCode.OUT_OF_RANGE, "range [" + address + ", "
           + (address + length) + ") is outside the region of " + capacity + " bytes");
     }
