@@ -219,11 +219,23 @@ public final class EmberInputStream extends InputStream {
    * @throws EOFException when the file ends first
    */
   public void readFully(long pos, byte[] b, int off, int len) throws IOException {
-    if (pos < 0 || pos + len > length) {
+    if (pos < 0 || len < 0 || pos > length - len) {
       throw new EOFException("cannot read " + len + " bytes at " + pos + " of " + path
           + ": length is " + length);
     }
     read(pos, b, off, len);
+  }
+
+  /**
+   * Releases fetched and read-ahead data while keeping the stream open; the next read fetches
+   * again. For callers that hold many idle streams.
+   */
+  public void unbuffer() {
+    dropAhead();
+    if (current != null) {
+      current.release();
+      current = null;
+    }
   }
 
   /** Releases fetched data. Idempotent. */

@@ -1,0 +1,448 @@
+package io.ember.hadoop;
+
+import io.ember.client.CreateOptions;
+import io.ember.client.EmberClient;
+import io.ember.client.EmberOutputStream;
+import io.ember.protocol.EmberConfig;
+import io.ember.protocol.EmberException;
+import io.ember.protocol.EmberKeys;
+import io.ember.protocol.ErrorCode;
+import io.ember.protocol.Messages.DirEntry;
+import io.ember.protocol.NodeStatus;
+import io.ember.protocol.StorageClass;
+import java.io.FileNotFoundException;
+import java.io.IOException;
+import java.net.URI;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.BlockLocation;
+import org.apache.hadoop.fs.CreateFlag;
+import org.apache.hadoop.fs.FSDataInputStream;
+import org.apache.hadoop.fs.FSDataOutputStream;
+import org.apache.hadoop.fs.FSDataOutputStreamBuilder;
+import org.apache.hadoop.fs.FileAlreadyExistsException;
+import org.apache.hadoop.fs.FileStatus;
+import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.ParentNotDirectoryException;
+import org.apache.hadoop.fs.Path;
+import org.apache.hadoop.fs.PathIsNotEmptyDirectoryException;
+import org.apache.hadoop.fs.permission.FsPermission;
+import org.apache.hadoop.security.UserGroupInformation;
+import org.apache.hadoop.util.Progressable;
+
+/**
+ * Ember as a Hadoop {@link FileSystem}: {@code ember://namenode-host:port/path}, the port defaulting
+ * to 9060. Registered through {@code META-INF/services}, so {@code fs.ember.impl} need not be set.
+ *
+ * <p>Semantics, where Hadoop leaves a choice:
+ *
+ * <ul>
+ *   <li>Files are written once. {@code append} and {@code concat} throw {@link
+ *       UnsupportedOperationException}.
+ *   <li>A file's length is published when its stream is closed; before that, readers see an
+ *       empty file. {@code hflush()} and {@code hsync()} send every buffered byte to the data nodes
+ *       and wait for them (so no data is lost if this process dies) but do not publish: the stream
+ *       does not claim the {@code hflush}/{@code hsync} capabilities.
+ *   <li>{@code rename} follows HDFS: it returns false when the source is missing, the destination
+ *       exists as a file, its parent is missing, or a directory would move into itself; a
+ *       destination that is a directory receives the source inside it.
+ *   <li>Deleting the root directory is refused (returns false), as HDFS does.
+ *   <li>No permissions, owners, times or replication: statuses report the current user, 0755/0644
+ *       and replication 1; setters are ignored.
+ *   <li>A multifile appears as a directory of its parts.
+ * </ul>
+ *
+ * <p>Settings: every {@code ember.*} key of the Hadoop configuration is passed to the Ember client
+ * ({@code ember.rpc.timeout}, {@code ember.client.buffer-size}...). {@value #STORAGE_CLASS_KEY}
+ * (dram or nvmf) picks the storage class of new files, also per file through {@code
+ * createFile(path).opt(STORAGE_CLASS_KEY, "nvmf")}.
+ */
+public class EmberFileSystem extends FileSystem {
+  /** The URI scheme. */
+  public static final String SCHEME = "ember";
+  /** Storage class of new files: dram (default) or nvmf. */
+  public static final String STORAGE_CLASS_KEY = "ember.hadoop.storage-class";
+
+  private URI uri;
+  private Path workingDir;
+  private EmberClient client;
+  private StorageClass defaultStorageClass;
+  private long blockSize;
+  private String user;
+
+  @Override
+  public String getScheme() {
+    return SCHEME;
+  }
+
+  @Override
+  public void initialize(URI name, Configuration conf) throws IOException {
+    super.initialize(name, conf);
+    setConf(conf);
+    String host = name.getHost();
+    if (host == null) {
+      throw new IOException("an ember URI needs the name node's host: ember://host:port/, got "
+          + name);
+    }
+    int port = name.getPort() < 0 ? EmberKeys.DEFAULT_NAMENODE_PORT : name.getPort();
+    uri = URI.create(SCHEME + "://" + host + ":" + port);
+    Map<String, String> settings = new TreeMap<>();
+    for (Map.Entry<String, String> e : conf) {
+      if (e.getKey().startsWith("ember.") && !e.getKey().startsWith("ember.hadoop.")) {
+        settings.put(e.getKey(), e.getValue());
+      }
+    }
+    EmberConfig config;
+    try {
+      config = EmberConfig.of(settings).with(EmberKeys.NAMENODE_ADDRESS, host + ":" + port);
+      defaultStorageClass = StorageClass.parse(conf.get(STORAGE_CLASS_KEY, "dram"));
+    } catch (IllegalArgumentException e) {
+      throw new IOException("bad Ember setting: " + e.getMessage(), e);
+    }
+    client = EmberClient.connect(config);
+    user = UserGroupInformation.getCurrentUser().getShortUserName();
+    workingDir = makeQualified(new Path("/user", user));
+    blockSize = client.lookup("/").blockSize();
+  }
+
+  /** The Ember client under this file system, for callers that want its own API. */
+  public EmberClient client() {
+    return client;
+  }
+
+  @Override
+  public URI getUri() {
+    return uri;
+  }
+
+  @Override
+  protected int getDefaultPort() {
+    return EmberKeys.DEFAULT_NAMENODE_PORT;
+  }
+
+  @Override
+  public String getCanonicalServiceName() {
+    return null; // no delegation tokens
+  }
+
+  @Override
+  public Path getWorkingDirectory() {
+    return workingDir;
+  }
+
+  @Override
+  public void setWorkingDirectory(Path dir) {
+    workingDir = makeQualified(dir);
+  }
+
+  @Override
+  public long getDefaultBlockSize() {
+    return blockSize;
+  }
+
+  @Override
+  public long getDefaultBlockSize(Path f) {
+    return blockSize;
+  }
+
+  @Override
+  public short getDefaultReplication() {
+    return 1;
+  }
+
+  /** The Ember path of a Hadoop path of this file system. */
+  String emberPath(Path p) {
+    Path q = makeQualified(p);
+    checkPath(q);
+    String path = q.toUri().getPath();
+    return path.isEmpty() ? "/" : path;
+  }
+
+  @Override
+  public FSDataInputStream open(Path f, int bufferSize) throws IOException {
+    String path = emberPath(f);
+    try {
+      NodeStatus st = client.lookup(path);
+      if (!st.isFile()) {
+        throw new FileNotFoundException("cannot open " + path + ": it is a directory");
+      }
+      return new FSDataInputStream(new EmberFsInputStream(client.open(path), statistics));
+    } catch (EmberException e) {
+      throw translate(e);
+    }
+  }
+
+  @Override
+  public FSDataOutputStream create(Path f, FsPermission permission, boolean overwrite,
+      int bufferSize, short replication, long blockSize, Progressable progress)
+      throws IOException {
+    return create(f, overwrite, true, defaultStorageClass);
+  }
+
+  @Override
+  public FSDataOutputStream createNonRecursive(Path f, FsPermission permission,
+      java.util.EnumSet<CreateFlag> flags, int bufferSize, short replication, long blockSize,
+      Progressable progress) throws IOException {
+    return create(f, flags.contains(CreateFlag.OVERWRITE), false, defaultStorageClass);
+  }
+
+  FSDataOutputStream create(Path f, boolean overwrite, boolean createParents,
+      StorageClass storageClass) throws IOException {
+    String path = emberPath(f);
+    if (path.equals("/")) {
+      throw new FileAlreadyExistsException("cannot create /: it is the root directory");
+    }
+    try {
+      NodeStatus existing = lookupOrNull(path);
+      if (existing != null) {
+        if (!existing.isFile()) {
+          throw new FileAlreadyExistsException("cannot create " + path + ": it is a directory");
+        }
+        if (!overwrite) {
+          throw new FileAlreadyExistsException("cannot create " + path + ": it exists");
+        }
+        client.delete(path, false);
+      }
+      if (!createParents) {
+        String parent = f.getParent() == null ? "/" : emberPath(f.getParent());
+        NodeStatus p = lookupOrNull(parent);
+        if (p == null) {
+          throw new FileNotFoundException("cannot create " + path + ": parent " + parent
+              + " does not exist");
+        }
+        if (p.isFile()) {
+          throw new ParentNotDirectoryException("cannot create " + path + ": parent " + parent
+              + " is a file");
+        }
+      }
+      EmberOutputStream out =
+          client.createBuffered(path, new CreateOptions(storageClass, createParents));
+      statistics.incrementWriteOps(1);
+      return new FSDataOutputStream(new EmberFsOutputStream(out), statistics);
+    } catch (EmberException e) {
+      throw translate(e);
+    }
+  }
+
+  @Override
+  public FSDataOutputStream append(Path f, int bufferSize, Progressable progress) {
+    throw new UnsupportedOperationException(
+        "Ember does not support append: files are written once (" + f + ")");
+  }
+
+  @Override
+  public boolean rename(Path src, Path dst) throws IOException {
+    String from = emberPath(src);
+    String to = emberPath(dst);
+    if (from.equals("/")) {
+      return false;
+    }
+    try {
+      NodeStatus source = lookupOrNull(from);
+      if (source == null) {
+        return false;
+      }
+      if (from.equals(to)) {
+        return source.isFile();
+      }
+      NodeStatus target = lookupOrNull(to);
+      if (target != null) {
+        if (target.isFile()) {
+          return false;
+        }
+        to = io.ember.protocol.Paths.child(to, io.ember.protocol.Paths.name(from));
+        if (to.equals(from)) {
+          return true; // already in that directory
+        }
+      }
+      client.rename(from, to);
+      statistics.incrementWriteOps(1);
+      return true;
+    } catch (EmberException e) {
+      switch (e.code()) {
+        case NOT_FOUND, ALREADY_EXISTS, PARENT_NOT_FOUND, NOT_A_DIRECTORY, RENAME_INTO_ITSELF,
+            INVALID_ARGUMENT:
+          return false;
+        default:
+          throw translate(e);
+      }
+    }
+  }
+
+  @Override
+  public boolean delete(Path f, boolean recursive) throws IOException {
+    String path = emberPath(f);
+    try {
+      NodeStatus st = lookupOrNull(path);
+      if (st == null) {
+        return false;
+      }
+      if (path.equals("/")) {
+        // As HDFS: the root stays. A non-recursive delete of a non-empty root says why.
+        if (!recursive && !client.list("/").isEmpty()) {
+          throw new PathIsNotEmptyDirectoryException("/ is not empty");
+        }
+        return false;
+      }
+      client.delete(path, recursive);
+      statistics.incrementWriteOps(1);
+      return true;
+    } catch (EmberException e) {
+      if (e.code() == ErrorCode.NOT_FOUND) {
+        return false;
+      }
+      throw translate(e);
+    }
+  }
+
+  @Override
+  public FileStatus[] listStatus(Path f) throws IOException {
+    String path = emberPath(f);
+    try {
+      NodeStatus st = client.lookup(path);
+      statistics.incrementReadOps(1);
+      if (st.isFile()) {
+        return new FileStatus[] {toStatus(st, makeQualified(f))};
+      }
+      List<DirEntry> entries = client.list(path);
+      FileStatus[] out = new FileStatus[entries.size()];
+      Path dir = makeQualified(f);
+      for (int i = 0; i < out.length; i++) {
+        DirEntry e = entries.get(i);
+        out[i] = toStatus(e.status(), new Path(dir, e.name()));
+      }
+      return out;
+    } catch (EmberException e) {
+      throw translate(e);
+    }
+  }
+
+  @Override
+  public boolean mkdirs(Path f, FsPermission permission) throws IOException {
+    String path = emberPath(f);
+    try {
+      NodeStatus st = lookupOrNull(path);
+      if (st != null) {
+        if (st.isFile()) {
+          throw new FileAlreadyExistsException("cannot make directory " + path + ": it is a file");
+        }
+        return true;
+      }
+      client.createDirectory(path, true);
+      statistics.incrementWriteOps(1);
+      return true;
+    } catch (EmberException e) {
+      if (e.code() == ErrorCode.ALREADY_EXISTS) {
+        NodeStatus st = lookupOrNull(path); // a concurrent mkdirs won: fine if it is a directory
+        if (st != null && st.isContainer()) {
+          return true;
+        }
+      }
+      throw translate(e);
+    }
+  }
+
+  @Override
+  public FileStatus getFileStatus(Path f) throws IOException {
+    try {
+      statistics.incrementReadOps(1);
+      return toStatus(client.lookup(emberPath(f)), makeQualified(f));
+    } catch (EmberException e) {
+      throw translate(e);
+    }
+  }
+
+  @Override
+  public BlockLocation[] getFileBlockLocations(FileStatus file, long start, long len)
+      throws IOException {
+    if (file == null) {
+      return null;
+    }
+    if (start < 0 || len < 0) {
+      throw new IllegalArgumentException("negative start or length: " + start + ", " + len);
+    }
+    if (file.isDirectory() || file.getLen() <= start) {
+      return new BlockLocation[0];
+    }
+    String path = emberPath(file.getPath());
+    try {
+      List<io.ember.protocol.BlockLocation> blocks = client.blockLocations(path);
+      long bs = file.getBlockSize();
+      long end = Math.min(file.getLen(), start + len);
+      List<BlockLocation> out = new ArrayList<>();
+      for (io.ember.protocol.BlockLocation b : blocks) {
+        long offset = (long) b.index() * bs;
+        long length = Math.min(bs, file.getLen() - offset);
+        if (length <= 0 || offset >= end || offset + length <= start) {
+          continue;
+        }
+        String hostPort = b.endpoint();
+        String host = io.ember.protocol.HostPort.parse(hostPort, 0).host();
+        out.add(new BlockLocation(new String[] {hostPort}, new String[] {host},
+            offset, length, b.lost()));
+      }
+      return out.toArray(new BlockLocation[0]);
+    } catch (EmberException e) {
+      throw translate(e);
+    } catch (IllegalArgumentException e) {
+      throw new IOException("block of " + path + " has an endpoint that is not host:port", e);
+    }
+  }
+
+  @Override
+  public FSDataOutputStreamBuilder<FSDataOutputStream, ?> createFile(Path path) {
+    return new EmberOutputStreamBuilder(this, path).create().overwrite(true);
+  }
+
+  @Override
+  public void close() throws IOException {
+    try {
+      super.close();
+    } finally {
+      if (client != null) {
+        client.close();
+      }
+    }
+  }
+
+  StorageClass defaultStorageClass() {
+    return defaultStorageClass;
+  }
+
+  private NodeStatus lookupOrNull(String path) throws EmberException {
+    try {
+      return client.lookup(path);
+    } catch (EmberException e) {
+      if (e.code() == ErrorCode.NOT_FOUND) {
+        return null;
+      }
+      throw e;
+    }
+  }
+
+  private FileStatus toStatus(NodeStatus st, Path qualified) {
+    boolean dir = st.isContainer();
+    return new FileStatus(st.length(), dir, 1, st.blockSize(), st.modificationTime(),
+        st.modificationTime(), dir ? new FsPermission((short) 0755) : new FsPermission(
+            (short) 0644), user, user, qualified);
+  }
+
+  /** Hadoop's exception types for Ember's codes, so callers can catch what they expect. */
+  static IOException translate(EmberException e) {
+    IOException out = switch (e.code()) {
+      case NOT_FOUND, PARENT_NOT_FOUND -> new FileNotFoundException(e.getMessage());
+      case ALREADY_EXISTS -> new FileAlreadyExistsException(e.getMessage());
+      case NOT_A_DIRECTORY -> new ParentNotDirectoryException(e.getMessage());
+      case DIRECTORY_NOT_EMPTY -> new PathIsNotEmptyDirectoryException(e.getMessage());
+      default -> null;
+    };
+    if (out == null) {
+      return e;
+    }
+    out.initCause(e);
+    return out;
+  }
+}
