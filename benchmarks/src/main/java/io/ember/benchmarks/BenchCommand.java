@@ -29,7 +29,8 @@ import picocli.CommandLine.Option;
  * rounds, baseline and Ember interleaved so drift hits both alike.
  */
 @Command(name = "bench", mixinStandardHelpOptions = true,
-    description = "Benchmark the DRAM tier on loopback beside raw-socket and no-op RPC baselines.")
+    description = "Benchmark the DRAM tier on loopback beside raw-socket and no-op RPC baselines.",
+    subcommands = HadoopBench.class)
 public final class BenchCommand implements Callable<Integer> {
   @Option(names = "--namenode", paramLabel = "HOST:PORT",
       description = "benchmark a running cluster (default: start one in this process)")
@@ -259,17 +260,17 @@ public final class BenchCommand implements Callable<Integer> {
     progress.flush();
   }
 
-  private static double mibPerSec(long bytes, long nanos) {
+  static double mibPerSec(long bytes, long nanos) {
     return bytes / (double) (1 << 20) / (nanos / 1e9);
   }
 
-  private static double median(double[] v) {
+  static double median(double[] v) {
     double[] c = v.clone();
     Arrays.sort(c);
     return c.length % 2 == 1 ? c[c.length / 2] : (c[c.length / 2 - 1] + c[c.length / 2]) / 2;
   }
 
-  private static String fmt(double v) {
+  static String fmt(double v) {
     return String.format(Locale.ROOT, v >= 100 ? "%.0f" : "%.1f", v);
   }
 
