@@ -48,10 +48,48 @@ public final class EmberCli implements Runnable {
       return USAGE_ERROR;
     });
     cli.setExecutionExceptionHandler((ex, c, parsed) -> {
-      c.getErr().println("ember " + c.getCommandName() + ": " + oneLine(ex));
+      String line = "ember " + c.getCommandName() + ": " + oneLine(ex);
+      if (!expected(ex)) {
+        // A bug or an environment problem: one line here, the stack trace in the log.
+        java.nio.file.Path log = writeLog(line, ex);
+        line += log == null ? "" : " (details in " + log + ")";
+      }
+      c.getErr().println(line);
       return 1;
     });
     return cli.execute(args);
+  }
+
+  /** Errors whose message says everything: no stack trace is needed to act on them. */
+  static boolean expected(Throwable t) {
+    Throwable cur = t;
+    while ((cur instanceof java.util.concurrent.CompletionException
+            || cur instanceof java.util.concurrent.ExecutionException)
+        && cur.getCause() != null) {
+      cur = cur.getCause();
+    }
+    return cur instanceof io.ember.protocol.EmberException
+        || cur instanceof IllegalArgumentException
+        || cur instanceof java.io.IOException;
+  }
+
+  /** Appends the error to logs/ember-cli.log under EMBER_HOME (or the temp directory). */
+  static java.nio.file.Path writeLog(String line, Throwable t) {
+    String home = System.getenv("EMBER_HOME");
+    java.nio.file.Path dir = home != null
+        ? java.nio.file.Path.of(home, "logs")
+        : java.nio.file.Path.of(System.getProperty("java.io.tmpdir"));
+    java.nio.file.Path log = dir.resolve("ember-cli.log");
+    try {
+      java.nio.file.Files.createDirectories(dir);
+      java.io.StringWriter trace = new java.io.StringWriter();
+      t.printStackTrace(new PrintWriter(trace));
+      java.nio.file.Files.writeString(log, java.time.Instant.now() + " " + line + "\n" + trace,
+          java.nio.file.StandardOpenOption.CREATE, java.nio.file.StandardOpenOption.APPEND);
+      return log;
+    } catch (java.io.IOException e) {
+      return null;
+    }
   }
 
   static String oneLine(Throwable t) {

@@ -153,6 +153,16 @@ class EmberCliTest {
   }
 
   @Test
+  void unexpectedErrorsAreOneLineWithTheTraceInTheLog() throws Exception {
+    String line = "ember test: boom";
+    java.nio.file.Path log = EmberCli.writeLog(line, new IllegalStateException("boom"));
+    assertTrue(log != null && Files.readString(log).contains("IllegalStateException: boom"));
+    assertTrue(EmberCli.expected(new io.ember.protocol.EmberException(
+        io.ember.protocol.ErrorCode.NOT_FOUND, "x")));
+    assertTrue(!EmberCli.expected(new NullPointerException()));
+  }
+
+  @Test
   void localDemoRunsAndVerifiesItsData() {
     Result r = run("local", "--demo", "--port", "0", "--capacity", "64m");
     assertEquals(0, r.code(), r.err());
