@@ -62,12 +62,7 @@ public final class EmberCli implements Runnable {
 
   /** Errors whose message says everything: no stack trace is needed to act on them. */
   static boolean expected(Throwable t) {
-    Throwable cur = t;
-    while ((cur instanceof java.util.concurrent.CompletionException
-            || cur instanceof java.util.concurrent.ExecutionException)
-        && cur.getCause() != null) {
-      cur = cur.getCause();
-    }
+    Throwable cur = io.ember.protocol.EmberException.unwrap(t);
     return cur instanceof io.ember.protocol.EmberException
         || cur instanceof IllegalArgumentException
         || cur instanceof java.io.IOException;
@@ -92,12 +87,8 @@ public final class EmberCli implements Runnable {
     }
   }
 
-  static String oneLine(Throwable t) {
-    while ((t instanceof java.util.concurrent.CompletionException
-            || t instanceof java.util.concurrent.ExecutionException)
-        && t.getCause() != null) {
-      t = t.getCause();
-    }
+  static String oneLine(Throwable error) {
+    Throwable t = io.ember.protocol.EmberException.unwrap(error);
     String m = t.getMessage();
     if (m == null || m.isBlank()) {
       m = t.getClass().getSimpleName();

@@ -28,17 +28,23 @@ public class EmberException extends IOException {
     return code;
   }
 
-  /**
-   * Unwraps {@code CompletionException}/{@code ExecutionException} layers and returns the Ember
-   * error inside, or wraps anything else as {@link ErrorCode#INTERNAL}.
-   */
-  public static EmberException of(Throwable t) {
+  /** The throwable inside any {@code CompletionException}/{@code ExecutionException} layers. */
+  public static Throwable unwrap(Throwable t) {
     Throwable cur = t;
     while ((cur instanceof java.util.concurrent.CompletionException
             || cur instanceof java.util.concurrent.ExecutionException)
         && cur.getCause() != null) {
       cur = cur.getCause();
     }
+    return cur;
+  }
+
+  /**
+   * Unwraps {@code CompletionException}/{@code ExecutionException} layers and returns the Ember
+   * error inside, or wraps anything else as {@link ErrorCode#INTERNAL}.
+   */
+  public static EmberException of(Throwable t) {
+    Throwable cur = unwrap(t);
     if (cur instanceof EmberException e) {
       return e;
     }
