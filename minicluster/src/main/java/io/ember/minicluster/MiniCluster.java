@@ -183,7 +183,7 @@ public final class MiniCluster implements AutoCloseable {
     private EmberConfig config = EmberConfig.defaults()
         .with(EmberKeys.IO_THREADS, "1")
         .with(DramDataNodeKeys.CAPACITY, "64m")
-        .with(DramDataNodeKeys.HEARTBEAT_INTERVAL, "100ms")
+        .with(EmberKeys.HEARTBEAT_INTERVAL, "100ms")
         .with(NameNodeKeys.DATANODE_TIMEOUT, "2s")
         .with(EmberKeys.RPC_TIMEOUT, "20s");
     private int dramNodes = 1;

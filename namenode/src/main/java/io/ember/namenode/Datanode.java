@@ -14,21 +14,28 @@ final class Datanode {
   final String endpoint;
   final int blockSize;
   final long blockCount;
+  /** Freed blocks go back to the data node to be deallocated before reuse (NVMf). */
+  final boolean trimOnFree;
   volatile long lastHeartbeatNanos;
   boolean lost;
   /** Blocks below this index were handed out at least once. */
   private long nextFresh;
   /** Freed block indexes, oldest first: reuse is delayed as long as fresh blocks last. */
   private final ArrayDeque<Long> freed = new ArrayDeque<>();
+  /** Freed, waiting to be sent to the data node for deallocation. */
+  private final ArrayDeque<Long> toTrim = new ArrayDeque<>();
+  /** Sent to the data node, not yet reported deallocated. */
+  private final java.util.Set<Long> trimming = new java.util.HashSet<>();
 
   Datanode(int id, StorageClass storageClass, String tier, String endpoint, int blockSize,
-      long blockCount, long nowNanos) {
+      long blockCount, boolean trimOnFree, long nowNanos) {
     this.id = id;
     this.storageClass = storageClass;
     this.tier = tier;
     this.endpoint = endpoint;
     this.blockSize = blockSize;
     this.blockCount = blockCount;
+    this.trimOnFree = trimOnFree;
     this.lastHeartbeatNanos = nowNanos;
   }
 
@@ -46,7 +53,32 @@ final class Datanode {
   }
 
   void giveBack(long index) {
-    freed.addLast(index);
+    if (trimOnFree) {
+      toTrim.addLast(index);
+    } else {
+      freed.addLast(index);
+    }
+  }
+
+  /** Blocks the data node reports deallocated become free; returns the next ones to trim. */
+  java.util.List<Long> trimmed(java.util.List<Long> done, int max) {
+    for (Long slot : done) {
+      if (trimming.remove(slot)) {
+        freed.addLast(slot);
+      }
+    }
+    java.util.List<Long> next = new java.util.ArrayList<>();
+    while (next.size() < max && !toTrim.isEmpty()) {
+      Long slot = toTrim.pollFirst();
+      trimming.add(slot);
+      next.add(slot);
+    }
+    return next;
+  }
+
+  /** Blocks freed but not yet deallocated by the data node. */
+  long trimPending() {
+    return toTrim.size() + trimming.size();
   }
 
   String describe() {

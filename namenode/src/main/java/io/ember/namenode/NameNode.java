@@ -148,11 +148,13 @@ public final class NameNode implements AutoCloseable {
           return new Messages.DfResponse(state.usage());
         case REGISTER_DATANODE: {
           Messages.RegisterRequest r = Messages.RegisterRequest.decode(in);
-          return state.register(r.storageClass(), r.tier(), r.endpoint(), r.capacityBytes());
+          return state.register(r.storageClass(), r.tier(), r.endpoint(), r.capacityBytes(),
+              r.trimOnFree());
         }
-        case HEARTBEAT:
-          state.heartbeat(Messages.HeartbeatRequest.decode(in).datanodeId());
-          return Message.EMPTY;
+        case HEARTBEAT: {
+          Messages.HeartbeatRequest r = Messages.HeartbeatRequest.decode(in);
+          return new Messages.HeartbeatResponse(state.heartbeat(r.datanodeId(), r.trimmed()));
+        }
         default:
           throw new EmberException(ErrorCode.UNKNOWN_MESSAGE,
               type + " is not served by the name node");

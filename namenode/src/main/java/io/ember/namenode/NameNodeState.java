@@ -329,6 +329,11 @@ final class NameNodeState {
 
   RegisterResponse register(StorageClass sc, String tier, String endpoint, long capacityBytes)
       throws EmberException {
+    return register(sc, tier, endpoint, capacityBytes, false);
+  }
+
+  RegisterResponse register(StorageClass sc, String tier, String endpoint, long capacityBytes,
+      boolean trimOnFree) throws EmberException {
     if (tier.isBlank() || endpoint.isBlank()) {
       throw new EmberException(ErrorCode.INVALID_ARGUMENT,
           "a data node must name its tier and endpoint");
@@ -337,7 +342,8 @@ final class NameNodeState {
     lock.writeLock().lock();
     try {
       int id = nextDatanodeId++;
-      Datanode dn = new Datanode(id, sc, tier, endpoint, blockSize, blocks, clock.getAsLong());
+      Datanode dn = new Datanode(id, sc, tier, endpoint, blockSize, blocks, trimOnFree,
+          clock.getAsLong());
       datanodes.put(id, dn);
       liveByClass.computeIfAbsent(sc, k -> new ArrayList<>()).add(dn);
       LOG.info("registered {}: {} blocks of {} ({})", dn.describe(), blocks, sc.displayName(), tier);
@@ -348,7 +354,16 @@ final class NameNodeState {
   }
 
   void heartbeat(int datanodeId) throws EmberException {
-    lock.readLock().lock();
+    heartbeat(datanodeId, List.of());
+  }
+
+  /**
+   * Records a heartbeat; blocks the data node reports deallocated become free.
+   *
+   * @return block slots the data node must deallocate next
+   */
+  List<Long> heartbeat(int datanodeId, List<Long> trimmed) throws EmberException {
+    lock.writeLock().lock();
     try {
       Datanode dn = datanodes.get(datanodeId);
       if (dn == null || dn.lost) {
@@ -356,8 +371,9 @@ final class NameNodeState {
             "data node " + datanodeId + " is not registered (or was marked lost): register again");
       }
       dn.lastHeartbeatNanos = clock.getAsLong();
+      return dn.trimmed(trimmed, io.ember.protocol.Messages.MAX_TRIM_SLOTS);
     } finally {
-      lock.readLock().unlock();
+      lock.writeLock().unlock();
     }
   }
 

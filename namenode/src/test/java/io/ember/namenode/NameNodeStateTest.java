@@ -233,6 +233,25 @@ class NameNodeStateTest {
   }
 
   @Test
+  void blocksOfTrimmingNodesAreReusedOnlyAfterTheNodeDeallocatedThem() throws Exception {
+    int dn = nn.register(StorageClass.NVMF, "nvmf", "t", 2L * BS, true).datanodeId();
+    NodeStatus f = nn.create("/f", NodeType.FILE, StorageClass.NVMF, false);
+    long a = nn.allocateBlock(f.id(), 0).address() / BS;
+    long b = nn.allocateBlock(f.id(), 1).address() / BS;
+    nn.delete("/f", false);
+    NodeStatus g = nn.create("/g", NodeType.FILE, StorageClass.NVMF, false);
+    assertCode(ErrorCode.NO_CAPACITY, () -> nn.allocateBlock(g.id(), 0));
+    assertEquals(0, usage(StorageClass.NVMF).freeBlocks());
+    List<Long> toTrim = nn.heartbeat(dn, List.of());
+    assertEquals(Set.of(a, b), new HashSet<>(toTrim));
+    assertEquals(List.of(), nn.heartbeat(dn, List.of())); // handed out once
+    assertCode(ErrorCode.NO_CAPACITY, () -> nn.allocateBlock(g.id(), 0));
+    nn.heartbeat(dn, List.of(a, 12345L)); // an unknown slot is ignored
+    assertEquals(1, usage(StorageClass.NVMF).freeBlocks());
+    assertEquals(a, nn.allocateBlock(g.id(), 0).address() / BS);
+  }
+
+  @Test
   void silentDataNodeIsLostAndItsBlocksSaySo() throws Exception {
     int a = nn.register(StorageClass.DRAM, "dram", "h:1", 4L * BS).datanodeId();
     int b = nn.register(StorageClass.DRAM, "dram", "h:2", 4L * BS).datanodeId();

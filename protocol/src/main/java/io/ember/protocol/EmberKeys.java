@@ -51,10 +51,15 @@ public final class EmberKeys {
   public static final ConfigKey<Integer> IO_THREADS =
       ConfigKey.ofInt("ember.rpc.io-threads", 0, 0, 256, "network threads; 0 = one per core");
 
+  /** Time between a data node's heartbeats to the name node. */
+  public static final ConfigKey<Duration> HEARTBEAT_INTERVAL =
+      ConfigKey.ofDuration("ember.datanode.heartbeat-interval", "1s", Duration.ofMillis(10),
+          Duration.ofMinutes(5), "time between a data node's heartbeats to the name node");
+
   /** Every key of this class. */
   public static final List<ConfigKey<?>> ALL =
       List.of(NAMENODE_ADDRESS, BLOCK_SIZE, MAX_FRAME_BYTES, RPC_TIMEOUT, CONNECT_TIMEOUT,
-          RPC_TRANSPORT, IO_THREADS);
+          RPC_TRANSPORT, IO_THREADS, HEARTBEAT_INTERVAL);
 
   /** Event loop threads for a configuration. */
   public static int ioThreads(EmberConfig config) {

@@ -275,11 +275,13 @@ public final class Messages {
 
   /**
    * REGISTER_DATANODE: a data node offers {@code capacityBytes} of storage class {@code
-   * storageClass}, reachable by clients of tier {@code tier} at {@code endpoint}. Answered by a
-   * {@link RegisterResponse}.
+   * storageClass}, reachable by clients of tier {@code tier} at {@code endpoint}. With {@code
+   * trimOnFree}, freed blocks go back to the data node to be deallocated (through heartbeats)
+   * before they are reused. Answered by a {@link RegisterResponse}.
    */
   public record RegisterRequest(
-      StorageClass storageClass, String tier, String endpoint, long capacityBytes)
+      StorageClass storageClass, String tier, String endpoint, long capacityBytes,
+      boolean trimOnFree)
       implements Message {
     @Override
     public void encode(ByteBuf out) {
@@ -287,6 +289,7 @@ public final class Messages {
       Wire.writeString(out, tier);
       Wire.writeString(out, endpoint);
       out.writeLong(capacityBytes);
+      out.writeBoolean(trimOnFree);
     }
 
     /** Reads the body. */
@@ -295,8 +298,9 @@ public final class Messages {
       String tier = Wire.readString(in, "tier", 64);
       String endpoint = Wire.readString(in, "endpoint", 1024);
       long capacity = Wire.readLong(in, "capacity", 0, Long.MAX_VALUE);
+      boolean trim = Wire.readBoolean(in, "trim on free");
       Wire.expectEnd(in, "REGISTER_DATANODE");
-      return new RegisterRequest(sc, tier, endpoint, capacity);
+      return new RegisterRequest(sc, tier, endpoint, capacity, trim);
     }
   }
 
@@ -320,19 +324,63 @@ public final class Messages {
     }
   }
 
-  /** HEARTBEAT: a data node is alive. */
-  public record HeartbeatRequest(int datanodeId) implements Message {
+  /** Most block slots in one heartbeat's trim list. */
+  public static final int MAX_TRIM_SLOTS = 4096;
+
+  /**
+   * HEARTBEAT: a data node is alive; {@code trimmed} lists the block slots it has deallocated
+   * since the last heartbeat. Answered by a {@link HeartbeatResponse}.
+   */
+  public record HeartbeatRequest(int datanodeId, List<Long> trimmed) implements Message {
+    /** A heartbeat that reports no trims. */
+    public HeartbeatRequest(int datanodeId) {
+      this(datanodeId, List.of());
+    }
+
     @Override
     public void encode(ByteBuf out) {
       out.writeInt(datanodeId);
+      writeSlots(out, trimmed);
     }
 
     /** Reads the body. */
     public static HeartbeatRequest decode(ByteBuf in) throws MalformedFrameException {
       int id = Wire.readInt(in, "data node id");
+      List<Long> trimmed = readSlots(in, "trimmed");
       Wire.expectEnd(in, "HEARTBEAT");
-      return new HeartbeatRequest(id);
+      return new HeartbeatRequest(id, trimmed);
     }
+  }
+
+  /** Block slots (indexes in the data node's region) the data node must deallocate. */
+  public record HeartbeatResponse(List<Long> toTrim) implements Message {
+    @Override
+    public void encode(ByteBuf out) {
+      writeSlots(out, toTrim);
+    }
+
+    /** Reads the body. */
+    public static HeartbeatResponse decode(ByteBuf in) throws MalformedFrameException {
+      List<Long> slots = readSlots(in, "to trim");
+      Wire.expectEnd(in, "HEARTBEAT answer");
+      return new HeartbeatResponse(slots);
+    }
+  }
+
+  private static void writeSlots(ByteBuf out, List<Long> slots) {
+    out.writeInt(slots.size());
+    for (long s : slots) {
+      out.writeLong(s);
+    }
+  }
+
+  private static List<Long> readSlots(ByteBuf in, String field) throws MalformedFrameException {
+    int n = Wire.readCount(in, field + " count", MAX_TRIM_SLOTS, 8);
+    List<Long> slots = new ArrayList<>(n);
+    for (int i = 0; i < n; i++) {
+      slots.add(Wire.readLong(in, field + " slot", 0, Long.MAX_VALUE));
+    }
+    return slots;
   }
 
   /**

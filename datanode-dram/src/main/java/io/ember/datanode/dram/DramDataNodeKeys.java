@@ -1,7 +1,6 @@
 package io.ember.datanode.dram;
 
 import io.ember.protocol.ConfigKey;
-import java.time.Duration;
 import java.util.List;
 
 /** Configuration keys of the DRAM data node. */
@@ -28,12 +27,7 @@ public final class DramDataNodeKeys {
       ConfigKey.ofString("ember.datanode.advertise-host", "", s -> true, "a host",
           "host clients connect to (default: the bind host, or this machine's address)");
 
-  /** Time between heartbeats to the name node. */
-  public static final ConfigKey<Duration> HEARTBEAT_INTERVAL =
-      ConfigKey.ofDuration("ember.datanode.heartbeat-interval", "1s", Duration.ofMillis(10),
-          Duration.ofMinutes(5), "time between heartbeats to the name node");
-
   /** Every key of this class. */
   public static final List<ConfigKey<?>> ALL =
-      List.of(CAPACITY, BIND_HOST, PORT, ADVERTISE_HOST, HEARTBEAT_INTERVAL);
+      List.of(CAPACITY, BIND_HOST, PORT, ADVERTISE_HOST);
 }

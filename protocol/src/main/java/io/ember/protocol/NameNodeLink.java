@@ -1,0 +1,151 @@
+package io.ember.protocol;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
+import java.util.function.Function;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * A data node's side of the name node protocol: registers, heartbeats on a timer, registers again
+ * when the name node forgets it (a restart, or it was marked lost), and deallocates the blocks the
+ * name node hands back for trimming. Shared by every kind of data node.
+ *
+ * <p>While {@code healthy} says no (an NVMf target that went away), no heartbeat is sent, so the
+ * name node marks the node lost; once healthy again the node registers anew.
+ */
+public final class NameNodeLink implements AutoCloseable {
+  private static final Logger LOG = LoggerFactory.getLogger(NameNodeLink.class);
+
+  private final String name;
+  private final HostPort namenode;
+  private final RpcClients connections;
+  private final Messages.RegisterRequest registration;
+  private final Function<List<Long>, List<Long>> trimmer;
+  private final BooleanSupplier healthy;
+  private final ScheduledExecutorService timer;
+  private final long intervalMillis;
+  private final LifeCycle lifeCycle;
+  private volatile int datanodeId = -1;
+  private volatile int blockSize;
+  private List<Long> trimmed = List.of();
+
+  /**
+   * A link that registers {@code registration} with the name node of {@code config}.
+   *
+   * @param name how logs name this data node, e.g. "DRAM data node at 127.0.0.1:4000"
+   * @param trimmer deallocates the given block slots and returns those it did (heartbeat thread)
+   * @param healthy whether the node can serve its blocks now (heartbeat thread)
+   */
+  public NameNodeLink(EmberConfig config, String name, Messages.RegisterRequest registration,
+      Function<List<Long>, List<Long>> trimmer, BooleanSupplier healthy) {
+    this.name = name;
+    this.namenode = HostPort.parse(config.get(EmberKeys.NAMENODE_ADDRESS),
+        EmberKeys.DEFAULT_NAMENODE_PORT);
+    this.registration = registration;
+    this.trimmer = trimmer;
+    this.healthy = healthy;
+    this.connections = new RpcClients(config, "datanode-namenode", 1);
+    Duration interval = config.get(EmberKeys.HEARTBEAT_INTERVAL);
+    this.intervalMillis = interval.toMillis();
+    this.lifeCycle = new LifeCycle(name + " link");
+    this.timer = Executors.newSingleThreadScheduledExecutor(r -> {
+      Thread t = new Thread(r, "datanode-heartbeat");
+      t.setDaemon(true);
+      return t;
+    });
+  }
+
+  /** Registers now (or keeps trying in the background) and starts heartbeats. */
+  public void start() {
+    lifeCycle.beginStart();
+    try {
+      register();
+    } catch (EmberException e) {
+      LOG.warn("{}: name node {} not reachable yet ({}); retrying every {} ms", name, namenode,
+          e.getMessage(), intervalMillis);
+    }
+    timer.scheduleWithFixedDelay(this::beat, intervalMillis, intervalMillis,
+        TimeUnit.MILLISECONDS);
+    lifeCycle.started();
+  }
+
+  /** The id the name node gave this node, or -1 while unregistered. */
+  public int datanodeId() {
+    return datanodeId;
+  }
+
+  /** The cluster block size learnt at registration, or 0 before. */
+  public int blockSize() {
+    return blockSize;
+  }
+
+  private void register() throws EmberException {
+    Messages.RegisterResponse r = Futures.await(connections.get(namenode, "name node")
+        .thenCompose(c -> c.call(MessageType.REGISTER_DATANODE, registration,
+            Messages.RegisterResponse::decode)));
+    blockSize = r.blockSize();
+    datanodeId = r.datanodeId();
+    trimmed = List.of();
+    LOG.info("{}: registered as data node {} with {} blocks of {} bytes", name, r.datanodeId(),
+        r.blockCount(), r.blockSize());
+  }
+
+  private void beat() {
+    try {
+      if (!healthy.getAsBoolean()) {
+        if (datanodeId >= 0) {
+          LOG.warn("{}: cannot serve its blocks; heartbeats stop until it can", name);
+          datanodeId = -1;
+        }
+        return;
+      }
+      if (datanodeId < 0) {
+        register();
+        return;
+      }
+      int id = datanodeId;
+      List<Long> report = trimmed;
+      Messages.HeartbeatResponse r = Futures.await(connections.get(namenode, "name node")
+          .thenCompose(c -> c.call(MessageType.HEARTBEAT, new Messages.HeartbeatRequest(id, report),
+              Messages.HeartbeatResponse::decode)));
+      trimmed = r.toTrim().isEmpty() ? List.of() : new ArrayList<>(trimmer.apply(r.toTrim()));
+    } catch (EmberException e) {
+      if (e.code() == ErrorCode.UNKNOWN_DATANODE) {
+        LOG.warn("{}: the name node does not know data node {}; registering again", name,
+            datanodeId);
+        datanodeId = -1;
+        try {
+          register();
+        } catch (EmberException again) {
+          LOG.warn("{}: registration failed: {}", name, again.getMessage());
+        }
+      } else {
+        LOG.debug("{}: heartbeat failed: {}", name, e.getMessage());
+      }
+    } catch (RuntimeException e) {
+      LOG.error("{}: heartbeat failed", name, e);
+    }
+  }
+
+  /** Stops heartbeats and closes the connection. Idempotent. */
+  @Override
+  public void close() {
+    if (!lifeCycle.beginClose()) {
+      return;
+    }
+    timer.shutdownNow();
+    try {
+      timer.awaitTermination(5, TimeUnit.SECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+    connections.close();
+    lifeCycle.closed();
+  }
+}
