@@ -11,6 +11,17 @@ public final class ClientMetrics {
   final LongAdder metadataCalls = new LongAdder();
   final LongAdder blockCacheHits = new LongAdder();
   final LongAdder blockCacheMisses = new LongAdder();
+  private final LongAdder readModifyWriteSectors = new LongAdder();
+
+  /** Counts sectors a block-device tier had to read, patch and write back for unaligned writes. */
+  public void addReadModifyWrites(long sectors) {
+    readModifyWriteSectors.add(sectors);
+  }
+
+  /** Sectors read-modify-written for unaligned writes (block-device tiers only). */
+  public long readModifyWriteSectors() {
+    return readModifyWriteSectors.sum();
+  }
 
   /** Bytes written to data nodes. */
   public long bytesWritten() {
@@ -51,6 +62,7 @@ public final class ClientMetrics {
   public String toString() {
     return "written=" + bytesWritten() + "B in " + blockWrites() + ", read=" + bytesRead() + "B in "
         + blockReads() + ", metadata calls=" + metadataCalls() + ", block cache hits="
-        + blockCacheHits() + " misses=" + blockCacheMisses();
+        + blockCacheHits() + " misses=" + blockCacheMisses() + ", read-modify-write sectors="
+        + readModifyWriteSectors();
   }
 }

@@ -447,7 +447,7 @@ public final class EmberClient implements AutoCloseable {
               + block.tier() + "', which this client does not have on its class path (tiers: "
               + tiers.keySet() + ")");
         }
-        e = tier.open(new TierContext(config, connections));
+        e = tier.open(new TierContext(config, connections, metrics));
         endpoints.put(block.tier(), e);
       }
       return e;

@@ -31,6 +31,7 @@ final class ConfigOptions {
     all.addAll(ClientKeys.ALL);
     all.addAll(NameNodeKeys.ALL);
     all.addAll(DramDataNodeKeys.ALL);
+    all.addAll(io.ember.datanode.nvmf.NvmfDataNodeKeys.ALL);
     return all;
   }
 

@@ -13,14 +13,14 @@ import picocli.CommandLine.Option;
 /** {@code ember datanode}: runs a data node of one tier. */
 @Command(name = "datanode", mixinStandardHelpOptions = true,
     description = "Run a data node until Ctrl-C.",
-    subcommands = DataNodeCommand.Dram.class)
+    subcommands = {DataNodeCommand.Dram.class, DataNodeCommand.Nvmf.class})
 final class DataNodeCommand implements Runnable {
   @picocli.CommandLine.Spec picocli.CommandLine.Model.CommandSpec spec;
 
   @Override
   public void run() {
     throw new picocli.CommandLine.ParameterException(spec.commandLine(),
-        "name the tier: ember datanode dram ...");
+        "name the tier: ember datanode dram|nvmf ...");
   }
 
   /** {@code ember datanode dram}. */
@@ -73,6 +73,63 @@ final class DataNodeCommand implements Runnable {
         System.out.println("DRAM data node serving " + dn.capacity() + " bytes at "
             + dn.endpoint() + " for name node " + config.get(EmberKeys.NAMENODE_ADDRESS)
             + "; Ctrl-C stops");
+        stopped.await();
+      }
+      return 0;
+    }
+  }
+
+  /** {@code ember datanode nvmf}. */
+  @Command(name = "nvmf", mixinStandardHelpOptions = true,
+      description = "Run an NVMf data node: registers an NVMe namespace behind an NVMe-oF target "
+          + "as blocks of storage class NVMf. Clients reach the target directly.")
+  static final class Nvmf implements Callable<Integer> {
+    @Mixin ConfigOptions options;
+
+    @Option(names = "--target", paramLabel = "URI",
+        description = "the namespace: nvmf+tcp://host:port/subsystem-nqn[/nsid]")
+    String target;
+
+    @Option(names = "--embedded-target", paramLabel = "FILE",
+        description = "start an embedded NVMe/TCP target backed by FILE instead")
+    String embeddedFile;
+
+    @Option(names = "--size", description = "size of the embedded target's namespace (default 1g)")
+    String size;
+
+    @Option(names = "--namenode", paramLabel = "HOST:PORT",
+        description = "the name node (default 127.0.0.1:9060)")
+    String namenode;
+
+    @picocli.CommandLine.Spec picocli.CommandLine.Model.CommandSpec spec;
+
+    @Override
+    public Integer call() throws Exception {
+      if ((target == null) == (embeddedFile == null)) {
+        throw new picocli.CommandLine.ParameterException(spec.commandLine(),
+            "give either --target URI or --embedded-target FILE");
+      }
+      EmberConfig config = options.load();
+      if (target != null) {
+        config = config.with(io.ember.datanode.nvmf.NvmfDataNodeKeys.TARGET, target);
+      } else {
+        config = config.with(io.ember.datanode.nvmf.NvmfDataNodeKeys.EMBEDDED_FILE, embeddedFile);
+      }
+      if (size != null) {
+        config = config.with(io.ember.datanode.nvmf.NvmfDataNodeKeys.EMBEDDED_SIZE, size);
+      }
+      if (namenode != null) {
+        config = config.with(EmberKeys.NAMENODE_ADDRESS, namenode);
+      }
+      CountDownLatch stopped = new CountDownLatch(1);
+      try (io.ember.datanode.nvmf.NvmfDataNode dn =
+          io.ember.datanode.nvmf.NvmfDataNode.start(config)) {
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+          dn.close();
+          stopped.countDown();
+        }));
+        System.out.println("NVMf data node serving " + dn.capacity() + " bytes of " + dn.target()
+            + " for name node " + config.get(EmberKeys.NAMENODE_ADDRESS) + "; Ctrl-C stops");
         stopped.await();
       }
       return 0;

@@ -41,6 +41,14 @@ final class LocalCommand implements Callable<Integer> {
   @Option(names = "--capacity", description = "DRAM data node capacity (default 256m)")
   String capacity = "256m";
 
+  @Option(names = "--nvmf-size",
+      description = "size of the NVMf data node's embedded target (default 1g; 0: no NVMf tier)")
+  String nvmfSize = "1g";
+
+  @Option(names = "--nvmf-file", paramLabel = "FILE",
+      description = "file backing the embedded target (default: a temporary file, removed on exit)")
+  java.nio.file.Path nvmfFile;
+
   @CommandLine.Spec CommandLine.Model.CommandSpec spec;
 
   @Override
@@ -54,12 +62,25 @@ final class LocalCommand implements Callable<Integer> {
         .set(DramDataNodeKeys.CAPACITY, capacity)
         .set(EmberKeys.IO_THREADS, config.isSet(EmberKeys.IO_THREADS)
             ? config.get(EmberKeys.IO_THREADS).toString() : "0");
+    boolean nvmf = io.ember.protocol.ConfigKey.parseSize(nvmfSize) > 0;
+    java.nio.file.Path backing = nvmfFile;
+    if (nvmf) {
+      if (backing == null) {
+        backing = java.nio.file.Files.createTempFile("ember-local-nvmf-", ".img");
+        backing.toFile().deleteOnExit();
+      }
+      builder.set(io.ember.datanode.nvmf.NvmfDataNodeKeys.EMBEDDED_FILE, backing.toString())
+          .set(io.ember.datanode.nvmf.NvmfDataNodeKeys.EMBEDDED_SIZE, nvmfSize)
+          .nvmfDatanode("");
+    }
     try (MiniCluster cluster = builder.build()) {
       out.println("Ember local cluster: name node listening on " + cluster.namenodeAddress()
-          + ", 1 DRAM data node (" + capacity + ") at " + cluster.datanodes().get(0).endpoint());
+          + ", 1 DRAM data node (" + capacity + ") at " + cluster.datanodes().get(0).endpoint()
+          + (nvmf ? ", 1 NVMf data node (" + nvmfSize + ", embedded NVMe/TCP target at "
+              + cluster.nvmfDatanodes().get(0).target() + " on " + backing + ")" : ""));
       out.flush();
       if (demo) {
-        runDemo(cluster, out);
+        runDemo(cluster, out, nvmf);
         return 0;
       }
       out.println("Try: bin/ember fs --namenode " + cluster.namenodeAddress() + " ls /");
@@ -75,7 +96,8 @@ final class LocalCommand implements Callable<Integer> {
     return 0;
   }
 
-  private static void runDemo(MiniCluster cluster, PrintWriter out) throws Exception {
+  private static void runDemo(MiniCluster cluster, PrintWriter out, boolean nvmf)
+      throws Exception {
     try (EmberClient client = cluster.newClient()) {
       client.createDirectory("/demo", true);
       byte[] hello = "Hello from Ember!\n".getBytes(StandardCharsets.UTF_8);
@@ -122,6 +144,26 @@ final class LocalCommand implements Callable<Integer> {
       }
       out.println("wrote multifile /demo/shuffle with 4 concurrent writers");
 
+      if (nvmf) {
+        byte[] onNvmf = new byte[3 << 20];
+        new Random(7).nextBytes(onNvmf);
+        CreateOptions nvmfOptions =
+            CreateOptions.DEFAULT.withStorageClass(io.ember.protocol.StorageClass.NVMF);
+        try (EmberOutputStream o = client.createBuffered("/demo/on-nvmf.bin", nvmfOptions)) {
+          o.write(onNvmf, 0, 1000); // unaligned pieces: the tier reads, patches, writes sectors
+          o.write(onNvmf, 1000, onNvmf.length - 1000);
+        }
+        byte[] back;
+        try (InputStream in = client.open("/demo/on-nvmf.bin")) {
+          back = in.readAllBytes();
+        }
+        boolean same = java.util.Arrays.equals(onNvmf, back);
+        out.println("wrote and read /demo/on-nvmf.bin (3 MiB on NVMf, over NVMe/TCP): "
+            + (same ? "matches" : "MISMATCH"));
+        if (!same) {
+          throw new IllegalStateException("NVMf demo read back different data than it wrote");
+        }
+      }
       out.println("ls /demo:");
       for (DirEntry e : client.list("/demo")) {
         out.println("  " + FsCommand.Ls.line("/demo/" + e.name(), e.status()));

@@ -164,8 +164,9 @@ class EmberCliTest {
 
   @Test
   void localDemoRunsAndVerifiesItsData() {
-    Result r = run("local", "--demo", "--port", "0", "--capacity", "64m");
+    Result r = run("local", "--demo", "--port", "0", "--capacity", "64m", "--nvmf-size", "64m");
     assertEquals(0, r.code(), r.err());
+    assertTrue(r.out().contains("3 MiB on NVMf, over NVMe/TCP): matches"), r.out());
     assertTrue(r.out().contains("name node listening on 127.0.0.1:"), r.out());
     assertTrue(r.out().contains(": matches"), r.out());
     assertTrue(r.out().contains("4000 records (expected 4000)"), r.out());

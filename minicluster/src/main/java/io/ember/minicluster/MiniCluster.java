@@ -3,6 +3,8 @@ package io.ember.minicluster;
 import io.ember.client.EmberClient;
 import io.ember.datanode.dram.DramDataNode;
 import io.ember.datanode.dram.DramDataNodeKeys;
+import io.ember.datanode.nvmf.NvmfDataNode;
+import io.ember.datanode.nvmf.NvmfDataNodeKeys;
 import io.ember.namenode.NameNode;
 import io.ember.namenode.NameNodeKeys;
 import io.ember.protocol.ConfigKey;
@@ -33,11 +35,14 @@ import java.util.List;
 public final class MiniCluster implements AutoCloseable {
   private final EmberConfig config;
   private final List<DramDataNode> datanodes = Collections.synchronizedList(new ArrayList<>());
+  private final List<NvmfDataNode> nvmfDatanodes =
+      Collections.synchronizedList(new ArrayList<>());
   private final List<EmberClient> clients = Collections.synchronizedList(new ArrayList<>());
   private NameNode namenode;
   private HostPort namenodeAddress;
 
-  private MiniCluster(EmberConfig config, int dramNodes, int namenodePort) throws EmberException {
+  private MiniCluster(EmberConfig config, int dramNodes, List<String> nvmfTargets,
+      int namenodePort) throws EmberException {
     try {
       namenode = NameNode.start(config, "127.0.0.1", namenodePort);
       namenodeAddress = new HostPort("127.0.0.1", namenode.address().getPort());
@@ -46,6 +51,12 @@ public final class MiniCluster implements AutoCloseable {
         addDramDatanode();
       }
       awaitLiveDatanodes(StorageClass.DRAM, dramNodes, Duration.ofSeconds(30));
+      for (String target : nvmfTargets) {
+        addNvmfDatanode(target);
+      }
+      if (!nvmfTargets.isEmpty()) {
+        awaitLiveDatanodes(StorageClass.NVMF, nvmfTargets.size(), Duration.ofSeconds(30));
+      }
     } catch (EmberException | RuntimeException e) {
       close();
       throw e;
@@ -114,6 +125,27 @@ public final class MiniCluster implements AutoCloseable {
     return dn;
   }
 
+  /** The NVMf data nodes started so far, in start order. */
+  public List<NvmfDataNode> nvmfDatanodes() {
+    synchronized (nvmfDatanodes) {
+      return List.copyOf(nvmfDatanodes);
+    }
+  }
+
+  /**
+   * Starts one more NVMf data node: for the target namespace {@code targetUri}
+   * (nvmf+tcp://host:port/nqn[/nsid]), or for an embedded in-memory target when it is empty.
+   *
+   * @throws EmberException when the target cannot be reached
+   */
+  public NvmfDataNode addNvmfDatanode(String targetUri) throws EmberException {
+    NvmfDataNode dn = NvmfDataNode.start(config
+        .with(NvmfDataNodeKeys.TARGET, targetUri)
+        .with(EmberKeys.NAMENODE_ADDRESS, namenodeAddress.toString()));
+    nvmfDatanodes.add(dn);
+    return dn;
+  }
+
   /** Kills a data node: its connections drop at once and its heartbeats stop. */
   public void killDatanode(int index) {
     datanodes().get(index).close();
@@ -173,6 +205,9 @@ public final class MiniCluster implements AutoCloseable {
     synchronized (datanodes) {
       datanodes.forEach(DramDataNode::close);
     }
+    synchronized (nvmfDatanodes) {
+      nvmfDatanodes.forEach(NvmfDataNode::close);
+    }
     if (namenode != null) {
       namenode.close();
     }
@@ -183,10 +218,12 @@ public final class MiniCluster implements AutoCloseable {
     private EmberConfig config = EmberConfig.defaults()
         .with(EmberKeys.IO_THREADS, "1")
         .with(DramDataNodeKeys.CAPACITY, "64m")
+        .with(NvmfDataNodeKeys.EMBEDDED_SIZE, "64m")
         .with(EmberKeys.HEARTBEAT_INTERVAL, "100ms")
         .with(NameNodeKeys.DATANODE_TIMEOUT, "2s")
         .with(EmberKeys.RPC_TIMEOUT, "20s");
     private int dramNodes = 1;
+    private final List<String> nvmfTargets = new ArrayList<>();
     private int namenodePort = 0;
 
     /** Number of DRAM data nodes to start (default 1). */
@@ -195,6 +232,15 @@ public final class MiniCluster implements AutoCloseable {
         throw new IllegalArgumentException("dramDatanodes must be >= 0, was " + n);
       }
       dramNodes = n;
+      return this;
+    }
+
+    /**
+     * Adds an NVMf data node for the target namespace {@code uri}, or for an embedded in-memory
+     * target of {@link NvmfDataNodeKeys#EMBEDDED_SIZE} when {@code uri} is empty.
+     */
+    public Builder nvmfDatanode(String uri) {
+      nvmfTargets.add(uri);
       return this;
     }
 
@@ -235,7 +281,7 @@ public final class MiniCluster implements AutoCloseable {
      * @throws EmberException when a server cannot start or data nodes do not register
      */
     public MiniCluster build() throws EmberException {
-      return new MiniCluster(config, dramNodes, namenodePort);
+      return new MiniCluster(config, dramNodes, nvmfTargets, namenodePort);
     }
   }
 }

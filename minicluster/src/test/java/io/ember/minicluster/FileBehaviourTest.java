@@ -19,21 +19,38 @@ import java.util.Random;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
 
-/** Files written and read back through real sockets, over several blocks and data nodes. */
-class FileReadWriteTest {
-  private static MiniCluster cluster;
-  private static EmberClient client;
+/**
+ * Files written and read back through real sockets, over several blocks and data nodes. Written
+ * once, bound to each storage class by a subclass that says how to start its cluster.
+ */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+abstract class FileBehaviourTest {
+  /** Block size of every binding: small, so files span many blocks. */
+  static final String BLOCK_SIZE = "64k";
+
+  MiniCluster cluster;
+  EmberClient client;
+
+  /** Starts the cluster of this binding, with {@link #BLOCK_SIZE} blocks. */
+  abstract MiniCluster startCluster() throws Exception;
+
+  /** Create options that put files on the storage class under test. */
+  abstract CreateOptions options();
 
   @BeforeAll
-  static void start() throws Exception {
-    cluster = MiniCluster.builder().dramDatanodes(2).blockSize("64k").dramCapacity("16m").build();
+  void start() throws Exception {
+    cluster = startCluster();
     client = cluster.newClient();
+    client.createDirectory("/rw", true);
   }
 
   @AfterAll
-  static void stop() {
-    cluster.close();
+  void stop() {
+    if (cluster != null) {
+      cluster.close();
+    }
   }
 
   static byte[] random(long seed, int n) {
@@ -48,7 +65,7 @@ class FileReadWriteTest {
     for (int size : sizes) {
       byte[] data = random(size, size);
       String path = "/rw/odd-" + size;
-      try (EmberOutputStream out = client.create(path, CreateOptions.DEFAULT.withCreateParents(true))) {
+      try (EmberOutputStream out = client.create(path, options().withCreateParents(true))) {
         // Writes of varied lengths, so pieces straddle block boundaries.
         int pos = 0;
         int step = 1;
@@ -61,6 +78,9 @@ class FileReadWriteTest {
       }
       NodeStatus st = client.lookup(path);
       assertEquals(size, st.length(), path);
+      for (io.ember.protocol.BlockLocation b : client.blockLocations(path)) {
+        assertEquals(options().storageClass(), b.storageClass(), path + " block " + b.index());
+      }
       assertEquals((size + 65535) / 65536, st.blockCount(), path);
       try (EmberInputStream in = client.open(path)) {
         assertArrayEquals(data, in.readAllBytes(), path);
@@ -72,7 +92,7 @@ class FileReadWriteTest {
   @Test
   void bufferedStreamTakesSingleBytesAndSmallWrites() throws Exception {
     byte[] data = random(7, 300_000);
-    try (EmberOutputStream out = client.createBuffered("/rw/buffered", CreateOptions.DEFAULT)) {
+    try (EmberOutputStream out = client.createBuffered("/rw/buffered", options())) {
       int i = 0;
       while (i < data.length) {
         if (i % 2 == 0) {
@@ -92,7 +112,7 @@ class FileReadWriteTest {
   @Test
   void seekAndPositionalReadsReturnTheRightBytes() throws Exception {
     byte[] data = random(11, 500_000);
-    try (EmberOutputStream out = client.create("/rw/seek", CreateOptions.DEFAULT)) {
+    try (EmberOutputStream out = client.create("/rw/seek", options())) {
       out.write(data);
     }
     Random r = new Random(5);
@@ -120,7 +140,7 @@ class FileReadWriteTest {
   @Test
   void readerNeverSeesBytesBeforeClosePublishesTheLength() throws Exception {
     byte[] data = random(3, 150_000);
-    EmberOutputStream out = client.create("/rw/unpublished", CreateOptions.DEFAULT);
+    EmberOutputStream out = client.create("/rw/unpublished", options());
     out.write(data);
     out.flush();
     NodeStatus during = client.lookup("/rw/unpublished");
@@ -138,7 +158,7 @@ class FileReadWriteTest {
   @Test
   void blockLocationsAreCachedAcrossOpens() throws Exception {
     byte[] data = random(21, 5 * 65536);
-    try (EmberOutputStream out = client.create("/rw/cached", CreateOptions.DEFAULT)) {
+    try (EmberOutputStream out = client.create("/rw/cached", options())) {
       out.write(data);
     }
     try (InputStream in = client.open("/rw/cached")) {
@@ -155,7 +175,7 @@ class FileReadWriteTest {
 
   @Test
   void closedStreamRefusesWritesAndClosedFileTakesNoMoreBlocks() throws Exception {
-    EmberOutputStream out = client.create("/rw/closed", CreateOptions.DEFAULT);
+    EmberOutputStream out = client.create("/rw/closed", options());
     out.write(new byte[10]);
     out.close();
     out.close(); // idempotent
@@ -165,7 +185,7 @@ class FileReadWriteTest {
 
   @Test
   void multifileTakesConcurrentWritersAndReadsBackWhole() throws Exception {
-    client.createMultiFile("/rw/multi", CreateOptions.DEFAULT.withCreateParents(true));
+    client.createMultiFile("/rw/multi", options().withCreateParents(true));
     int writers = 6;
     byte[][] parts = new byte[writers][];
     Thread[] threads = new Thread[writers];
@@ -175,7 +195,7 @@ class FileReadWriteTest {
       parts[w] = random(100 + w, 70_000 + w * 9_999);
       threads[w] = new Thread(() -> {
         try (EmberOutputStream out =
-            client.createBuffered("/rw/multi/part-" + id, CreateOptions.DEFAULT)) {
+            client.createBuffered("/rw/multi/part-" + id, options())) {
           for (int i = 0; i < parts[id].length; i += 1000) {
             out.write(parts[id], i, Math.min(1000, parts[id].length - i));
           }

@@ -1,0 +1,235 @@
+package io.ember.datanode.nvmf;
+
+import io.ember.client.ClientMetrics;
+import io.ember.client.spi.StorageEndpoint;
+import io.ember.client.spi.StorageTier;
+import io.ember.client.spi.TierContext;
+import io.ember.nvmf.NvmfController;
+import io.ember.nvmf.NvmfException;
+import io.ember.nvmf.NvmfHost;
+import io.ember.nvmf.NvmfHostOptions;
+import io.ember.nvmf.NvmfQueue;
+import io.ember.nvmf.NvmfUri;
+import io.ember.nvmf.NvmeStatusException;
+import io.ember.protocol.BlockLocation;
+import io.ember.protocol.EmberConfig;
+import io.ember.protocol.EmberException;
+import io.ember.protocol.EmberKeys;
+import io.ember.protocol.ErrorCode;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.PooledByteBufAllocator;
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * The client side of the NVMf tier: reads and writes go from the client straight to the target
+ * over the nvmf host, one connection (with several queues) per target shared by all of a client's
+ * streams. Any offset and length work: the aligned middle of a write goes out as is (in-capsule
+ * when small), and unaligned edges become read-modify-write of the edge sectors, serialized per
+ * sector so two pieces in flight never tear a shared sector.
+ */
+public final class NvmfTier implements StorageTier {
+  @Override
+  public String name() {
+    return NvmfDataNode.TIER;
+  }
+
+  @Override
+  public StorageEndpoint open(TierContext context) {
+    return new Endpoint(context.config(), context.metrics());
+  }
+
+  static final class Endpoint implements StorageEndpoint {
+    private final NvmfHostOptions options;
+    private final ClientMetrics metrics;
+    private final Map<String, CompletableFuture<Target>> targets = new ConcurrentHashMap<>();
+    private final ExecutorService connector = Executors.newCachedThreadPool(r -> {
+      Thread t = new Thread(r, "ember-nvmf-connect");
+      t.setDaemon(true);
+      return t;
+    });
+
+    Endpoint(EmberConfig config, ClientMetrics metrics) {
+      this.metrics = metrics;
+      this.options = NvmfHostOptions.builder()
+          .ioQueues(config.get(NvmfDataNodeKeys.CLIENT_QUEUES))
+          .ioQueueSize(config.get(NvmfDataNodeKeys.CLIENT_QUEUE_DEPTH))
+          .commandTimeout(config.get(EmberKeys.RPC_TIMEOUT))
+          .connectTimeout(config.get(EmberKeys.CONNECT_TIMEOUT))
+          .build();
+    }
+
+    @Override
+    public CompletableFuture<Void> write(BlockLocation block, int offset, ByteBuf data) {
+      return target(block).handle((t, e) -> {
+        if (e != null) {
+          data.release();
+          throw e instanceof CompletionException ce ? ce : new CompletionException(e);
+        }
+        return t.write(block.address() + offset, data).whenComplete((v, err) -> data.release());
+      }).thenCompose(f -> f).exceptionallyCompose(e -> failed(block, e));
+    }
+
+    @Override
+    public CompletableFuture<ByteBuf> read(BlockLocation block, int offset, int length) {
+      return target(block).thenCompose(t -> t.read(block.address() + offset, length))
+          .exceptionallyCompose(e -> failed(block, e));
+    }
+
+    private <T> CompletableFuture<T> failed(BlockLocation block, Throwable e) {
+      Throwable cause = EmberException.unwrap(e);
+      if (cause instanceof EmberException ee) {
+        return CompletableFuture.failedFuture(ee);
+      }
+      if (cause instanceof NvmfException && !(cause instanceof NvmeStatusException)) {
+        // The connection failed: drop it, so the next call connects again.
+        CompletableFuture<Target> t = targets.remove(block.endpoint());
+        if (t != null) {
+          t.thenAcceptAsync(Target::close, connector);
+        }
+        return CompletableFuture.failedFuture(new EmberException(ErrorCode.CONNECTION_CLOSED,
+            "NVMf target " + block.endpoint() + ": " + cause.getMessage(), cause));
+      }
+      return CompletableFuture.failedFuture(new EmberException(ErrorCode.INTERNAL,
+          "NVMf target " + block.endpoint() + ": " + cause, cause));
+    }
+
+    private CompletableFuture<Target> target(BlockLocation block) {
+      String endpoint = block.endpoint();
+      while (true) {
+        CompletableFuture<Target> f = targets.get(endpoint);
+        if (f != null && !f.isCompletedExceptionally()) {
+          return f;
+        }
+        if (f != null) {
+          targets.remove(endpoint, f);
+          continue;
+        }
+        CompletableFuture<Target> fresh = CompletableFuture.supplyAsync(() -> {
+          try {
+            NvmfUri uri = NvmfUri.parse(endpoint);
+            NvmfController c = NvmfHost.connect(uri, options);
+            int nsid = uri.nsid() != 0 ? uri.nsid() : c.namespaces().get(0).nsid();
+            return new Target(c, nsid, c.namespace(nsid).blockSize(), metrics);
+          } catch (NvmfException | RuntimeException e) {
+            throw new CompletionException(new EmberException(ErrorCode.UNREACHABLE,
+                "cannot reach NVMf target " + endpoint + ": " + e.getMessage(), e));
+          }
+        }, connector);
+        if (targets.putIfAbsent(endpoint, fresh) == null) {
+          return fresh;
+        }
+      }
+    }
+
+    @Override
+    public void close() {
+      for (CompletableFuture<Target> f : targets.values()) {
+        f.thenAccept(Target::close);
+      }
+      targets.clear();
+      connector.shutdown();
+    }
+  }
+
+  /** One connected target namespace. */
+  static final class Target {
+    final NvmfController controller;
+    final int nsid;
+    final int sectorSize;
+    private final ClientMetrics metrics;
+    private final SectorLocks locks = new SectorLocks();
+    private final AtomicInteger nextQueue = new AtomicInteger();
+
+    Target(NvmfController controller, int nsid, int sectorSize, ClientMetrics metrics) {
+      this.controller = controller;
+      this.nsid = nsid;
+      this.sectorSize = sectorSize;
+      this.metrics = metrics;
+    }
+
+    private NvmfQueue queue() {
+      return controller.ioQueue(Math.floorMod(nextQueue.getAndIncrement(),
+          controller.ioQueueCount()));
+    }
+
+    /** Writes {@code data} at byte {@code address}; the caller keeps its reference to data. */
+    CompletableFuture<Void> write(long address, ByteBuf data) {
+      int len = data.readableBytes();
+      if (len == 0) {
+        return CompletableFuture.completedFuture(null);
+      }
+      long end = address + len;
+      long firstSector = address / sectorSize;
+      long lastSector = (end - 1) / sectorSize;
+      long alignedStart = (address % sectorSize == 0) ? address : (firstSector + 1) * sectorSize;
+      long alignedEnd = (end % sectorSize == 0) ? end : lastSector * sectorSize;
+      List<CompletableFuture<Void>> parts = new ArrayList<>(3);
+      if (alignedStart > alignedEnd) {
+        // Within one sector, unaligned at both ends.
+        parts.add(readModifyWrite(firstSector, address, data, data.readerIndex(), len));
+      } else {
+        if (address < alignedStart) {
+          parts.add(readModifyWrite(firstSector, address, data, data.readerIndex(),
+              (int) (alignedStart - address)));
+        }
+        if (alignedEnd > alignedStart) {
+          ByteBuffer middle = data.nioBuffer(data.readerIndex() + (int) (alignedStart - address),
+              (int) (alignedEnd - alignedStart));
+          parts.add(queue().write(nsid, alignedStart / sectorSize, middle));
+        }
+        if (end > alignedEnd) {
+          parts.add(readModifyWrite(lastSector, alignedEnd, data,
+              data.readerIndex() + (int) (alignedEnd - address), (int) (end - alignedEnd)));
+        }
+      }
+      return CompletableFuture.allOf(parts.toArray(new CompletableFuture<?>[0]));
+    }
+
+    /** Patches {@code len} bytes at byte {@code address} (inside {@code sector}) from {@code src}. */
+    private CompletableFuture<Void> readModifyWrite(long sector, long address, ByteBuf src,
+        int srcIndex, int len) {
+      metrics.addReadModifyWrites(1);
+      return locks.run(sector, () -> {
+        ByteBuf buf = PooledByteBufAllocator.DEFAULT.directBuffer(sectorSize, sectorSize);
+        ByteBuffer io = buf.nioBuffer(0, sectorSize);
+        NvmfQueue q = queue();
+        return q.read(nsid, sector, io)
+            .thenCompose(v -> {
+              buf.setBytes((int) (address - sector * sectorSize), src, srcIndex, len);
+              return q.write(nsid, sector, buf.nioBuffer(0, sectorSize));
+            })
+            .whenComplete((v, e) -> buf.release());
+      });
+    }
+
+    /** Reads {@code len} bytes at byte {@code address}; the caller owns the result. */
+    CompletableFuture<ByteBuf> read(long address, int len) {
+      long first = address / sectorSize;
+      long last = (address + len - 1) / sectorSize;
+      int span = (int) ((last - first + 1) * sectorSize);
+      ByteBuf buf = PooledByteBufAllocator.DEFAULT.directBuffer(span, span);
+      int skip = (int) (address - first * sectorSize);
+      return queue().read(nsid, first, buf.nioBuffer(0, span))
+          .handle((v, e) -> {
+            if (e != null) {
+              buf.release();
+              throw e instanceof CompletionException ce ? ce : new CompletionException(e);
+            }
+            return buf.setIndex(skip, skip + len);
+          });
+    }
+
+    void close() {
+      controller.close();
+    }
+  }
+}

@@ -1,0 +1,174 @@
+package io.ember.minicluster;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.ember.client.CreateOptions;
+import io.ember.client.EmberClient;
+import io.ember.client.EmberOutputStream;
+import io.ember.datanode.nvmf.NvmfDataNodeKeys;
+import io.ember.namenode.NameNodeKeys;
+import io.ember.protocol.BlockLocation;
+import io.ember.protocol.EmberException;
+import io.ember.protocol.EmberKeys;
+import io.ember.protocol.ErrorCode;
+import io.ember.protocol.Messages.ClassUsage;
+import io.ember.protocol.StorageClass;
+import java.io.InputStream;
+import java.time.Duration;
+import java.util.List;
+import java.util.Random;
+import java.util.function.BooleanSupplier;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+/** The NVMf tier in a cluster: spill from DRAM, a target that dies, deallocation on delete. */
+class NvmfTierClusterTest {
+  private MiniCluster cluster;
+
+  @AfterEach
+  void stop() {
+    if (cluster != null) {
+      cluster.close();
+    }
+  }
+
+  private static byte[] data(int n, long seed) {
+    byte[] b = new byte[n];
+    new Random(seed).nextBytes(b);
+    return b;
+  }
+
+  private static ClassUsage usage(EmberClient c, StorageClass sc) throws EmberException {
+    return c.df().stream().filter(u -> u.storageClass().equals(sc)).findFirst().orElseThrow();
+  }
+
+  private static void await(BooleanSupplier condition, String what) throws InterruptedException {
+    long deadline = System.nanoTime() + Duration.ofSeconds(15).toNanos();
+    while (!condition.getAsBoolean()) {
+      if (System.nanoTime() > deadline) {
+        throw new AssertionError("timed out waiting for " + what);
+      }
+      Thread.sleep(20);
+    }
+  }
+
+  @Test
+  void fullDramSpillsToNvmfAndEverythingReadsBack() throws Exception {
+    cluster = MiniCluster.builder().blockSize("64k").dramCapacity("512k")
+        .set(NvmfDataNodeKeys.EMBEDDED_SIZE, "16m").nvmfDatanode("").build();
+    EmberClient c = cluster.newClient();
+    byte[] big = data(20 * 65536 + 123, 1);
+    try (EmberOutputStream out = c.createBuffered("/spill", CreateOptions.DEFAULT)) {
+      out.write(big);
+    }
+    try (InputStream in = c.open("/spill")) {
+      assertArrayEquals(big, in.readAllBytes());
+    }
+    List<BlockLocation> blocks = c.blockLocations("/spill");
+    assertEquals(21, blocks.size());
+    for (BlockLocation b : blocks) {
+      assertEquals(b.index() < 8 ? StorageClass.DRAM : StorageClass.NVMF, b.storageClass(),
+          "block " + b.index());
+    }
+    assertEquals(0, usage(c, StorageClass.DRAM).freeBlocks());
+    assertEquals(13, usage(c, StorageClass.NVMF).usedBytes() / 65536);
+    // NVMf is last in the spill order: it fills, then fails naming the class.
+    EmberException e = assertThrows(EmberException.class, () -> {
+      try (EmberOutputStream out = c.create("/nvmf-only",
+          CreateOptions.DEFAULT.withStorageClass(StorageClass.NVMF))) {
+        out.write(new byte[17 << 20]);
+      }
+    });
+    assertEquals(ErrorCode.NO_CAPACITY, e.code());
+    assertTrue(e.getMessage().contains("no NVMf capacity left for 64 KiB"), e.getMessage());
+  }
+
+  @Test
+  void deletedNvmfBlocksAreDeallocatedOnTheTargetBeforeReuse() throws Exception {
+    cluster = MiniCluster.builder().dramDatanodes(0).blockSize("64k")
+        .set(NvmfDataNodeKeys.EMBEDDED_SIZE, "1m").nvmfDatanode("").build();
+    EmberClient c = cluster.newClient();
+    CreateOptions nvmf = CreateOptions.DEFAULT.withStorageClass(StorageClass.NVMF);
+    try (EmberOutputStream out = c.create("/a", nvmf)) {
+      out.write(data(16 * 65536, 2)); // every block of the target
+    }
+    List<BlockLocation> blocks = c.blockLocations("/a");
+    c.delete("/a", false);
+    // Freed blocks wait for the data node to deallocate them, then come back.
+    await(() -> {
+      try {
+        return usage(c, StorageClass.NVMF).freeBlocks() == 16;
+      } catch (EmberException e) {
+        return false;
+      }
+    }, "the 16 freed blocks to be deallocated and returned");
+    // Deallocated blocks read as zeroes on this target: the bytes were gone before reuse.
+    io.ember.client.spi.StorageEndpoint raw = new io.ember.datanode.nvmf.NvmfTier().open(
+        new io.ember.client.spi.TierContext(cluster.config(), null,
+            new io.ember.client.ClientMetrics()));
+    try {
+      for (BlockLocation b : blocks) {
+        io.netty.buffer.ByteBuf bytes = raw.read(b, 0, 65536).join();
+        try {
+          for (int i = 0; i < 65536; i++) {
+            assertEquals(0, bytes.getByte(bytes.readerIndex() + i), "block " + b.index() + " @" + i);
+          }
+        } finally {
+          bytes.release();
+        }
+      }
+    } finally {
+      raw.close();
+    }
+  }
+
+  @Test
+  void targetThatDiesMidWriteFailsTheWriterAndDramFilesStayReadable() throws Exception {
+    cluster = MiniCluster.builder().blockSize("64k").dramCapacity("4m")
+        .set(NvmfDataNodeKeys.EMBEDDED_SIZE, "16m")
+        .set(NameNodeKeys.DATANODE_TIMEOUT, "600ms")
+        .set(EmberKeys.RPC_TIMEOUT, "3s")
+        .nvmfDatanode("").build();
+    EmberClient c = cluster.newClient();
+    byte[] safe = data(300_000, 3);
+    try (EmberOutputStream out = c.create("/dram-file", CreateOptions.DEFAULT)) {
+      out.write(safe);
+    }
+    CreateOptions nvmf = CreateOptions.DEFAULT.withStorageClass(StorageClass.NVMF);
+    try (EmberOutputStream out = c.create("/nvmf-done", nvmf)) {
+      out.write(data(100_000, 4));
+    }
+    EmberOutputStream out = c.create("/nvmf-victim", nvmf);
+    out.write(data(200_000, 5));
+    out.flush();
+    cluster.nvmfDatanodes().get(0).embeddedTarget().close();
+    EmberException e = assertThrows(EmberException.class, () -> {
+      for (int i = 0; i < 40; i++) {
+        out.write(data(65536, 6 + i));
+      }
+      out.close();
+    });
+    assertTrue(e.getMessage().startsWith("writing /nvmf-victim at byte "), e.getMessage());
+    assertTrue(e.getMessage().contains("nvmf+tcp://"), e.getMessage());
+    try (InputStream in = c.open("/dram-file")) {
+      assertArrayEquals(safe, in.readAllBytes());
+    }
+    await(() -> {
+      try {
+        return usage(c, StorageClass.NVMF).lostNodes() == 1;
+      } catch (EmberException ex) {
+        return false;
+      }
+    }, "the NVMf data node to be marked lost");
+    EmberException lost = assertThrows(EmberException.class, () -> {
+      try (InputStream in = c.open("/nvmf-done")) {
+        in.readAllBytes();
+      }
+    });
+    assertEquals(ErrorCode.DATANODE_LOST, lost.code());
+    assertTrue(lost.getMessage().contains("block 0 of /nvmf-done unavailable"), lost.getMessage());
+  }
+}
