@@ -1,0 +1,223 @@
+package io.ember.benchmarks;
+
+import io.ember.client.ClientMetrics;
+import io.ember.client.CreateOptions;
+import io.ember.client.EmberClient;
+import io.ember.client.EmberInputStream;
+import io.ember.client.EmberOutputStream;
+import io.ember.datanode.nvmf.NvmfDataNodeKeys;
+import io.ember.minicluster.MiniCluster;
+import io.ember.nvmf.NvmfController;
+import io.ember.nvmf.NvmfHost;
+import io.ember.nvmf.NvmfHostOptions;
+import io.ember.nvmf.NvmfQueue;
+import io.ember.nvmf.NvmfUri;
+import io.ember.protocol.ConfigKey;
+import io.ember.protocol.EmberKeys;
+import io.ember.protocol.StorageClass;
+import java.io.PrintWriter;
+import java.nio.ByteBuffer;
+import java.util.ArrayDeque;
+import java.util.Locale;
+import java.util.Random;
+import java.util.concurrent.Callable;
+import java.util.concurrent.CompletableFuture;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/**
+ * {@code ember bench nvmf}: the NVMf tier through Ember's client beside the bare nvmf host against
+ * the same target, in the same run: sequential 1 MiB write and read (8 in flight), random 4 KiB
+ * reads and sequential 4 KiB writes one at a time. Then an unaligned 4 KiB write workload, to count
+ * the sectors read-modify-write touched.
+ */
+@Command(name = "nvmf", mixinStandardHelpOptions = true,
+    description = "Benchmark the NVMf tier beside the bare NVMf host on the same target.")
+public final class NvmfTierBench implements Callable<Integer> {
+  @Option(names = "--target", paramLabel = "URI",
+      description = "target namespace (default: an embedded in-memory target)")
+  String target;
+
+  @Option(names = "--size", defaultValue = "256m",
+      description = "bytes per sequential round (default ${DEFAULT-VALUE})")
+  String size;
+
+  @Option(names = "--ops", defaultValue = "5000",
+      description = "4 KiB operations per round (default ${DEFAULT-VALUE})")
+  int ops;
+
+  @Option(names = "--rounds", defaultValue = "3",
+      description = "rounds; medians are reported (default ${DEFAULT-VALUE})")
+  int rounds;
+
+  @CommandLine.Spec CommandLine.Model.CommandSpec spec;
+
+  private static final int SEQ = 1 << 20;
+  private static final int SMALL = 4096;
+  private static final int DEPTH = 8;
+
+  @Override
+  public Integer call() throws Exception {
+    PrintWriter out = spec.commandLine().getOut();
+    PrintWriter progress = spec.commandLine().getErr();
+    long bytes = ConfigKey.parseSize(size);
+    if (bytes < SEQ || ops < 1 || rounds < 1) {
+      throw new CommandLine.ParameterException(spec.commandLine(),
+          "--size must be at least 1m, --ops and --rounds positive");
+    }
+    MiniCluster.Builder b = MiniCluster.builder().dramDatanodes(0)
+        .set(EmberKeys.IO_THREADS, "0")
+        .set(NvmfDataNodeKeys.EMBEDDED_SIZE, Long.toString(2 * bytes + (64L << 20)));
+    b.nvmfDatanode(target == null ? "" : target);
+    double[][] r = new double[8][rounds];
+    long rmwSectors;
+    long rmwWrites;
+    try (MiniCluster cluster = b.build();
+         EmberClient client = cluster.newClient()) {
+      NvmfUri uri = NvmfUri.parse(cluster.nvmfDatanodes().get(0).target().toString());
+      progress.println("bench: NVMf target " + uri);
+      CreateOptions nvmf = CreateOptions.DEFAULT.withStorageClass(StorageClass.NVMF);
+      byte[] buf = new byte[SEQ];
+      new Random(1).nextBytes(buf);
+      long seqOps = bytes / SEQ;
+      try (NvmfController bare = NvmfHost.connect(uri,
+          NvmfHostOptions.builder().ioQueues(1).ioQueueSize(64).build())) {
+        int nsid = uri.nsid();
+        int lba = bare.namespace(nsid).blockSize();
+        // The bare host works in the upper half of the namespace, Ember's blocks in the lower.
+        long bareBase = bare.namespace(nsid).sizeBytes() / 2 / lba;
+        NvmfQueue q = bare.ioQueue(0);
+        ByteBuffer[] seqBufs = new ByteBuffer[DEPTH];
+        for (int i = 0; i < DEPTH; i++) {
+          seqBufs[i] = ByteBuffer.allocateDirect(SEQ).put(buf).flip();
+        }
+        ByteBuffer small = ByteBuffer.allocateDirect(SMALL);
+        Random rnd = new Random(2);
+        for (int round = 0; round < rounds; round++) {
+          progress.printf(Locale.ROOT, "bench: round %d/%d: bare host...%n", round + 1, rounds);
+          progress.flush();
+          long t0 = System.nanoTime();
+          pipeline(seqOps, i -> q.write(nsid, bareBase + i * (SEQ / lba),
+              seqBufs[(int) (i % DEPTH)].duplicate()));
+          long t1 = System.nanoTime();
+          pipeline(seqOps, i -> q.read(nsid, bareBase + i * (SEQ / lba),
+              seqBufs[(int) (i % DEPTH)].duplicate()));
+          long t2 = System.nanoTime();
+          long span = seqOps * (SEQ / SMALL);
+          r[0][round] = BenchCommand.mibPerSec(seqOps * SEQ, t1 - t0);
+          r[1][round] = BenchCommand.mibPerSec(seqOps * SEQ, t2 - t1);
+
+          progress.printf(Locale.ROOT, "bench: round %d/%d: Ember client...%n", round + 1, rounds);
+          progress.flush();
+          String path = "/bench-nvmf-" + round;
+          long t5 = System.nanoTime();
+          try (EmberOutputStream o = client.create(path, nvmf)) {
+            for (long i = 0; i < seqOps; i++) {
+              o.write(buf);
+            }
+          }
+          long t6 = System.nanoTime();
+          try (EmberInputStream in = client.open(path)) {
+            for (long i = 0; i < seqOps; i++) {
+              in.readNBytes(buf, 0, SEQ);
+            }
+          }
+          long t7 = System.nanoTime();
+          r[4][round] = BenchCommand.mibPerSec(seqOps * SEQ, t6 - t5);
+          r[5][round] = BenchCommand.mibPerSec(seqOps * SEQ, t7 - t6);
+          // One at a time, latency-bound: bare and Ember alternate call by call and each call is
+          // timed on its own, so both see the same machine.
+          progress.printf(Locale.ROOT, "bench: round %d/%d: 4 KiB, alternating...%n", round + 1,
+              rounds);
+          progress.flush();
+          byte[] four = new byte[SMALL];
+          long bareRead = 0;
+          long emberRead = 0;
+          try (EmberInputStream in = client.open(path)) {
+            for (int i = 0; i < ops; i++) {
+              long a = System.nanoTime();
+              q.read(nsid, bareBase + rnd.nextInt((int) span) * (SMALL / lba), small.clear())
+                  .join();
+              long c = System.nanoTime();
+              in.readFully((long) rnd.nextInt((int) span) * SMALL, four, 0, SMALL);
+              long d = System.nanoTime();
+              bareRead += c - a;
+              emberRead += d - c;
+            }
+          }
+          client.delete(path, false);
+          long bareWrite = 0;
+          long emberWrite = 0;
+          try (EmberOutputStream o = client.create(path + "-4k", nvmf)) {
+            for (int i = 0; i < ops; i++) {
+              long a = System.nanoTime();
+              q.write(nsid, bareBase + (long) i * (SMALL / lba), small.clear()).join();
+              long c = System.nanoTime();
+              o.write(four);
+              o.flush(); // waits until the write is on the target
+              long d = System.nanoTime();
+              bareWrite += c - a;
+              emberWrite += d - c;
+            }
+          }
+          client.delete(path + "-4k", false);
+          r[2][round] = ops / (bareRead / 1e9);
+          r[3][round] = ops / (bareWrite / 1e9);
+          r[6][round] = ops / (emberRead / 1e9);
+          r[7][round] = ops / (emberWrite / 1e9);
+        }
+        // Unaligned 4 KiB writes: each straddles two sectors of a 512-byte-LBA target.
+        progress.println("bench: unaligned 4 KiB writes...");
+        ClientMetrics m = client.metrics();
+        long before = m.readModifyWriteSectors();
+        String unaligned = "/bench-nvmf-unaligned";
+        try (EmberOutputStream o = client.create(unaligned, nvmf)) {
+          o.write(new byte[100]);
+          for (int i = 0; i < ops; i++) {
+            o.write(new byte[SMALL]);
+          }
+        }
+        client.delete(unaligned, false);
+        rmwSectors = m.readModifyWriteSectors() - before;
+        rmwWrites = ops + 1L;
+      }
+    }
+    String f = "%-40s %14s %14s %7s %8s%n";
+    out.printf(Locale.ROOT, f, "measure", "Ember client", "bare host", "ratio", "goal");
+    row(out, f, "sequential 1 MiB write (8 in flight)", r[4], r[0], "MiB/s", ">= 0.90");
+    row(out, f, "sequential 1 MiB read (read-ahead / 8)", r[5], r[1], "MiB/s", ">= 0.90");
+    row(out, f, "random 4 KiB read, one at a time*", r[6], r[2], "ops/s", ">= 0.80");
+    row(out, f, "4 KiB write, one at a time*", r[7], r[3], "ops/s", ">= 0.80");
+    out.printf(Locale.ROOT, "unaligned 4 KiB workload: %d writes touched %d sectors by "
+        + "read-modify-write%n", rmwWrites, rmwSectors);
+    out.println("figures are medians of " + rounds + " round(s), measured in the same run; "
+        + "* bare and Ember calls alternate one by one.");
+    out.flush();
+    return 0;
+  }
+
+  private static void row(PrintWriter out, String f, String what, double[] ember, double[] bare,
+      String unit, String goal) {
+    double e = BenchCommand.median(ember);
+    double b = BenchCommand.median(bare);
+    out.printf(Locale.ROOT, f, what, BenchCommand.fmt(e) + " " + unit,
+        BenchCommand.fmt(b) + " " + unit, String.format(Locale.ROOT, "%.2f", e / b), goal);
+  }
+
+  private interface Issue {
+    CompletableFuture<Void> op(long i);
+  }
+
+  /** Runs {@code n} operations with {@link #DEPTH} in flight. */
+  private static void pipeline(long n, Issue issue) {
+    ArrayDeque<CompletableFuture<Void>> inFlight = new ArrayDeque<>();
+    for (long i = 0; i < n; i++) {
+      if (inFlight.size() == DEPTH) {
+        inFlight.poll().join();
+      }
+      inFlight.add(issue.op(i));
+    }
+    inFlight.forEach(CompletableFuture::join);
+  }
+}
