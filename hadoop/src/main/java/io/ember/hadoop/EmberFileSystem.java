@@ -379,16 +379,14 @@ public class EmberFileSystem extends FileSystem {
         if (length <= 0 || offset >= end || offset + length <= start) {
           continue;
         }
-        String hostPort = b.endpoint();
-        String host = io.ember.protocol.HostPort.parse(hostPort, 0).host();
-        out.add(new BlockLocation(new String[] {hostPort}, new String[] {host},
+        out.add(new BlockLocation(new String[] {b.endpoint()}, new String[] {b.host()},
             offset, length, b.lost()));
       }
       return out.toArray(new BlockLocation[0]);
     } catch (EmberException e) {
       throw translate(e);
     } catch (IllegalArgumentException e) {
-      throw new IOException("block of " + path + " has an endpoint that is not host:port", e);
+      throw new IOException("a block of " + path + " has an endpoint without a host", e);
     }
   }
 

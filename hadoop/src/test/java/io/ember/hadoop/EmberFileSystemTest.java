@@ -46,9 +46,9 @@ class EmberFileSystemTest {
 
   @BeforeAll
   static void start() throws Exception {
-    cluster = MiniCluster.builder().dramDatanodes(2).blockSize("64k").dramCapacity("32m").build();
+    cluster = io.ember.hadoop.contract.EmberContract.newCluster("64k", "32m");
     uri = URI.create("ember://" + cluster.namenodeAddress() + "/");
-    conf = new Configuration();
+    conf = io.ember.hadoop.contract.EmberContract.configure(new Configuration());
     conf.set("fs.defaultFS", uri.toString());
     fs = FileSystem.newInstance(uri, conf);
   }
@@ -169,7 +169,7 @@ class EmberFileSystemTest {
     for (int i = 0; i < all.length; i++) {
       assertEquals((long) i * 65536, all[i].getOffset());
       assertEquals("127.0.0.1", all[i].getHosts()[0]);
-      assertTrue(all[i].getNames()[0].startsWith("127.0.0.1:"));
+      assertTrue(all[i].getNames()[0].contains("127.0.0.1:"), all[i].getNames()[0]);
     }
     assertEquals(100, all[5].getLength());
     BlockLocation[] middle = fs.getFileBlockLocations(st, 65536 + 10, 65536);
@@ -180,28 +180,39 @@ class EmberFileSystemTest {
   }
 
   @Test
-  void storageClassOptionReachesTheNameNode() throws Exception {
-    // This cluster has no NVMf tier, and NVMf spills nowhere: a file that asks for NVMf gets the
-    // name node's refusal, which shows the option arrived.
-    Path p = new Path("/nvmf.bin");
-    IOException e = assertThrows(IOException.class, () -> {
-      try (FSDataOutputStream out = (FSDataOutputStream) fs.createFile(p)
-          .opt(EmberFileSystem.STORAGE_CLASS_KEY, "nvmf").build()) {
-        out.write(new byte[10]);
-      }
-    });
-    assertTrue(e.getMessage().contains("no NVMf capacity left"), e.getMessage());
-    try (FSDataOutputStream out = (FSDataOutputStream) fs.createFile(new Path("/dram.bin"))
-        .must(EmberFileSystem.STORAGE_CLASS_KEY, "dram").build()) {
+  void storageClassOptionPutsTheBlocksThere() throws Exception {
+    String other = EmberContractStorage.other();
+    Path p = new Path("/" + other + ".bin");
+    try (FSDataOutputStream out = (FSDataOutputStream) fs.createFile(p)
+        .opt(EmberFileSystem.STORAGE_CLASS_KEY, other).build()) {
       out.write(new byte[10]);
     }
-    assertEquals(10, fs.getFileStatus(new Path("/dram.bin")).getLen());
+    Path q = new Path("/default.bin");
+    try (FSDataOutputStream out = fs.create(q)) {
+      out.write(new byte[10]);
+    }
+    EmberFileSystem efs = (EmberFileSystem) fs;
+    assertEquals(io.ember.protocol.StorageClass.parse(other),
+        efs.client().blockLocations("/" + other + ".bin").get(0).storageClass());
+    assertEquals(io.ember.protocol.StorageClass.parse(EmberContractStorage.current()),
+        efs.client().blockLocations("/default.bin").get(0).storageClass());
     assertThrows(IllegalArgumentException.class,
         () -> fs.createFile(new Path("/x")).must("ember.unknown-option", "1").build());
     Configuration bad = new Configuration(conf);
     bad.set(EmberFileSystem.STORAGE_CLASS_KEY, "tape");
     IOException init = assertThrows(IOException.class, () -> FileSystem.newInstance(uri, bad));
     assertTrue(init.getMessage().contains("tape"), init.getMessage());
+  }
+
+  /** The storage class under test and the other one. */
+  static final class EmberContractStorage {
+    static String current() {
+      return io.ember.hadoop.contract.EmberContract.storageClass();
+    }
+
+    static String other() {
+      return current().equals("nvmf") ? "dram" : "nvmf";
+    }
   }
 
   @Test

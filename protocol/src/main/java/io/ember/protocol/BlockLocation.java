@@ -57,6 +57,24 @@ public record BlockLocation(
     return new BlockLocation(index, blockId, dn, sc, tier, endpoint, address, length, lost);
   }
 
+  /**
+   * The host that holds the block's bytes, for locality: the host of a {@code host:port}
+   * endpoint (DRAM) or of a URI endpoint ({@code nvmf+tcp://host:port/...}).
+   *
+   * @throws IllegalArgumentException when the endpoint is neither
+   */
+  public String host() {
+    int scheme = endpoint.indexOf("://");
+    if (scheme >= 0) {
+      String host = java.net.URI.create(endpoint).getHost();
+      if (host == null) {
+        throw new IllegalArgumentException("endpoint " + endpoint + " names no host");
+      }
+      return host.startsWith("[") ? host.substring(1, host.length() - 1) : host;
+    }
+    return HostPort.parse(endpoint, 0).host();
+  }
+
   /** "data node 3 (127.0.0.1:4000)", for error messages. */
   public String describeNode() {
     return "data node " + datanodeId + " (" + endpoint + ")";

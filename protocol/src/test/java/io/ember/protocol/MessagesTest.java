@@ -157,6 +157,17 @@ class MessagesTest {
   }
 
   @Test
+  void blockHostComesFromEitherEndpointForm() {
+    assertEquals("127.0.0.1", BLOCK.host());
+    BlockLocation nvmf = new BlockLocation(0, 1, 1, StorageClass.NVMF, "nvmf",
+        "nvmf+tcp://10.1.2.3:4420/nqn.2014-08.org.nvmexpress:x/1", 0, 4096, false);
+    assertEquals("10.1.2.3", nvmf.host());
+    BlockLocation v6 = new BlockLocation(0, 1, 1, StorageClass.NVMF, "nvmf",
+        "nvmf+tcp://[::1]:4420/nqn.x/1", 0, 4096, false);
+    assertEquals("::1", v6.host());
+  }
+
+  @Test
   void blockWriteLengthMustMatchTheFrame() throws Exception {
     ByteBuf in = Unpooled.buffer();
     in.writeLong(0).writeInt(10).writeBytes(new byte[9]);
