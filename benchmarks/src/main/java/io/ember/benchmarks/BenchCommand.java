@@ -119,13 +119,16 @@ public final class BenchCommand implements Callable<Integer> {
     double[] rawR = new double[rounds];
     String label = opSize >= (1 << 20) ? (opSize >> 20) + " MiB" : (opSize >> 10) + " KiB";
     try (RawSocketBaseline raw = new RawSocketBaseline()) {
-      for (int r = 0; r < rounds; r++) {
-        note(String.format(Locale.ROOT, "throughput %s ops, round %d/%d: raw socket...", label,
-            r + 1, rounds));
-        rawW[r] = raw.send(bytes, opSize);
-        rawR[r] = raw.receive(bytes, opSize);
-        note(String.format(Locale.ROOT, "throughput %s ops, round %d/%d: Ember...", label, r + 1,
-            rounds));
+      // Round -1 warms the JIT for both paths and is not counted: early rounds otherwise measure
+      // the compiler as much as the code.
+      for (int r = -1; r < rounds; r++) {
+        boolean warmup = r < 0;
+        String round = warmup ? "warm-up" : String.format(Locale.ROOT, "round %d/%d", r + 1,
+            rounds);
+        note(String.format(Locale.ROOT, "throughput %s ops, %s: raw socket...", label, round));
+        double rw = raw.send(bytes, opSize);
+        double rr = raw.receive(bytes, opSize);
+        note(String.format(Locale.ROOT, "throughput %s ops, %s: Ember...", label, round));
         String path = dir + "/t-" + opSize + "-" + r;
         long t0 = System.nanoTime();
         try (EmberOutputStream o = buffered
@@ -136,7 +139,6 @@ public final class BenchCommand implements Callable<Integer> {
           }
         }
         long t1 = System.nanoTime();
-        emberW[r] = mibPerSec(bytes, t1 - t0);
         long t2 = System.nanoTime();
         try (EmberInputStream in = client.open(path)) {
           for (long i = 0; i < ops; i++) {
@@ -146,8 +148,13 @@ public final class BenchCommand implements Callable<Integer> {
           }
         }
         long t3 = System.nanoTime();
-        emberR[r] = mibPerSec(bytes, t3 - t2);
         client.delete(path, false);
+        if (!warmup) {
+          rawW[r] = rw;
+          rawR[r] = rr;
+          emberW[r] = mibPerSec(bytes, t1 - t0);
+          emberR[r] = mibPerSec(bytes, t3 - t2);
+        }
       }
     }
     String how = buffered ? " (buffered stream)" : "";
@@ -165,6 +172,7 @@ public final class BenchCommand implements Callable<Integer> {
     String target = dir + "/looked-up-" + threadCount;
     client.createAsync(target, NodeType.FILE, CreateOptions.DEFAULT).join();
     Op noop = (t, i) -> client.noopAsync();
+    rates(threadCount, noop, (t, i) -> client.lookupAsync(target)); // warm-up, not counted
     for (int r = 0; r < rounds; r++) {
       note(String.format(Locale.ROOT, "metadata, %d thread(s), round %d/%d...", threadCount, r + 1,
           rounds));
@@ -251,7 +259,7 @@ public final class BenchCommand implements Callable<Integer> {
     out.println("baselines: throughput = raw blocking socket over loopback moving the same bytes"
         + " in the same op size; metadata = no-op RPC round trip to the name node, alternated"
         + " call by call with the measured operation.");
-    out.println("figures are medians of " + rounds + " round(s).");
+    out.println("figures are medians of " + rounds + " round(s), after a warm-up round.");
     out.flush();
   }
 
