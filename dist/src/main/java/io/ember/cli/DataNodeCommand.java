@@ -5,7 +5,6 @@ import io.ember.datanode.dram.DramDataNodeKeys;
 import io.ember.protocol.EmberConfig;
 import io.ember.protocol.EmberKeys;
 import java.util.concurrent.Callable;
-import java.util.concurrent.CountDownLatch;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
@@ -28,6 +27,8 @@ final class DataNodeCommand implements Runnable {
       description = "Run a DRAM data node: memory served as blocks of storage class DRAM.")
   static final class Dram implements Callable<Integer> {
     @Mixin ConfigOptions options;
+
+    @picocli.CommandLine.Spec picocli.CommandLine.Model.CommandSpec spec;
 
     @Option(names = "--capacity", description = "memory to offer, e.g. 4g (default 1g)")
     String capacity;
@@ -64,16 +65,10 @@ final class DataNodeCommand implements Runnable {
       if (advertiseHost != null) {
         config = config.with(DramDataNodeKeys.ADVERTISE_HOST, advertiseHost);
       }
-      CountDownLatch stopped = new CountDownLatch(1);
       try (DramDataNode dn = DramDataNode.start(config)) {
-        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-          dn.close();
-          stopped.countDown();
-        }));
-        System.out.println("DRAM data node serving " + dn.capacity() + " bytes at "
-            + dn.endpoint() + " for name node " + config.get(EmberKeys.NAMENODE_ADDRESS)
-            + "; Ctrl-C stops");
-        stopped.await();
+        UntilStopped.run(dn, spec.commandLine().getOut(), "DRAM data node serving "
+            + dn.capacity() + " bytes at " + dn.endpoint() + " for name node "
+            + config.get(EmberKeys.NAMENODE_ADDRESS) + "; Ctrl-C stops");
       }
       return 0;
     }
@@ -121,16 +116,11 @@ final class DataNodeCommand implements Runnable {
       if (namenode != null) {
         config = config.with(EmberKeys.NAMENODE_ADDRESS, namenode);
       }
-      CountDownLatch stopped = new CountDownLatch(1);
       try (io.ember.datanode.nvmf.NvmfDataNode dn =
           io.ember.datanode.nvmf.NvmfDataNode.start(config)) {
-        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-          dn.close();
-          stopped.countDown();
-        }));
-        System.out.println("NVMf data node serving " + dn.capacity() + " bytes of " + dn.target()
-            + " for name node " + config.get(EmberKeys.NAMENODE_ADDRESS) + "; Ctrl-C stops");
-        stopped.await();
+        UntilStopped.run(dn, spec.commandLine().getOut(), "NVMf data node serving "
+            + dn.capacity() + " bytes of " + dn.target() + " for name node "
+            + config.get(EmberKeys.NAMENODE_ADDRESS) + "; Ctrl-C stops");
       }
       return 0;
     }

@@ -15,7 +15,6 @@ import java.io.PrintWriter;
 import java.nio.charset.StandardCharsets;
 import java.util.Random;
 import java.util.concurrent.Callable;
-import java.util.concurrent.CountDownLatch;
 import java.util.zip.CRC32C;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
@@ -83,15 +82,8 @@ final class LocalCommand implements Callable<Integer> {
         runDemo(cluster, out, nvmf);
         return 0;
       }
-      out.println("Try: bin/ember fs --namenode " + cluster.namenodeAddress() + " ls /");
-      out.println("Ctrl-C stops.");
-      out.flush();
-      CountDownLatch stopped = new CountDownLatch(1);
-      Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-        cluster.close();
-        stopped.countDown();
-      }));
-      stopped.await();
+      UntilStopped.run(cluster, out, "Try: bin/ember fs --namenode " + cluster.namenodeAddress()
+          + " ls /\nCtrl-C stops.");
     }
     return 0;
   }

@@ -4,7 +4,6 @@ import io.ember.namenode.NameNode;
 import io.ember.namenode.NameNodeKeys;
 import io.ember.protocol.EmberConfig;
 import java.util.concurrent.Callable;
-import java.util.concurrent.CountDownLatch;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
@@ -14,6 +13,8 @@ import picocli.CommandLine.Option;
     description = "Run a name node until Ctrl-C.")
 final class NameNodeCommand implements Callable<Integer> {
   @Mixin ConfigOptions options;
+
+  @picocli.CommandLine.Spec picocli.CommandLine.Model.CommandSpec spec;
 
   @Option(names = "--host", description = "address to listen on (default: ${DEFAULT-VALUE})")
   String host;
@@ -30,15 +31,12 @@ final class NameNodeCommand implements Callable<Integer> {
     if (port != null) {
       config = config.with(NameNodeKeys.PORT, port.toString());
     }
-    CountDownLatch stopped = new CountDownLatch(1);
     try (NameNode nn = NameNode.start(config)) {
-      Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-        nn.close();
-        stopped.countDown();
-      }));
-      System.out.println("name node listening on " + nn.address().getHostString() + ":"
-          + nn.address().getPort() + " (block size " + nn.blockSize() + " bytes); Ctrl-C stops");
-      stopped.await();
+      String where = nn.address().getAddress().isAnyLocalAddress()
+          ? "all interfaces, port " + nn.address().getPort()
+          : nn.address().getHostString() + ":" + nn.address().getPort();
+      UntilStopped.run(nn, spec.commandLine().getOut(), "name node listening on " + where
+          + " (block size " + nn.blockSize() + " bytes); Ctrl-C stops");
     }
     return 0;
   }

@@ -1,0 +1,119 @@
+package io.ember.cli;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.BufferedReader;
+import java.io.ByteArrayOutputStream;
+import java.io.InputStreamReader;
+import java.io.PrintStream;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Random;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * A real multi-process cluster started the way a user does: {@code ember namenode} and {@code
+ * ember datanode dram} as separate JVMs on loopback ports, then {@code ember fs} against them, and
+ * a data node killed with SIGKILL.
+ */
+class MultiProcessClusterTest {
+  private final List<Process> processes = new ArrayList<>();
+
+  @AfterEach
+  void stop() {
+    for (Process p : processes) {
+      p.destroyForcibly();
+    }
+  }
+
+  private Process ember(Path log, String... args) throws Exception {
+    List<String> cmd = new ArrayList<>(List.of(
+        Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+        "-cp", System.getProperty("java.class.path"), EmberCli.class.getName()));
+    cmd.addAll(List.of(args));
+    Process p = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile())
+        .start();
+    processes.add(p);
+    return p;
+  }
+
+  private static String awaitLine(Path log, Pattern pattern) throws Exception {
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+    while (System.nanoTime() < deadline) {
+      if (Files.exists(log)) {
+        try (BufferedReader r = new BufferedReader(new InputStreamReader(
+            Files.newInputStream(log), StandardCharsets.UTF_8))) {
+          String line;
+          while ((line = r.readLine()) != null) {
+            Matcher m = pattern.matcher(line);
+            if (m.find()) {
+              return m.group(1);
+            }
+          }
+        }
+      }
+      Thread.sleep(50);
+    }
+    throw new AssertionError("no line matching " + pattern + " in " + log + ":\n"
+        + (Files.exists(log) ? Files.readString(log) : "(no log)"));
+  }
+
+  private static int fs(String namenode, ByteArrayOutputStream stdout, StringWriter err,
+      String... args) {
+    List<String> all = new ArrayList<>(List.of("fs", "--namenode", namenode));
+    all.addAll(List.of(args));
+    PrintStream saved = System.out;
+    System.setOut(new PrintStream(stdout, true));
+    try {
+      return EmberCli.run(all.toArray(new String[0]), new PrintWriter(new StringWriter(), true),
+          new PrintWriter(err, true));
+    } finally {
+      System.setOut(saved);
+    }
+  }
+
+  @Test
+  void namenodeAndDatanodeProcessesServeTheShell(@TempDir Path tmp) throws Exception {
+    Path nnLog = tmp.resolve("namenode.log");
+    ember(nnLog, "namenode", "--host", "127.0.0.1", "--port", "0",
+        "-D", "ember.namenode.datanode-timeout=1s");
+    String port = awaitLine(nnLog, Pattern.compile("name node listening on 127\\.0\\.0\\.1:(\\d+)"));
+    String namenode = "127.0.0.1:" + port;
+    Path dnLog = tmp.resolve("datanode.log");
+    Process dn = ember(dnLog, "datanode", "dram", "--capacity", "64m", "--namenode", namenode,
+        "--host", "127.0.0.1", "-D", "ember.datanode.heartbeat-interval=100ms");
+    awaitLine(dnLog, Pattern.compile("(DRAM data node serving)"));
+    awaitLine(nnLog, Pattern.compile("(registered data node 1)"));
+
+    byte[] content = new byte[3_000_000];
+    new Random(5).nextBytes(content);
+    Path local = tmp.resolve("in.bin");
+    Files.write(local, content);
+    StringWriter err = new StringWriter();
+    assertEquals(0, fs(namenode, new ByteArrayOutputStream(), err, "put", "-p",
+        local.toString(), "/mp/in.bin"), err.toString());
+    ByteArrayOutputStream cat = new ByteArrayOutputStream();
+    assertEquals(0, fs(namenode, cat, err, "cat", "/mp/in.bin"), err.toString());
+    assertArrayEquals(content, cat.toByteArray());
+
+    dn.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
+    awaitLine(nnLog, Pattern.compile("(data node 1 \\(127\\.0\\.0\\.1:\\d+\\) lost)"));
+    StringWriter lostErr = new StringWriter();
+    assertEquals(1, fs(namenode, new ByteArrayOutputStream(), lostErr, "cat", "/mp/in.bin"));
+    assertTrue(lostErr.toString().matches(
+        "(?s)ember fs cat: data node 1 \\(127\\.0\\.0\\.1:\\d+\\) lost: block 0 of /mp/in\\.bin "
+            + "unavailable\\s*"), lostErr.toString());
+  }
+}
