@@ -1,0 +1,261 @@
+package io.ember.nvmf;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.ember.nvmf.target.MemoryNamespace;
+import io.ember.nvmf.target.Namespace;
+import io.ember.nvmf.target.NvmfTarget;
+import io.ember.nvmf.target.Subsystem;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufAllocator;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+/** Discovery, host access control, command timeouts and a target that goes away mid-command. */
+@ExtendWith(LeakCheck.class)
+@Timeout(value = 60, unit = TimeUnit.SECONDS)
+class TargetFeaturesTest {
+    static final String HOST_A = "nqn.2024-01.io.ember:host-a";
+    static final String HOST_B = "nqn.2024-01.io.ember:host-b";
+
+    /** A namespace whose reads wait until released: lets a test hold a command in flight. */
+    static final class StallingNamespace implements Namespace {
+        final MemoryNamespace mem = new MemoryNamespace(1 << 20, 512);
+        final CountDownLatch release = new CountDownLatch(1);
+        final CountDownLatch entered = new CountDownLatch(1);
+
+        @Override
+        public long blockCount() {
+            return mem.blockCount();
+        }
+
+        @Override
+        public int blockSize() {
+            return 512;
+        }
+
+        @Override
+        public boolean blocking() {
+            return true;
+        }
+
+        @Override
+        public ByteBuf read(ByteBufAllocator alloc, long offset, int len) throws IOException {
+            entered.countDown();
+            try {
+                release.await(20, TimeUnit.SECONDS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            return mem.read(alloc, offset, len);
+        }
+
+        @Override
+        public void write(long offset, ByteBuf src) {
+            mem.write(offset, src);
+        }
+
+        @Override
+        public void flush() {
+        }
+
+        @Override
+        public void deallocate(long offset, long len) {
+            mem.deallocate(offset, len);
+        }
+    }
+
+    static Throwable cause(CompletableFuture<?> f) throws Exception {
+        ExecutionException e = assertThrows(ExecutionException.class, () -> f.get(20, TimeUnit.SECONDS));
+        return e.getCause();
+    }
+
+    @Test
+    void discoveryLogListsOnlyTheSubsystemsAHostMaySee() throws Exception {
+        Subsystem open = new Subsystem("nqn.2024-01.io.ember:open");
+        open.addNamespace(new MemoryNamespace(1 << 20, 512));
+        Subsystem closed = new Subsystem("nqn.2024-01.io.ember:closed").allowHost(HOST_A);
+        closed.addNamespace(new MemoryNamespace(1 << 20, 512));
+        try (NvmfTarget t = NvmfTarget.builder().listen("127.0.0.1", 0).subsystem(open).subsystem(closed).build()
+                .start()) {
+            List<DiscoveryLogEntry> a = NvmfHost.discover("127.0.0.1", t.port(),
+                    NvmfHostOptions.builder().hostNqn(HOST_A).build());
+            assertEquals(List.of("nqn.2024-01.io.ember:closed", "nqn.2024-01.io.ember:open"),
+                    a.stream().map(DiscoveryLogEntry::subnqn).sorted().toList());
+            DiscoveryLogEntry e = a.get(0);
+            assertEquals(3, e.trtype(), "TCP");
+            assertEquals(1, e.adrfam(), "IPv4");
+            assertEquals(2, e.subtype(), "NVM subsystem");
+            assertEquals("127.0.0.1", e.traddr());
+            assertEquals(Integer.toString(t.port()), e.trsvcid());
+            List<DiscoveryLogEntry> b = NvmfHost.discover("127.0.0.1", t.port(),
+                    NvmfHostOptions.builder().hostNqn(HOST_B).build());
+            assertEquals(List.of("nqn.2024-01.io.ember:open"), b.stream().map(DiscoveryLogEntry::subnqn).toList());
+        }
+    }
+
+    @Test
+    void onlyAllowedHostsConnect() throws Exception {
+        Subsystem s = new Subsystem("nqn.2024-01.io.ember:acl").allowHost(HOST_A);
+        s.addNamespace(new MemoryNamespace(1 << 20, 512));
+        try (NvmfTarget t = NvmfTarget.builder().listen("127.0.0.1", 0).subsystem(s).build().start()) {
+            String uri = t.uri(s.nqn());
+            NvmfException e = assertThrows(NvmfException.class,
+                    () -> NvmfHost.connect(uri, NvmfHostOptions.builder().hostNqn(HOST_B).build()).close());
+            NvmeStatusException st = assertInstanceOf(NvmeStatusException.class, e, e.getMessage());
+            assertEquals(1, st.sct());
+            assertEquals(0x84, st.sc());
+            assertTrue(e.getMessage().contains("Connect Invalid Host"), e.getMessage());
+            try (NvmfController c = NvmfHost.connect(uri, NvmfHostOptions.builder().hostNqn(HOST_A).build())) {
+                assertEquals(1, c.namespaces().size());
+            }
+        }
+    }
+
+    @Test
+    void timeoutFailsTheCommandNotTheQueue() throws Exception {
+        StallingNamespace slow = new StallingNamespace();
+        Subsystem s = new Subsystem("nqn.2024-01.io.ember:slow");
+        s.addNamespace(slow);
+        s.addNamespace(new MemoryNamespace(1 << 20, 512));
+        try (NvmfTarget t = NvmfTarget.builder().listen("127.0.0.1", 0).subsystem(s).build().start();
+             NvmfController c = NvmfHost.connect(t.uri(s.nqn()),
+                     NvmfHostOptions.builder().commandTimeout(Duration.ofMillis(300)).build())) {
+            ByteBuffer buf = ByteBuffer.allocateDirect(512);
+            CompletableFuture<Void> stuck = c.ioQueue(0).read(1, 0, buf);
+            Throwable e = cause(stuck);
+            assertInstanceOf(NvmfTimeoutException.class, e, String.valueOf(e));
+            assertTrue(e.getMessage().contains("300 ms"), e.getMessage());
+            // The queue still serves other commands while the late one is outstanding.
+            ByteBuffer w = ByteBuffer.allocateDirect(512).put(0, (byte) 42);
+            c.ioQueue(0).write(2, 0, w).get(5, TimeUnit.SECONDS);
+            ByteBuffer r = ByteBuffer.allocateDirect(512);
+            c.ioQueue(0).read(2, 0, r).get(5, TimeUnit.SECONDS);
+            assertEquals(42, r.get(0));
+            // The late completion is dropped; the buffer of the timed-out read is not written.
+            slow.write(0, io.netty.buffer.Unpooled.wrappedBuffer(new byte[] {7, 7, 7, 7}));
+            slow.release.countDown();
+            Thread.sleep(200);
+            assertEquals(0, buf.get(0), "a timed-out read's buffer is left alone");
+            c.ioQueue(0).read(2, 0, r).get(5, TimeUnit.SECONDS);
+        }
+    }
+
+    @Test
+    void targetClosingMidCommandFailsThoseCommandsClearly() throws Exception {
+        StallingNamespace slow = new StallingNamespace();
+        Subsystem s = new Subsystem("nqn.2024-01.io.ember:vanishing");
+        s.addNamespace(slow);
+        NvmfTarget t = NvmfTarget.builder().listen("127.0.0.1", 0).subsystem(s).build().start();
+        try (NvmfController c = NvmfHost.connect(t.uri(s.nqn()), NvmfHostOptions.defaults())) {
+            CompletableFuture<Void> read = c.ioQueue(0).read(1, 0, ByteBuffer.allocateDirect(4096));
+            assertTrue(slow.entered.await(5, TimeUnit.SECONDS), "read reached the namespace");
+            Thread closer = new Thread(t::close);
+            closer.start();
+            Throwable e = cause(read);
+            assertInstanceOf(NvmfException.class, e);
+            assertTrue(e.getMessage().contains("closed by the target"), e.getMessage());
+            slow.release.countDown();
+            closer.join(10_000);
+            // Later commands fail at once with the same reason instead of hanging.
+            Throwable later = cause(c.ioQueue(0).flush(1));
+            assertTrue(later.getMessage().contains("closed by the target"), later.getMessage());
+        } finally {
+            slow.release.countDown();
+            t.close();
+        }
+    }
+
+    @Test
+    void keepAliveKeepsAnIdleControllerAlive() throws Exception {
+        Subsystem s = new Subsystem("nqn.2024-01.io.ember:idle");
+        s.addNamespace(new MemoryNamespace(1 << 20, 512));
+        try (NvmfTarget t = NvmfTarget.builder().listen("127.0.0.1", 0).subsystem(s).build().start();
+             NvmfController c = NvmfHost.connect(t.uri(s.nqn()),
+                     NvmfHostOptions.builder().keepAlive(Duration.ofMillis(400)).build())) {
+            Thread.sleep(1500);
+            assertEquals(1, t.controllerCount(), "controller survives idle time well beyond KATO");
+            c.ioQueue(0).flush(1).get(5, TimeUnit.SECONDS);
+        }
+    }
+
+    @Test
+    void commandsAfterCloseFailInsteadOfThrowing() throws Exception {
+        Subsystem s = new Subsystem("nqn.2024-01.io.ember:closed-host");
+        s.addNamespace(new MemoryNamespace(1 << 20, 512));
+        try (NvmfTarget t = NvmfTarget.builder().listen("127.0.0.1", 0).subsystem(s).build().start()) {
+            NvmfController c = NvmfHost.connect(t.uri(s.nqn()), NvmfHostOptions.defaults());
+            NvmfQueue q = c.ioQueue(0);
+            c.close();
+            c.close(); // idempotent
+            Throwable e = cause(q.read(1, 0, ByteBuffer.allocateDirect(512)));
+            assertInstanceOf(NvmfException.class, e);
+            assertTrue(e.getMessage().startsWith("Read nsid 1 slba 0 nlb 1 not sent"), e.getMessage());
+        }
+    }
+
+    @Test
+    void connectionRefusedSaysWhere() {
+        NvmfException e = assertThrows(NvmfException.class, () -> NvmfHost.connect(
+                "nvmf+tcp://127.0.0.1:1/nqn.2024-01.io.ember:nothing", NvmfHostOptions.builder()
+                        .connectTimeout(Duration.ofSeconds(2)).build()));
+        assertTrue(e.getMessage().contains("127.0.0.1:1"), e.getMessage());
+    }
+
+    @Test
+    void manyHostsAndQueuesAtOnce() throws Exception {
+        Subsystem s = new Subsystem("nqn.2024-01.io.ember:many");
+        s.addNamespace(new MemoryNamespace(8L << 20, 4096));
+        try (NvmfTarget t = NvmfTarget.builder().listen("127.0.0.1", 0).subsystem(s).build().start()) {
+            NvmfController[] hosts = new NvmfController[4];
+            for (int i = 0; i < hosts.length; i++) {
+                hosts[i] = NvmfHost.connect(t.uri(s.nqn()), NvmfHostOptions.builder().ioQueues(3).build());
+            }
+            try {
+                assertEquals(4, t.controllerCount());
+                List<CompletableFuture<Void>> fs = new java.util.ArrayList<>();
+                for (int i = 0; i < hosts.length; i++) {
+                    for (int q = 0; q < 3; q++) {
+                        for (int k = 0; k < 8; k++) {
+                            long lba = (i * 24 + q * 8 + k);
+                            ByteBuffer b = ByteBuffer.allocateDirect(4096);
+                            b.putLong(0, lba * 31 + 7);
+                            fs.add(hosts[i].ioQueue(q).write(1, lba, b));
+                        }
+                    }
+                }
+                for (CompletableFuture<Void> f : fs) {
+                    f.get(10, TimeUnit.SECONDS);
+                }
+                for (long lba = 0; lba < 96; lba++) {
+                    ByteBuffer r = ByteBuffer.allocateDirect(4096);
+                    hosts[(int) (lba % 4)].ioQueue((int) (lba % 3)).read(1, lba, r).get(10, TimeUnit.SECONDS);
+                    assertEquals(lba * 31 + 7, r.getLong(0), "block " + lba);
+                }
+                byte[] z = new byte[8];
+                ByteBuffer r = ByteBuffer.allocateDirect(4096);
+                hosts[0].ioQueue(0).read(1, 500, r).get(10, TimeUnit.SECONDS);
+                byte[] got = new byte[8];
+                r.get(got);
+                assertArrayEquals(z, got, "never-written blocks read as zeroes");
+            } finally {
+                for (NvmfController h : hosts) {
+                    h.close();
+                }
+            }
+        }
+    }
+}
