@@ -56,6 +56,11 @@ public final class BenchCommand implements Callable<Integer> {
       defaultValue = "all")
   String only;
 
+  @Option(names = "--warmup", description = "seconds of unmeasured traffic before each throughput "
+      + "measure, so the JIT has compiled both paths (default ${DEFAULT-VALUE})",
+      defaultValue = "20")
+  int warmupSeconds;
+
   @CommandLine.Spec CommandLine.Model.CommandSpec spec;
 
   private PrintWriter out;
@@ -119,12 +124,18 @@ public final class BenchCommand implements Callable<Integer> {
     double[] rawR = new double[rounds];
     String label = opSize >= (1 << 20) ? (opSize >> 20) + " MiB" : (opSize >> 10) + " KiB";
     try (RawSocketBaseline raw = new RawSocketBaseline()) {
-      // Round -1 warms the JIT for both paths and is not counted: early rounds otherwise measure
-      // the compiler as much as the code.
+      // Warm-up rounds run until --warmup seconds have passed and are not counted: on two cores the
+      // JIT needs gigabytes of traffic through Ember's deeper stack before it stops recompiling,
+      // and until then the rounds measure the compiler as much as the code.
+      long warmupEnd = System.nanoTime() + warmupSeconds * 1_000_000_000L;
+      int warmups = 0;
       for (int r = -1; r < rounds; r++) {
         boolean warmup = r < 0;
-        String round = warmup ? "warm-up" : String.format(Locale.ROOT, "round %d/%d", r + 1,
-            rounds);
+        if (warmup && warmups > 0 && System.nanoTime() > warmupEnd) {
+          continue;
+        }
+        String round = warmup ? "warm-up " + (++warmups) : String.format(Locale.ROOT,
+            "round %d/%d", r + 1, rounds);
         note(String.format(Locale.ROOT, "throughput %s ops, %s: raw socket...", label, round));
         double rw = raw.send(bytes, opSize);
         double rr = raw.receive(bytes, opSize);
@@ -154,6 +165,8 @@ public final class BenchCommand implements Callable<Integer> {
           rawR[r] = rr;
           emberW[r] = mibPerSec(bytes, t1 - t0);
           emberR[r] = mibPerSec(bytes, t3 - t2);
+        } else if (System.nanoTime() < warmupEnd) {
+          r--; // another warm-up round
         }
       }
     }
@@ -172,7 +185,10 @@ public final class BenchCommand implements Callable<Integer> {
     String target = dir + "/looked-up-" + threadCount;
     client.createAsync(target, NodeType.FILE, CreateOptions.DEFAULT).join();
     Op noop = (t, i) -> client.noopAsync();
-    rates(threadCount, noop, (t, i) -> client.lookupAsync(target)); // warm-up, not counted
+    long warmupEnd = System.nanoTime() + warmupSeconds * 1_000_000_000L / 4;
+    do {
+      rates(threadCount, noop, (t, i) -> client.lookupAsync(target)); // warm-up, not counted
+    } while (System.nanoTime() < warmupEnd);
     for (int r = 0; r < rounds; r++) {
       note(String.format(Locale.ROOT, "metadata, %d thread(s), round %d/%d...", threadCount, r + 1,
           rounds));
@@ -259,7 +275,8 @@ public final class BenchCommand implements Callable<Integer> {
     out.println("baselines: throughput = raw blocking socket over loopback moving the same bytes"
         + " in the same op size; metadata = no-op RPC round trip to the name node, alternated"
         + " call by call with the measured operation.");
-    out.println("figures are medians of " + rounds + " round(s), after a warm-up round.");
+    out.println("figures are medians of " + rounds + " round(s), after " + warmupSeconds
+        + " s of warm-up traffic per throughput measure.");
     out.flush();
   }
 

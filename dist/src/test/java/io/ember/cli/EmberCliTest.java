@@ -174,7 +174,8 @@ class EmberCliTest {
 
   @Test
   void benchPrintsFiguresBesideBaselines() {
-    Result r = run("bench", "--size", "2m", "--ops", "50", "--rounds", "1", "--threads", "1,2");
+    Result r = run("bench", "--size", "2m", "--ops", "50", "--rounds", "1", "--threads", "1,2",
+        "--warmup", "0");
     assertEquals(0, r.code(), r.err());
     assertTrue(r.out().contains("write 1 MiB ops"), r.out());
     assertTrue(r.out().contains("read 4 KiB ops (buffered stream)"), r.out());
