@@ -214,6 +214,46 @@ public final class EmberInputStream extends InputStream {
   }
 
   /**
+   * Reads up to {@code dst.remaining()} bytes at {@code pos} into {@code dst}, asynchronously and
+   * without moving the stream's position; many such reads may be in flight at once. The caller
+   * owns {@code dst} and must not touch it until the future completes, which then advances {@code
+   * dst}'s position by the bytes read. Tiers that can (NVMf, for sector-aligned ranges into direct
+   * buffers) read straight into {@code dst} with no copy.
+   *
+   * @return bytes read, -1 when {@code pos} is at or past the end; fails with {@link
+   *     EmberException} as the other reads do
+   */
+  public CompletableFuture<Integer> readAsync(long pos, ByteBuffer dst) {
+    if (closed) {
+      return CompletableFuture.failedFuture(
+          new EmberException(ErrorCode.CLOSED, path + ": stream is closed"));
+    }
+    if (pos < 0) {
+      return CompletableFuture.failedFuture(
+          new EOFException("negative position " + pos + " in " + path));
+    }
+    if (pos >= length) {
+      return CompletableFuture.completedFuture(dst.hasRemaining() ? -1 : 0);
+    }
+    int n = (int) Math.min(dst.remaining(), length - pos);
+    List<CompletableFuture<Void>> parts = new ArrayList<>();
+    int base = dst.position();
+    long p = pos;
+    while (p < pos + n) {
+      int inBlockRoom = blockSize - (int) (p % blockSize);
+      int piece = (int) Math.min(Math.min(chunkSize, inBlockRoom), pos + n - p);
+      ByteBuffer slice = dst.duplicate();
+      slice.position(base + (int) (p - pos)).limit(base + (int) (p - pos) + piece);
+      parts.add(fetchInto(p, slice.slice()));
+      p += piece;
+    }
+    return CompletableFuture.allOf(parts.toArray(new CompletableFuture<?>[0])).thenApply(v -> {
+      dst.position(base + n);
+      return n;
+    });
+  }
+
+  /**
    * Reads exactly {@code len} bytes at {@code pos} without moving the position.
    *
    * @throws EOFException when the file ends first
@@ -320,6 +360,38 @@ public final class EmberInputStream extends InputStream {
           if (e == null) {
             client.metrics().bytesRead.add(len);
             client.metrics().blockReads.increment();
+          }
+        });
+  }
+
+  /** Reads {@code dst.remaining()} bytes at {@code pos}, within one block, into {@code dst}. */
+  private CompletableFuture<Void> fetchInto(long pos, ByteBuffer dst) {
+    int index = (int) (pos / blockSize);
+    int offset = (int) (pos % blockSize);
+    int len = dst.remaining();
+    return client.blockLocation(fileId, index)
+        .thenCompose(block -> {
+          if (block.lost()) {
+            client.invalidateBlocks(fileId);
+            throw new CompletionException(new EmberException(ErrorCode.DATANODE_LOST,
+                block.describeNode() + " lost: block " + index + " of " + path + " unavailable"));
+          }
+          try {
+            return client.endpoint(block).readInto(block, offset, dst)
+                .handle((v, e) -> {
+                  if (e != null) {
+                    client.invalidateBlocks(fileId);
+                    EmberException cause = EmberException.of(e);
+                    throw new CompletionException(new EmberException(cause.code(),
+                        "reading block " + index + " of " + path + " from "
+                            + block.describeNode() + " failed: " + cause.getMessage(), cause));
+                  }
+                  client.metrics().bytesRead.add(len);
+                  client.metrics().blockReads.increment();
+                  return (Void) null;
+                });
+          } catch (EmberException e) {
+            throw new CompletionException(e);
           }
         });
   }

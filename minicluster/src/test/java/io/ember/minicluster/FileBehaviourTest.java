@@ -138,6 +138,43 @@ abstract class FileBehaviourTest {
   }
 
   @Test
+  void asyncReadsIntoCallerBuffersManyInFlight() throws Exception {
+    byte[] data = random(13, 600_000);
+    try (EmberOutputStream out = client.create("/rw/async", options())) {
+      out.write(data);
+    }
+    Random r = new Random(17);
+    try (EmberInputStream in = client.open("/rw/async")) {
+      java.util.List<java.util.concurrent.CompletableFuture<Integer>> reads = new java.util.ArrayList<>();
+      java.util.List<java.nio.ByteBuffer> bufs = new java.util.ArrayList<>();
+      java.util.List<Integer> positions = new java.util.ArrayList<>();
+      for (int i = 0; i < 64; i++) {
+        // Half sector-aligned (the NVMf tier reads those straight into direct buffers).
+        int pos = i % 2 == 0 ? 4096 * r.nextInt(100) : r.nextInt(data.length);
+        int len = i % 2 == 0 ? 4096 * (1 + r.nextInt(30)) : 1 + r.nextInt(150_000);
+        java.nio.ByteBuffer buf = i % 3 == 0
+            ? java.nio.ByteBuffer.allocate(len + 10) : java.nio.ByteBuffer.allocateDirect(len + 10);
+        buf.position(5).limit(5 + len);
+        bufs.add(buf);
+        positions.add(pos);
+        reads.add(in.readAsync(pos, buf));
+      }
+      for (int i = 0; i < reads.size(); i++) {
+        int pos = positions.get(i);
+        java.nio.ByteBuffer buf = bufs.get(i);
+        int n = reads.get(i).join();
+        int expectedLen = Math.min(buf.limit() - 5, data.length - pos);
+        assertEquals(expectedLen, n, "read " + i);
+        assertEquals(5 + n, buf.position(), "position advanced by the bytes read");
+        byte[] got = new byte[n];
+        buf.duplicate().position(5).get(got);
+        assertArrayEquals(Arrays.copyOfRange(data, pos, pos + n), got, "read " + i + " at " + pos);
+      }
+      assertEquals(-1, in.readAsync(data.length, java.nio.ByteBuffer.allocate(4)).join());
+    }
+  }
+
+  @Test
   void readerNeverSeesBytesBeforeClosePublishesTheLength() throws Exception {
     byte[] data = random(3, 150_000);
     EmberOutputStream out = client.create("/rw/unpublished", options());

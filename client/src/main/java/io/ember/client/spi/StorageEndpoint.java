@@ -2,6 +2,7 @@ package io.ember.client.spi;
 
 import io.ember.protocol.BlockLocation;
 import io.netty.buffer.ByteBuf;
+import java.nio.ByteBuffer;
 import java.util.concurrent.CompletableFuture;
 
 /**
@@ -24,6 +25,22 @@ public interface StorageEndpoint extends AutoCloseable {
    * @return the bytes; the caller owns the returned buffer and must release it
    */
   CompletableFuture<ByteBuf> read(BlockLocation block, int offset, int length);
+
+  /**
+   * Reads {@code dst.remaining()} bytes of {@code block} from {@code offset} into {@code dst}'s
+   * remaining space. The caller owns {@code dst} and must not touch it until the future completes;
+   * its position and limit are left alone. Tiers that can read straight into the caller's buffer
+   * override this; the default reads and copies.
+   */
+  default CompletableFuture<Void> readInto(BlockLocation block, int offset, ByteBuffer dst) {
+    return read(block, offset, dst.remaining()).thenAccept(buf -> {
+      try {
+        buf.getBytes(buf.readerIndex(), dst.duplicate());
+      } finally {
+        buf.release();
+      }
+    });
+  }
 
   /** Releases the endpoint's resources; connections shared through the context stay open. */
   @Override

@@ -79,6 +79,12 @@ public final class NvmfTier implements StorageTier {
     }
 
     @Override
+    public CompletableFuture<Void> readInto(BlockLocation block, int offset, ByteBuffer dst) {
+      return target(block).thenCompose(t -> t.readInto(block.address() + offset, dst))
+          .exceptionallyCompose(e -> failed(block, e));
+    }
+
+    @Override
     public CompletableFuture<ByteBuf> read(BlockLocation block, int offset, int length) {
       return target(block).thenCompose(t -> t.read(block.address() + offset, length))
           .exceptionallyCompose(e -> failed(block, e));
@@ -208,6 +214,24 @@ public final class NvmfTier implements StorageTier {
               return q.write(nsid, sector, buf.nioBuffer(0, sectorSize));
             })
             .whenComplete((v, e) -> buf.release());
+      });
+    }
+
+    /**
+     * Reads into {@code dst}: straight from the target when the range is whole sectors and the
+     * buffer is direct (no copy), else through a sector-aligned buffer.
+     */
+    CompletableFuture<Void> readInto(long address, ByteBuffer dst) {
+      int len = dst.remaining();
+      if (dst.isDirect() && address % sectorSize == 0 && len % sectorSize == 0 && len > 0) {
+        return queue().read(nsid, address / sectorSize, dst);
+      }
+      return read(address, len).thenAccept(buf -> {
+        try {
+          buf.getBytes(buf.readerIndex(), dst.duplicate());
+        } finally {
+          buf.release();
+        }
       });
     }
 
