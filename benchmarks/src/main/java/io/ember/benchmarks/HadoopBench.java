@@ -42,6 +42,10 @@ public final class HadoopBench implements Callable<Integer> {
       description = "rounds; the median is reported (default ${DEFAULT-VALUE})")
   int rounds;
 
+  @Option(names = "--warmup", defaultValue = "15",
+      description = "seconds of unmeasured rounds first (default ${DEFAULT-VALUE})")
+  int warmupSeconds;
+
   @CommandLine.Spec CommandLine.Model.CommandSpec spec;
 
   @Override
@@ -79,8 +83,15 @@ public final class HadoopBench implements Callable<Integer> {
       String dir = "/bench-hadoop-" + System.nanoTime();
       client.createDirectory(dir, true);
       try {
-        for (int r = 0; r < rounds; r++) {
-          progress.printf(Locale.ROOT, "bench: round %d/%d: Ember client...%n", r + 1, rounds);
+        long warmupEnd = System.nanoTime() + warmupSeconds * 1_000_000_000L;
+        for (int round = -1; round < rounds; round++) {
+          // Round -1 repeats until the warm-up time is over; its figures are dropped.
+          if (round == -1 && warmupSeconds > 0 && System.nanoTime() > warmupEnd) {
+            continue;
+          }
+          int r = Math.max(round, 0);
+          String label = round < 0 ? "warm-up" : "round " + (round + 1) + "/" + rounds;
+          progress.printf(Locale.ROOT, "bench: %s: Ember client...%n", label);
           progress.flush();
           String ep = dir + "/ember-" + r;
           long t0 = System.nanoTime();
@@ -100,7 +111,7 @@ public final class HadoopBench implements Callable<Integer> {
           ew[r] = BenchCommand.mibPerSec(ops * op, t1 - t0);
           er[r] = BenchCommand.mibPerSec(ops * op, t2 - t1);
 
-          progress.printf(Locale.ROOT, "bench: round %d/%d: Hadoop API...%n", r + 1, rounds);
+          progress.printf(Locale.ROOT, "bench: %s: Hadoop API...%n", label);
           progress.flush();
           Path hp = new Path(dir + "/hadoop-" + r);
           long t3 = System.nanoTime();
@@ -119,6 +130,9 @@ public final class HadoopBench implements Callable<Integer> {
           fs.delete(hp, false);
           hw[r] = BenchCommand.mibPerSec(ops * op, t4 - t3);
           hr[r] = BenchCommand.mibPerSec(ops * op, t5 - t4);
+          if (round == -1 && System.nanoTime() < warmupEnd) {
+            round--;
+          }
         }
       } finally {
         client.delete(dir, true);
@@ -141,7 +155,8 @@ public final class HadoopBench implements Callable<Integer> {
         BenchCommand.fmt(BenchCommand.median(er)) + " MiB/s",
         String.format(Locale.ROOT, "%.2f", BenchCommand.median(hr) / BenchCommand.median(er)),
         ">= 0.90");
-    out.println("figures are medians of " + rounds + " round(s); both use buffered streams.");
+    out.println("figures are medians of " + rounds + " round(s) after " + warmupSeconds
+        + " s of warm-up; both use buffered streams.");
     out.flush();
     return 0;
   }
