@@ -1,0 +1,144 @@
+package io.ember.spark;
+
+import io.ember.client.CreateOptions;
+import io.ember.client.EmberClient;
+import io.ember.client.EmberOutputStream;
+import io.ember.protocol.EmberException;
+import io.ember.protocol.ErrorCode;
+import io.ember.protocol.StorageClass;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.util.zip.CRC32C;
+import org.apache.spark.shuffle.api.ShuffleMapOutputWriter;
+import org.apache.spark.shuffle.api.ShufflePartitionWriter;
+import org.apache.spark.shuffle.api.metadata.MapOutputCommitMessage;
+
+/**
+ * One map task's output in Ember: the partitions one after another in {@code <mapTaskId>.data}
+ * (written through a buffered stream, so Ember operations stay large), then {@code
+ * <mapTaskId>.index} with their offsets and CRC32C checksums. Spark asks for partitions in
+ * increasing order, each at most once. Every attempt of a map task has its own task id, so only
+ * the attempt Spark registers is ever read.
+ */
+final class EmberMapOutputWriter implements ShuffleMapOutputWriter {
+  private final EmberClient client;
+  private final String base;
+  private final int numPartitions;
+  private final StorageClass storageClass;
+  private final long[] lengths;
+  private final long[] checksums;
+  private EmberOutputStream data;
+  private int lastPartition = -1;
+
+  EmberMapOutputWriter(EmberClient client, String base, int numPartitions,
+      StorageClass storageClass) {
+    this.client = client;
+    this.base = base;
+    this.numPartitions = numPartitions;
+    this.storageClass = storageClass;
+    this.lengths = new long[numPartitions];
+    this.checksums = new long[numPartitions];
+    CRC32C empty = new CRC32C();
+    java.util.Arrays.fill(checksums, empty.getValue());
+  }
+
+  private EmberOutputStream data() throws IOException {
+    if (data == null) {
+      data = client.createBuffered(base + ShuffleIndex.DATA,
+          new CreateOptions(storageClass, true));
+    }
+    return data;
+  }
+
+  @Override
+  public ShufflePartitionWriter getPartitionWriter(int reducePartitionId) throws IOException {
+    if (reducePartitionId <= lastPartition || reducePartitionId >= numPartitions) {
+      throw new IllegalArgumentException("partition " + reducePartitionId + " asked for after "
+          + lastPartition + " (of " + numPartitions + ")");
+    }
+    lastPartition = reducePartitionId;
+    return new PartitionWriter(reducePartitionId);
+  }
+
+  @Override
+  public MapOutputCommitMessage commitAllPartitions(long[] sparkChecksums) throws IOException {
+    data().close();
+    long[] offsets = new long[numPartitions + 1];
+    for (int p = 0; p < numPartitions; p++) {
+      offsets[p + 1] = offsets[p] + lengths[p];
+    }
+    try (EmberOutputStream index = client.create(base + ShuffleIndex.INDEX,
+        new CreateOptions(storageClass, true))) {
+      index.write(new ShuffleIndex(offsets, checksums).encode());
+    }
+    return MapOutputCommitMessage.of(lengths.clone());
+  }
+
+  @Override
+  public void abort(Throwable error) {
+    try {
+      if (data != null) {
+        data.close();
+      }
+    } catch (IOException ignored) {
+      // the file is deleted next
+    }
+    for (String suffix : new String[] {ShuffleIndex.DATA, ShuffleIndex.INDEX}) {
+      try {
+        client.delete(base + suffix, false);
+      } catch (EmberException e) {
+        if (e.code() != ErrorCode.NOT_FOUND) {
+          org.slf4j.LoggerFactory.getLogger(EmberMapOutputWriter.class)
+              .warn("Ember shuffle: cannot delete {}{}: {}", base, suffix, e.getMessage());
+        }
+      }
+    }
+  }
+
+  private final class PartitionWriter implements ShufflePartitionWriter {
+    private final int partition;
+    private long written;
+
+    PartitionWriter(int partition) {
+      this.partition = partition;
+    }
+
+    @Override
+    public OutputStream openStream() throws IOException {
+      EmberOutputStream out = data();
+      CRC32C crc = new CRC32C();
+      return new OutputStream() {
+        private boolean closed;
+
+        @Override
+        public void write(int b) throws IOException {
+          out.write(b);
+          crc.update(b);
+          written++;
+        }
+
+        @Override
+        public void write(byte[] b, int off, int len) throws IOException {
+          out.write(b, off, len);
+          crc.update(b, off, len);
+          written += len;
+        }
+
+        @Override
+        public void close() {
+          // The data file stays open for the next partition; its length and checksum are final.
+          if (!closed) {
+            closed = true;
+            lengths[partition] = written;
+            checksums[partition] = crc.getValue();
+          }
+        }
+      };
+    }
+
+    @Override
+    public long getNumBytesWritten() {
+      return written;
+    }
+  }
+}

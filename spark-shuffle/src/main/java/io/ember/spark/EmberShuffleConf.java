@@ -1,0 +1,79 @@
+package io.ember.spark;
+
+import io.ember.client.EmberClient;
+import io.ember.protocol.EmberConfig;
+import io.ember.protocol.EmberException;
+import io.ember.protocol.EmberKeys;
+import io.ember.protocol.StorageClass;
+import java.util.Map;
+import java.util.TreeMap;
+import org.apache.spark.SparkConf;
+import scala.Tuple2;
+
+/**
+ * Spark settings of the Ember shuffle, and the one Ember client each JVM shares.
+ *
+ * <ul>
+ *   <li>{@value #NAMENODE}: host:port of Ember's name node (required);
+ *   <li>{@value #STORAGE_CLASS}: dram (default) or nvmf; a full class spills to the next;
+ *   <li>{@value #ROOT}: the Ember directory under which applications keep their shuffles;
+ *   <li>{@code spark.ember.conf.<key>}: any Ember client setting, e.g. {@code
+ *       spark.ember.conf.ember.rpc.timeout=10s}.
+ * </ul>
+ */
+final class EmberShuffleConf {
+  static final String NAMENODE = "spark.ember.namenode";
+  static final String STORAGE_CLASS = "spark.ember.shuffle.storageClass";
+  static final String ROOT = "spark.ember.shuffle.root";
+  static final String CONF_PREFIX = "spark.ember.conf.";
+
+  private static EmberClient shared;
+  private static String sharedKey;
+
+  private EmberShuffleConf() {}
+
+  static StorageClass storageClass(SparkConf conf) {
+    return StorageClass.parse(conf.get(STORAGE_CLASS, "dram"));
+  }
+
+  static String root(SparkConf conf) {
+    return conf.get(ROOT, "/spark-shuffle");
+  }
+
+  /**
+   * The JVM's Ember client for this configuration, connected on first use.
+   *
+   * @throws EmberException when the name node cannot be reached
+   * @throws IllegalArgumentException when {@value #NAMENODE} is missing or a setting is bad
+   */
+  static synchronized EmberClient client(SparkConf conf) throws EmberException {
+    if (!conf.contains(NAMENODE)) {
+      throw new IllegalArgumentException(NAMENODE + " is not set: give the Ember name node as "
+          + "host:port");
+    }
+    Map<String, String> settings = new TreeMap<>();
+    for (Tuple2<String, String> kv : conf.getAllWithPrefix(CONF_PREFIX)) {
+      settings.put(kv._1(), kv._2());
+    }
+    EmberConfig config = EmberConfig.of(settings)
+        .with(EmberKeys.NAMENODE_ADDRESS, conf.get(NAMENODE));
+    String key = config.toString();
+    if (shared == null || !key.equals(sharedKey)) {
+      if (shared != null) {
+        shared.close();
+      }
+      shared = EmberClient.connect(config);
+      sharedKey = key;
+    }
+    return shared;
+  }
+
+  /** Closes the shared client (the application is over). */
+  static synchronized void closeClient() {
+    if (shared != null) {
+      shared.close();
+      shared = null;
+      sharedKey = null;
+    }
+  }
+}

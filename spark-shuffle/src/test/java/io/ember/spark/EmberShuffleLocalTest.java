@@ -1,0 +1,190 @@
+package io.ember.spark;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.ember.client.EmberClient;
+import io.ember.minicluster.MiniCluster;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.function.Function;
+import org.apache.spark.SparkConf;
+import org.apache.spark.api.java.JavaPairRDD;
+import org.apache.spark.api.java.JavaRDD;
+import org.apache.spark.api.java.JavaSparkContext;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import scala.Tuple2;
+
+/**
+ * Jobs run twice, on Spark's own shuffle and on Ember's, in local mode against a mini cluster;
+ * their results must be equal, the Ember run must have gone through Ember, and nothing of the
+ * shuffle may stay in Ember afterwards.
+ */
+class EmberShuffleLocalTest {
+  private static MiniCluster cluster;
+
+  @BeforeAll
+  static void start() throws Exception {
+    cluster = MiniCluster.builder().dramDatanodes(2).blockSize("1m").dramCapacity("256m").build();
+  }
+
+  @AfterAll
+  static void stop() {
+    cluster.close();
+  }
+
+  private static SparkConf conf(boolean ember, boolean kryo) {
+    SparkConf c = new SparkConf().setMaster("local[2]").setAppName("ember-shuffle-test")
+        .set("spark.ui.enabled", "false")
+        .set("spark.driver.host", "127.0.0.1")
+        .set("spark.driver.bindAddress", "127.0.0.1");
+    if (kryo) {
+      c.set("spark.serializer", "org.apache.spark.serializer.KryoSerializer");
+    }
+    if (ember) {
+      c.set("spark.shuffle.manager", EmberShuffleManager.class.getName())
+          .set(EmberShuffleManager.PLUGIN_KEY, EmberShuffleDataIO.class.getName())
+          .set(EmberShuffleConf.NAMENODE, cluster.namenodeAddress().toString());
+    }
+    return c;
+  }
+
+  private static List<String> words(int n, long seed) {
+    Random r = new Random(seed);
+    List<String> w = new ArrayList<>(n);
+    for (int i = 0; i < n; i++) {
+      // A skewed key: a third of all records share one key.
+      w.add(i % 3 == 0 ? "hot" : "w" + r.nextInt(2000));
+    }
+    return w;
+  }
+
+  /** The jobs, each reduced to a string that is equal when the results are. */
+  private static Map<String, Function<JavaSparkContext, String>> jobs() {
+    Map<String, Function<JavaSparkContext, String>> jobs = new LinkedHashMap<>();
+    jobs.put("reduceByKey", sc -> sc.parallelize(words(30_000, 1), 6)
+        .mapToPair(w -> new Tuple2<>(w, 1)).reduceByKey(Integer::sum, 8)
+        .sortByKey().collect().toString());
+    jobs.put("groupByKey", sc -> sc.parallelize(words(20_000, 2), 5)
+        .mapToPair(w -> new Tuple2<>(w.length(), w)).groupByKey(4)
+        .mapValues(vs -> {
+          int n = 0;
+          for (String ignored : vs) {
+            n++;
+          }
+          return n;
+        }).sortByKey().collect().toString());
+    jobs.put("sortByKey", sc -> {
+      Random r = new Random(3);
+      List<Integer> xs = new ArrayList<>();
+      for (int i = 0; i < 25_000; i++) {
+        xs.add(r.nextInt());
+      }
+      return sc.parallelize(xs, 7).mapToPair(x -> new Tuple2<>(x, x % 7)).sortByKey(true, 9)
+          .keys().collect().toString();
+    });
+    jobs.put("join", sc -> {
+      JavaPairRDD<String, Integer> a = sc.parallelize(words(8000, 4), 4)
+          .mapToPair(w -> new Tuple2<>(w, w.length())).reduceByKey(Integer::max);
+      JavaPairRDD<String, String> b = sc.parallelize(words(6000, 5), 3)
+          .mapToPair(w -> new Tuple2<>(w, w.toUpperCase())).distinct()
+          .mapToPair(t -> t);
+      return a.join(b, 6).sortByKey().collect().toString();
+    });
+    jobs.put("emptyPartitions", sc -> sc.parallelize(List.of("a", "b", "a"), 16)
+        .mapToPair(w -> new Tuple2<>(w, 1)).reduceByKey(Integer::sum, 32)
+        .sortByKey().collect().toString());
+    jobs.put("repartition300", sc -> {
+      JavaRDD<String> w = sc.parallelize(words(10_000, 6), 4).repartition(300);
+      return w.map(String::length).reduce(Integer::sum) + "/" + w.count()
+          + "/" + w.glom().map(List::size).collect().stream().filter(s -> s > 0).count();
+    });
+    return jobs;
+  }
+
+  private static Map<String, String> run(SparkConf conf, EmberClient probe) throws Exception {
+    Map<String, String> results = new LinkedHashMap<>();
+    try (JavaSparkContext sc = new JavaSparkContext(conf)) {
+      for (Map.Entry<String, Function<JavaSparkContext, String>> job : jobs().entrySet()) {
+        results.put(job.getKey(), job.getValue().apply(sc));
+      }
+      if (probe != null) {
+        // The map output went to Ember: the application's directory holds shuffle files.
+        List<io.ember.protocol.Messages.DirEntry> apps = probe.list("/spark-shuffle");
+        assertEquals(1, apps.size(), "one application directory");
+        String app = "/spark-shuffle/" + apps.get(0).name();
+        long files = 0;
+        for (io.ember.protocol.Messages.DirEntry shuffle : probe.list(app)) {
+          files += probe.list(app + "/" + shuffle.name()).size();
+        }
+        assertTrue(files > 0, "no map output in Ember");
+      }
+    }
+    return results;
+  }
+
+  @Test
+  void corruptMapOutputFailsTheFetchAndSparkRecomputesIt() throws Exception {
+    // Uncompressed shuffle: no codec checksum, so only Ember's CRC32C stands between corrupt
+    // bytes and the records.
+    try (EmberClient probe = cluster.newClient();
+         JavaSparkContext sc = new JavaSparkContext(conf(true, false)
+             .set("spark.shuffle.compress", "false"))) {
+      JavaPairRDD<String, Integer> counts = sc.parallelize(words(20_000, 9), 4)
+          .mapToPair(w -> new Tuple2<>(w, 1)).reduceByKey(Integer::sum, 5);
+      String expected = counts.sortByKey().collect().toString();
+      // Flip one byte of one map output's data file: same name, same length, other bytes.
+      String app = "/spark-shuffle/" + probe.list("/spark-shuffle").get(0).name();
+      String shuffleDir = null;
+      for (io.ember.protocol.Messages.DirEntry d : probe.list(app)) {
+        if (!probe.list(app + "/" + d.name()).isEmpty()) {
+          shuffleDir = app + "/" + d.name();
+          break;
+        }
+      }
+      String victim = null;
+      for (io.ember.protocol.Messages.DirEntry f : probe.list(shuffleDir)) {
+        if (f.name().endsWith(".data") && f.status().length() > 100) {
+          victim = shuffleDir + "/" + f.name();
+          break;
+        }
+      }
+      byte[] bytes;
+      try (java.io.InputStream in = probe.open(victim)) {
+        bytes = in.readAllBytes();
+      }
+      bytes[bytes.length / 2] ^= 0x5a;
+      probe.delete(victim, false);
+      try (java.io.OutputStream out = probe.create(victim, io.ember.client.CreateOptions.DEFAULT)) {
+        out.write(bytes);
+      }
+      int before = probe.list(shuffleDir).size();
+      // The second action reuses the registered map output, reads the corrupt partition, fails
+      // the fetch, and Spark re-runs the map task: the result is still right.
+      assertEquals(expected, counts.sortByKey().collect().toString());
+      assertTrue(probe.list(shuffleDir).size() > before, "no map task was re-run");
+    }
+  }
+
+  @Test
+  void jobsGiveSparksOwnResultsAndLeaveNothingBehind() throws Exception {
+    for (boolean kryo : new boolean[] {false, true}) {
+      Map<String, String> expected = run(conf(false, kryo), null);
+      try (EmberClient probe = cluster.newClient()) {
+        Map<String, String> got = run(conf(true, kryo), probe);
+        for (String job : expected.keySet()) {
+          assertEquals(expected.get(job), got.get(job), job + (kryo ? " (kryo)" : ""));
+        }
+        assertFalse(expected.get("reduceByKey").isEmpty());
+        assertEquals(List.of(), probe.list("/spark-shuffle"),
+            "shuffle files left in Ember after the application");
+      }
+    }
+  }
+}
