@@ -1,0 +1,136 @@
+package io.ember.spark;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.ember.minicluster.MiniCluster;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.apache.spark.SparkConf;
+import org.apache.spark.api.java.JavaSparkContext;
+import org.apache.spark.scheduler.SparkListener;
+import org.apache.spark.scheduler.SparkListenerTaskEnd;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import scala.Tuple2;
+
+/**
+ * Spark in local-cluster mode (two executor JVMs) on Ember's shuffle: an executor killed while
+ * the reduce stage runs takes nothing with it, so the job finishes without re-running any map
+ * task, with the same result as Spark's own shuffle.
+ */
+class EmberShuffleClusterTest {
+  private static MiniCluster cluster;
+  private static Path sparkHome;
+
+  @BeforeAll
+  static void start() throws Exception {
+    cluster = MiniCluster.builder().dramDatanodes(1).dramCapacity("256m").build();
+    // local-cluster launches executors through Spark's launcher, which wants a Spark home: it
+    // learns the Scala version from launcher/target/scala-2.13 and adds jars/ (empty here);
+    // executors get this JVM's class path through spark.executor.extraClassPath.
+    sparkHome = Files.createTempDirectory("spark-home");
+    Files.createDirectories(sparkHome.resolve("launcher/target/scala-2.13"));
+    Files.createDirectories(sparkHome.resolve("jars"));
+    // Spark's workers read their home from these JVM properties, as in Spark's own tests.
+    System.setProperty("spark.testing", "true");
+    System.setProperty("spark.test.home", sparkHome.toString());
+  }
+
+  @AfterAll
+  static void stop() {
+    cluster.close();
+  }
+
+  private static SparkConf conf(boolean ember) {
+    String cp = System.getProperty("java.class.path");
+    SparkConf c = new SparkConf().setMaster("local-cluster[2,1,1024]")
+        .setAppName("ember-shuffle-cluster-test")
+        .set("spark.home", sparkHome.toString())
+        .set("spark.test.home", sparkHome.toString())
+        .set("spark.ui.enabled", "false")
+        .set("spark.driver.host", "127.0.0.1")
+        .set("spark.driver.bindAddress", "127.0.0.1")
+        .set("spark.executor.extraClassPath", cp)
+        .set("spark.driver.extraClassPath", cp)
+        .set("spark.executor.extraJavaOptions", System.getProperty("ember.test.sparkModuleOptions", ""));
+    if (ember) {
+      c.set("spark.shuffle.manager", EmberShuffleManager.class.getName())
+          .set(EmberShuffleManager.PLUGIN_KEY, EmberShuffleDataIO.class.getName())
+          .set(EmberShuffleConf.NAMENODE, cluster.namenodeAddress().toString());
+    }
+    return c;
+  }
+
+  /** What one run did: its result, and how often each stage was attempted. */
+  private record Run(String result, int mapStageAttempts, int reduceTasksStarted) {}
+
+  /**
+   * Runs a reduceByKey whose reduce stage is slow, and kills one executor as soon as a reduce
+   * task has started.
+   */
+  private static Run runKillingAnExecutor(boolean ember) throws Exception {
+    List<Integer> data = new ArrayList<>();
+    for (int i = 0; i < 40_000; i++) {
+      data.add(i);
+    }
+    try (JavaSparkContext sc = new JavaSparkContext(conf(ember))) {
+      // Both executors up before the job, so map output lands on both.
+      long deadline = System.nanoTime() + 60_000_000_000L;
+      while (sc.sc().getExecutorIds().size() < 2 && System.nanoTime() < deadline) {
+        Thread.sleep(100);
+      }
+      Map<Integer, AtomicInteger> attempts = new ConcurrentHashMap<>();
+      AtomicInteger reduceStarts = new AtomicInteger();
+      java.util.concurrent.atomic.AtomicBoolean killed = new java.util.concurrent.atomic.AtomicBoolean();
+      int[] mapStage = {-1};
+      sc.sc().addSparkListener(new SparkListener() {
+        @Override
+        public void onStageSubmitted(org.apache.spark.scheduler.SparkListenerStageSubmitted e) {
+          attempts.computeIfAbsent(e.stageInfo().stageId(), k -> new AtomicInteger())
+              .incrementAndGet();
+          if (mapStage[0] < 0) {
+            mapStage[0] = e.stageInfo().stageId();
+          }
+        }
+
+        @Override
+        public void onTaskStart(org.apache.spark.scheduler.SparkListenerTaskStart e) {
+          if (e.stageId() != mapStage[0]) {
+            reduceStarts.incrementAndGet();
+            if (killed.compareAndSet(false, true)) {
+              String victim = e.taskInfo().executorId();
+              new Thread(() -> sc.sc().killExecutor(victim)).start();
+            }
+          }
+        }
+      });
+      String result = sc.parallelize(data, 8).mapToPair(x -> new Tuple2<>(x % 997, 1L))
+          .reduceByKey(Long::sum, 6)
+          .mapPartitionsWithIndex((index, it) -> {
+            Thread.sleep(700); // the reduce stage is running when the executor dies
+            return it;
+          }, true)
+          .collect().toString();
+      assertTrue(killed.get(), "no executor was killed");
+      return new Run(result, attempts.get(mapStage[0]).get(), reduceStarts.get());
+    }
+  }
+
+  @Test
+  void executorLostDuringReduceDoesNotRerunTheMapStage() throws Exception {
+    Run spark = runKillingAnExecutor(false);
+    Run ember = runKillingAnExecutor(true);
+    assertEquals(spark.result(), ember.result());
+    // Spark's own shuffle lost the map output on the killed executor and ran the map stage
+    // again; Ember's shuffle kept it.
+    assertTrue(spark.mapStageAttempts() > 1, "Spark's own shuffle re-ran no map stage: " + spark);
+    assertEquals(1, ember.mapStageAttempts(), "Ember's shuffle re-ran the map stage: " + ember);
+  }
+}
