@@ -45,6 +45,8 @@ class EmberShuffleClusterTest {
 
   @AfterAll
   static void stop() {
+    System.clearProperty("spark.testing");
+    System.clearProperty("spark.test.home");
     cluster.close();
   }
 
