@@ -1,5 +1,6 @@
 package io.ember.client;
 
+import io.ember.client.spi.StorageEndpoint;
 import io.ember.protocol.BlockLocation;
 import io.ember.protocol.EmberException;
 import io.ember.protocol.ErrorCode;
@@ -340,78 +341,62 @@ public final class EmberInputStream extends InputStream {
 
   /** Fetches {@code len} bytes at {@code pos}, within one block. The caller releases the result. */
   private CompletableFuture<ByteBuf> fetch(long pos, int len) {
-    int index = (int) (pos / blockSize);
-    int offset = (int) (pos % blockSize);
-    return client.blockLocation(fileId, index)
-        .thenCompose(block -> {
-          if (block.lost()) {
-            client.invalidateBlocks(fileId);
-            throw new CompletionException(new EmberException(ErrorCode.DATANODE_LOST,
-                block.describeNode() + " lost: block " + index + " of " + path + " unavailable"));
+    return fromBlock(pos, len, (block, endpoint, offset) -> endpoint.read(block, offset, len))
+        .thenApply(buf -> {
+          if (buf.readableBytes() != len) {
+            int got = buf.readableBytes();
+            buf.release();
+            throw new CompletionException(new EmberException(ErrorCode.MALFORMED_FRAME,
+                "got " + got + " bytes of " + path + " at " + pos + " where " + len
+                    + " were asked for"));
           }
-          try {
-            return client.endpoint(block).read(block, offset, len)
-                .handle((buf, e) -> checked(buf, e, block, len));
-          } catch (EmberException e) {
-            throw new CompletionException(e);
-          }
-        })
-        .whenComplete((buf, e) -> {
-          if (e == null) {
-            client.metrics().bytesRead.add(len);
-            client.metrics().blockReads.increment();
-          }
+          return buf;
         });
   }
 
   /** Reads {@code dst.remaining()} bytes at {@code pos}, within one block, into {@code dst}. */
   private CompletableFuture<Void> fetchInto(long pos, ByteBuffer dst) {
-    int index = (int) (pos / blockSize);
-    int offset = (int) (pos % blockSize);
-    int len = dst.remaining();
-    return client.blockLocation(fileId, index)
-        .thenCompose(block -> {
-          if (block.lost()) {
-            client.invalidateBlocks(fileId);
-            throw new CompletionException(new EmberException(ErrorCode.DATANODE_LOST,
-                block.describeNode() + " lost: block " + index + " of " + path + " unavailable"));
-          }
-          try {
-            return client.endpoint(block).readInto(block, offset, dst)
-                .handle((v, e) -> {
-                  if (e != null) {
-                    client.invalidateBlocks(fileId);
-                    EmberException cause = EmberException.of(e);
-                    throw new CompletionException(new EmberException(cause.code(),
-                        "reading block " + index + " of " + path + " from "
-                            + block.describeNode() + " failed: " + cause.getMessage(), cause));
-                  }
-                  client.metrics().bytesRead.add(len);
-                  client.metrics().blockReads.increment();
-                  return (Void) null;
-                });
-          } catch (EmberException e) {
-            throw new CompletionException(e);
-          }
-        });
+    return fromBlock(pos, dst.remaining(),
+        (block, endpoint, offset) -> endpoint.readInto(block, offset, dst));
   }
 
-  private ByteBuf checked(ByteBuf buf, Throwable e, BlockLocation block, int len) {
-    if (e != null) {
-      client.invalidateBlocks(fileId);
-      EmberException cause = EmberException.of(e);
-      throw new CompletionException(new EmberException(cause.code(),
-          "reading block " + block.index() + " of " + path + " from " + block.describeNode()
-              + " failed: " + cause.getMessage(), cause));
-    }
-    if (buf.readableBytes() != len) {
-      int got = buf.readableBytes();
-      buf.release();
-      throw new CompletionException(new EmberException(ErrorCode.MALFORMED_FRAME,
-          block.describeNode() + " returned " + got + " bytes of block " + block.index() + " of "
-              + path + " where " + len + " were asked for"));
-    }
-    return buf;
+  private interface BlockRead<T> {
+    CompletableFuture<T> start(BlockLocation block, StorageEndpoint endpoint, int offset);
+  }
+
+  /**
+   * Runs {@code read} against the block holding {@code pos}: fails at once when its data node is
+   * lost, and names the file, block and node in any failure (dropping the cached locations, which
+   * may be stale).
+   */
+  private <T> CompletableFuture<T> fromBlock(long pos, int len, BlockRead<T> read) {
+    int index = (int) (pos / blockSize);
+    int offset = (int) (pos % blockSize);
+    return client.blockLocation(fileId, index).thenCompose(block -> {
+      if (block.lost()) {
+        client.invalidateBlocks(fileId);
+        throw new CompletionException(new EmberException(ErrorCode.DATANODE_LOST,
+            block.describeNode() + " lost: block " + index + " of " + path + " unavailable"));
+      }
+      StorageEndpoint endpoint;
+      try {
+        endpoint = client.endpoint(block);
+      } catch (EmberException e) {
+        throw new CompletionException(e);
+      }
+      return read.start(block, endpoint, offset).handle((result, e) -> {
+        if (e != null) {
+          client.invalidateBlocks(fileId);
+          EmberException cause = EmberException.of(e);
+          throw new CompletionException(new EmberException(cause.code(), "reading block " + index
+              + " of " + path + " from " + block.describeNode() + " failed: "
+              + cause.getMessage(), cause));
+        }
+        client.metrics().bytesRead.add(len);
+        client.metrics().blockReads.increment();
+        return result;
+      });
+    });
   }
 
   private void checkOpen() throws IOException {

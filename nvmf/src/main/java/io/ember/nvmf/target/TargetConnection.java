@@ -6,6 +6,7 @@ import io.ember.nvmf.spec.Sqe;
 import io.ember.nvmf.tcp.Pdu;
 import io.ember.nvmf.tcp.PduException;
 import io.ember.nvmf.tcp.PduFrameDecoder;
+import io.ember.nvmf.tcp.FlushBatcher;
 import io.ember.nvmf.tcp.PduWriter;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
@@ -54,6 +55,7 @@ final class TargetConnection extends ChannelInboundHandlerAdapter {
         this.ch = ch;
         this.decoder = decoder;
         this.out = new PduWriter(ch);
+        this.batcher = new FlushBatcher(ch, out::flush);
     }
 
     static void install(NvmfTarget t, SocketChannel ch) {
@@ -90,46 +92,13 @@ final class TargetConnection extends ChannelInboundHandlerAdapter {
 
     // ----------------------------------------------------------------------------------------- pipeline
 
-    // Flushes are batched: responses produced while a read batch is being processed go out together at
-    // channelReadComplete, and submissions from other threads share one flush task. One writev per batch
-    // instead of one per PDU is most of the IOPS at high queue depth.
-    private boolean inReadBatch;
-    private boolean flushNeeded;
-    private boolean flushScheduled;
-    private final Runnable flushTask = this::runFlushTask;
-
-    private void runFlushTask() {
-        flushScheduled = false;
-        if (flushNeeded) {
-            flushNeeded = false;
-            out.flush();
-        }
-    }
-
-    private void flushSoon() {
-        flushNeeded = true;
-        if (!inReadBatch && !flushScheduled) {
-            flushScheduled = true;
-            ch.eventLoop().execute(flushTask);
-        }
-    }
-
-    private void readBatchStarts() {
-        inReadBatch = true;
-    }
-
-    private void readBatchEnds() {
-        inReadBatch = false;
-        if (flushNeeded) {
-            flushNeeded = false;
-            out.flush();
-        }
-    }
+    /** Flushes once per read batch, or once per burst of submissions (see FlushBatcher). */
+    private final FlushBatcher batcher;
 
     @Override
     public void channelRead(ChannelHandlerContext ctx, Object msg) {
         Pdu pdu = (Pdu) msg;
-        readBatchStarts();
+        batcher.readBatchStarts();
         try {
             if (dead) {
                 return;
@@ -153,7 +122,7 @@ final class TargetConnection extends ChannelInboundHandlerAdapter {
 
     @Override
     public void channelReadComplete(ChannelHandlerContext ctx) {
-        readBatchEnds();
+        batcher.readBatchEnds();
         ctx.fireChannelReadComplete();
     }
 
@@ -224,7 +193,7 @@ final class TargetConnection extends ChannelInboundHandlerAdapter {
             return;
         }
         out.capsuleResp(new Cqe(dw0, dw1, sqhd, Math.max(qid, 0), cid, status));
-        flushSoon();
+        batcher.flushSoon();
     }
 
     private void ok(int cid) {
@@ -261,7 +230,7 @@ final class TargetConnection extends ChannelInboundHandlerAdapter {
         if (len == 0 || !success) {
             ok(cid);
         } else {
-            flushSoon();
+            batcher.flushSoon();
         }
     }
 
@@ -331,7 +300,7 @@ final class TargetConnection extends ChannelInboundHandlerAdapter {
             Pending p = new Pending(cid, (int) len, ch.alloc().directBuffer((int) len), action);
             pending.put(cid, p);
             out.r2t(cid, cid, 0, (int) len);
-            flushSoon();
+            batcher.flushSoon();
         } else {
             fail(cid, Nvme.SC_SGL_INVALID_TYPE);
         }

@@ -102,6 +102,7 @@ final class TcpQueue implements NvmfQueue {
         }
         ch = cf.channel();
         out = new PduWriter(ch);
+        batcher = new FlushBatcher(ch, out::flush);
         ch.eventLoop().execute(() -> {
             out.icReq(0, hdgst, ddgst, 0);
             out.flush();
@@ -217,44 +218,11 @@ final class TcpQueue implements NvmfQueue {
             return;
         }
         send(c);
-        flushSoon();
+        batcher.flushSoon();
     }
 
-    // Flushes are batched: responses produced while a read batch is being processed go out together at
-    // channelReadComplete, and submissions from other threads share one flush task. One writev per batch
-    // instead of one per PDU is most of the IOPS at high queue depth.
-    private boolean inReadBatch;
-    private boolean flushNeeded;
-    private boolean flushScheduled;
-    private final Runnable flushTask = this::runFlushTask;
-
-    private void runFlushTask() {
-        flushScheduled = false;
-        if (flushNeeded) {
-            flushNeeded = false;
-            out.flush();
-        }
-    }
-
-    private void flushSoon() {
-        flushNeeded = true;
-        if (!inReadBatch && !flushScheduled) {
-            flushScheduled = true;
-            ch.eventLoop().execute(flushTask);
-        }
-    }
-
-    private void readBatchStarts() {
-        inReadBatch = true;
-    }
-
-    private void readBatchEnds() {
-        inReadBatch = false;
-        if (flushNeeded) {
-            flushNeeded = false;
-            out.flush();
-        }
-    }
+    /** Flushes once per read batch, or once per burst of submissions (see FlushBatcher). */
+    private FlushBatcher batcher;
 
     private void send(Cmd c) {
         int cid = freeCids[--freeCount];
@@ -284,7 +252,7 @@ final class TcpQueue implements NvmfQueue {
             sent = true;
         }
         if (sent) {
-            flushSoon();
+            batcher.flushSoon();
         }
     }
 
@@ -470,7 +438,7 @@ final class TcpQueue implements NvmfQueue {
         @Override
         public void channelRead(ChannelHandlerContext ctx, Object msg) {
             Pdu pdu = (Pdu) msg;
-            readBatchStarts();
+            batcher.readBatchStarts();
             try {
                 if (pdu instanceof Pdu.CapsuleResp r) {
                     onResp(r.cqe());
@@ -496,7 +464,7 @@ final class TcpQueue implements NvmfQueue {
 
         @Override
         public void channelReadComplete(ChannelHandlerContext ctx) {
-            readBatchEnds();
+            batcher.readBatchEnds();
             ctx.fireChannelReadComplete();
         }
 
@@ -625,6 +593,6 @@ final class TcpQueue implements NvmfQueue {
             out.h2cData(c.cid, r.ttag(), off, data, off + n == end);
             off += n;
         }
-        flushSoon();
+        batcher.flushSoon();
     }
 }
