@@ -126,6 +126,57 @@ class EmberShuffleClusterTest {
   }
 
   @Test
+  void dynamicAllocationReleasesIdleExecutorsAndTheirMapOutputStaysReadable() throws Exception {
+    // No external shuffle service and no shuffle tracking: Spark allows dynamic allocation only
+    // because Ember's ShuffleDataIO says its storage is reliable.
+    SparkConf c = conf(true)
+        .set("spark.dynamicAllocation.enabled", "true")
+        .set("spark.dynamicAllocation.shuffleTracking.enabled", "false")
+        .set("spark.shuffle.service.enabled", "false")
+        .set("spark.dynamicAllocation.minExecutors", "0")
+        .set("spark.dynamicAllocation.initialExecutors", "2")
+        .set("spark.dynamicAllocation.maxExecutors", "2")
+        .set("spark.dynamicAllocation.executorIdleTimeout", "1s");
+    List<Integer> data = new ArrayList<>();
+    for (int i = 0; i < 20_000; i++) {
+      data.add(i);
+    }
+    try (JavaSparkContext sc = new JavaSparkContext(c)) {
+      Map<Integer, AtomicInteger> attempts = new ConcurrentHashMap<>();
+      AtomicInteger removed = new AtomicInteger();
+      sc.sc().addSparkListener(new SparkListener() {
+        @Override
+        public void onStageSubmitted(org.apache.spark.scheduler.SparkListenerStageSubmitted e) {
+          attempts.computeIfAbsent(e.stageInfo().stageId(), k -> new AtomicInteger())
+              .incrementAndGet();
+        }
+
+        @Override
+        public void onExecutorRemoved(org.apache.spark.scheduler.SparkListenerExecutorRemoved e) {
+          removed.incrementAndGet();
+        }
+      });
+      org.apache.spark.api.java.JavaPairRDD<Integer, Long> counts = sc.parallelize(data, 6)
+          .mapToPair(x -> new Tuple2<>(x % 101, 1L)).reduceByKey(Long::sum, 4);
+      String first = counts.sortByKey().collect().toString();
+      // Idle executors go away; their map output stays in Ember.
+      long deadline = System.nanoTime() + 60_000_000_000L;
+      while (removed.get() < 2 && System.nanoTime() < deadline) {
+        Thread.sleep(200);
+      }
+      assertTrue(removed.get() >= 2, "idle executors were not released: " + removed.get());
+      int stagesBefore = attempts.size();
+      String second = counts.sortByKey().collect().toString();
+      assertEquals(first, second);
+      // The second job started new executors and skipped the map stage: every stage it ran was
+      // new, and none was an attempt again of an earlier one.
+      assertTrue(attempts.entrySet().stream()
+          .allMatch(e -> e.getValue().get() == 1), "a stage ran again: " + attempts);
+      assertTrue(attempts.size() > stagesBefore);
+    }
+  }
+
+  @Test
   void executorLostDuringReduceDoesNotRerunTheMapStage() throws Exception {
     Run spark = runKillingAnExecutor(false);
     Run ember = runKillingAnExecutor(true);
