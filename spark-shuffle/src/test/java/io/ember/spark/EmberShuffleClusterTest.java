@@ -125,6 +125,76 @@ class EmberShuffleClusterTest {
     }
   }
 
+  /** Passes on {@code limit} elements, then fails the task. */
+  private static final class FailingAfter<T> implements java.util.Iterator<T> {
+    private final java.util.Iterator<T> in;
+    private final int limit;
+    private int n;
+
+    FailingAfter(java.util.Iterator<T> in, int limit) {
+      this.in = in;
+      this.limit = limit;
+    }
+
+    @Override
+    public boolean hasNext() {
+      return in.hasNext();
+    }
+
+    @Override
+    public T next() {
+      if (++n > limit) {
+        throw new IllegalStateException("injected map task failure");
+      }
+      return in.next();
+    }
+  }
+
+  @Test
+  void retriedMapTaskLeavesOnlyTheCommittedAttemptsOutput() throws Exception {
+    // (Speculative copies cannot be tested here: Spark never runs one on the original's host,
+    // and local-cluster executors share one host. Attempts have distinct ids either way.)
+    SparkConf c = conf(true).set("spark.task.maxFailures", "4");
+    List<Integer> data = new ArrayList<>();
+    for (int i = 0; i < 20_000; i++) {
+      data.add(i);
+    }
+    try (JavaSparkContext sc = new JavaSparkContext(c);
+         io.ember.client.EmberClient probe = cluster.newClient()) {
+      org.apache.spark.api.java.JavaPairRDD<Integer, Long> counts = sc.parallelize(data, 4)
+          .mapPartitionsWithIndex((index, it) -> {
+            List<Integer> all = new ArrayList<>();
+            it.forEachRemaining(all::add);
+            return all.iterator();
+          }, true)
+          .mapToPair(x -> new Tuple2<>(x % 101, 1L))
+          .mapPartitionsWithIndex((index, it) -> {
+            // The first attempt of map task 0 fails part way through its input.
+            if (index == 0 && org.apache.spark.TaskContext.get().attemptNumber() == 0) {
+              return new FailingAfter<>(it, 1000);
+            }
+            return it;
+          }, true)
+          .mapToPair(t -> t)
+          .reduceByKey(Long::sum, 4);
+      java.util.Map<Integer, Long> expected = new java.util.TreeMap<>();
+      for (int x : data) {
+        expected.merge(x % 101, 1L, Long::sum);
+      }
+      assertEquals(expected, new java.util.TreeMap<>(counts.collectAsMap()));
+      // Four map tasks, four outputs: only committed attempts leave output. (Spark's writers open
+      // the map output after consuming their input, so this failure never reached Ember; a
+      // failure while writing would make Spark call abort, which deletes the attempt's files.)
+      String app = "/spark-shuffle/" + probe.list("/spark-shuffle").get(0).name();
+      long dataFiles = 0;
+      for (io.ember.protocol.Messages.DirEntry shuffle : probe.list(app)) {
+        dataFiles += probe.list(app + "/" + shuffle.name()).stream()
+            .filter(e -> e.name().endsWith(".data")).count();
+      }
+      assertEquals(4, dataFiles);
+    }
+  }
+
   @Test
   void dynamicAllocationReleasesIdleExecutorsAndTheirMapOutputStaysReadable() throws Exception {
     // No external shuffle service and no shuffle tracking: Spark allows dynamic allocation only
