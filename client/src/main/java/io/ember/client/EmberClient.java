@@ -64,6 +64,8 @@ public final class EmberClient implements AutoCloseable {
   private final BlockCache blockCache;
   private final ClientMetrics metrics = new ClientMetrics();
   private final int transferSize;
+  /** Longest a blocking call waits: every call's own timeouts are shorter. */
+  private final java.time.Duration waitLimit;
 
   private EmberClient(EmberConfig config, HostPort namenode) {
     this.config = config;
@@ -78,6 +80,8 @@ public final class EmberClient implements AutoCloseable {
           + ") must be below " + EmberKeys.MAX_FRAME_BYTES.name());
     }
     this.transferSize = (int) transfer;
+    this.waitLimit = config.get(EmberKeys.RPC_TIMEOUT)
+        .plus(config.get(EmberKeys.CONNECT_TIMEOUT)).plusSeconds(10);
     this.blockCache = new BlockCache(config.get(ClientKeys.BLOCK_CACHE_FILES));
     for (StorageTier t : ServiceLoader.load(StorageTier.class, EmberClient.class.getClassLoader())) {
       tiers.put(t.name(), t);
@@ -97,7 +101,7 @@ public final class EmberClient implements AutoCloseable {
     EmberClient client = new EmberClient(config, nn);
     client.lifeCycle.beginStart();
     try {
-      Futures.await(client.noopAsync());
+      client.await(client.noopAsync());
     } catch (EmberException e) {
       client.close();
       throw e;
@@ -221,7 +225,7 @@ public final class EmberClient implements AutoCloseable {
    * @throws EmberException as {@link #createAsync}
    */
   public NodeStatus createDirectory(String path, boolean createParents) throws EmberException {
-    return Futures.await(createAsync(path, NodeType.DIRECTORY,
+    return await(createAsync(path, NodeType.DIRECTORY,
         CreateOptions.DEFAULT.withCreateParents(createParents)));
   }
 
@@ -231,7 +235,7 @@ public final class EmberClient implements AutoCloseable {
    * @throws EmberException as {@link #createAsync}
    */
   public NodeStatus createMultiFile(String path, CreateOptions options) throws EmberException {
-    return Futures.await(createAsync(path, NodeType.MULTIFILE, options));
+    return await(createAsync(path, NodeType.MULTIFILE, options));
   }
 
   /**
@@ -259,7 +263,7 @@ public final class EmberClient implements AutoCloseable {
   private EmberOutputStream createStream(String path, CreateOptions options, int bufferSize)
       throws EmberException {
     String canonical = Paths.normalize(path);
-    NodeStatus st = Futures.await(createAsync(canonical, NodeType.FILE, options));
+    NodeStatus st = await(createAsync(canonical, NodeType.FILE, options));
     int blockSize = st.blockSize();
     return new EmberOutputStream(this, canonical, st.id(), blockSize,
         Math.min(transferSize, blockSize), bufferSize,
@@ -307,7 +311,7 @@ public final class EmberClient implements AutoCloseable {
    * @throws EmberException NOT_FOUND or INVALID_PATH
    */
   public NodeStatus lookup(String path) throws EmberException {
-    return Futures.await(lookupAsync(path));
+    return await(lookupAsync(path));
   }
 
   /**
@@ -316,7 +320,7 @@ public final class EmberClient implements AutoCloseable {
    * @throws EmberException NOT_FOUND or NOT_A_DIRECTORY
    */
   public List<DirEntry> list(String path) throws EmberException {
-    return Futures.await(listAsync(path));
+    return await(listAsync(path));
   }
 
   /**
@@ -325,7 +329,7 @@ public final class EmberClient implements AutoCloseable {
    * @throws EmberException as {@link #deleteAsync}
    */
   public void delete(String path, boolean recursive) throws EmberException {
-    Futures.await(deleteAsync(path, recursive));
+    await(deleteAsync(path, recursive));
   }
 
   /**
@@ -334,7 +338,7 @@ public final class EmberClient implements AutoCloseable {
    * @throws EmberException as {@link #renameAsync}
    */
   public void rename(String source, String target) throws EmberException {
-    Futures.await(renameAsync(source, target));
+    await(renameAsync(source, target));
   }
 
   /**
@@ -343,7 +347,7 @@ public final class EmberClient implements AutoCloseable {
    * @throws EmberException when the name node cannot be reached
    */
   public List<ClassUsage> df() throws EmberException {
-    return Futures.await(dfAsync());
+    return await(dfAsync());
   }
 
   /**
@@ -358,7 +362,7 @@ public final class EmberClient implements AutoCloseable {
     }
     List<BlockLocation> all = new ArrayList<>();
     while (all.size() < st.blockCount()) {
-      List<BlockLocation> page = Futures.await(fetchBlocks(st.id(), all.size()));
+      List<BlockLocation> page = await(fetchBlocks(st.id(), all.size()));
       if (page.isEmpty()) {
         break;
       }
@@ -381,6 +385,11 @@ public final class EmberClient implements AutoCloseable {
   }
 
   // ---- internals used by the streams ---------------------------------------------------------
+
+  /** Waits for {@code f} at most as long as any Ember call may take, and unwraps its error. */
+  <T> T await(CompletableFuture<T> f) throws EmberException {
+    return Futures.await(f, waitLimit);
+  }
 
   CompletableFuture<BlockLocation> allocateBlock(long fileId, int index) {
     return call(MessageType.ALLOCATE_BLOCK, new Messages.AllocateBlockRequest(fileId, index),

@@ -4,7 +4,6 @@ import io.ember.client.spi.StorageEndpoint;
 import io.ember.protocol.BlockLocation;
 import io.ember.protocol.EmberException;
 import io.ember.protocol.ErrorCode;
-import io.ember.protocol.Futures;
 import io.ember.protocol.NodeStatus;
 import io.netty.buffer.ByteBuf;
 import io.netty.util.ReferenceCountUtil;
@@ -193,7 +192,7 @@ public final class EmberInputStream extends InputStream {
     int at = off;
     for (CompletableFuture<ByteBuf> part : parts) {
       try {
-        ByteBuf buf = Futures.await(part);
+        ByteBuf buf = client.await(part);
         try {
           if (failure == null) {
             buf.getBytes(buf.readerIndex(), b, at, buf.readableBytes());
@@ -313,7 +312,7 @@ public final class EmberInputStream extends InputStream {
     }
     fillAhead();
     Chunk next = ahead.pollFirst();
-    ByteBuf buf = Futures.await(next.data());
+    ByteBuf buf = client.await(next.data());
     current = buf;
     currentStart = next.start();
     fillAhead();

@@ -4,7 +4,6 @@ import io.ember.client.spi.StorageEndpoint;
 import io.ember.protocol.BlockLocation;
 import io.ember.protocol.EmberException;
 import io.ember.protocol.ErrorCode;
-import io.ember.protocol.Futures;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.PooledByteBufAllocator;
 import java.io.IOException;
@@ -184,7 +183,7 @@ public final class EmberOutputStream extends OutputStream {
     closed = true;
     releaseBuffer();
     try {
-      Futures.await(client.closeFile(fileId, position));
+      client.await(client.closeFile(fileId, position));
     } catch (EmberException e) {
       failure = new EmberException(e.code(), "closing " + path + " failed: " + e.getMessage(), e);
       throw failed();
@@ -280,7 +279,7 @@ public final class EmberOutputStream extends OutputStream {
       inFlight.pollFirst();
       inFlightBytes -= head.bytes;
       try {
-        Futures.await(head.done);
+        client.await(head.done);
       } catch (EmberException e) {
         if (failure == null) {
           failure = e;

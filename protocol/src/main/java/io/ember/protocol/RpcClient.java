@@ -64,11 +64,19 @@ public final class RpcClient implements AutoCloseable {
       fail(id, new EmberException(ErrorCode.CONNECTION_CLOSED, "connection to " + peer + " is closed"));
       return p.future;
     }
-    p.timeout =
-        channel.eventLoop().schedule(
-            () -> fail(id, new EmberException(ErrorCode.TIMEOUT,
-                type + " to " + peer + " got no answer within " + timeoutMillis + " ms")),
-            timeoutMillis, TimeUnit.MILLISECONDS);
+    try {
+      p.timeout =
+          channel.eventLoop().schedule(
+              () -> fail(id, new EmberException(ErrorCode.TIMEOUT,
+                  type + " to " + peer + " got no answer within " + timeoutMillis + " ms")),
+              timeoutMillis, TimeUnit.MILLISECONDS);
+    } catch (java.util.concurrent.RejectedExecutionException e) {
+      // The connection's event loop is shutting down (the client is closing): nothing was sent.
+      ReferenceCountUtil.release(body.data());
+      fail(id, new EmberException(ErrorCode.CLOSED, type + " to " + peer
+          + " not sent: the client is closing", e));
+      return p.future;
+    }
     Frame.writeAndFlush(channel, type, 0, id, body)
         .addListener(
             f -> {

@@ -103,7 +103,14 @@ public final class RpcClients implements AutoCloseable {
                 ch.pipeline().addLast("rpc", client.new ResponseHandler());
               }
             });
-    ChannelFuture cf = b.connect(address.host(), address.port());
+    ChannelFuture cf;
+    try {
+      cf = b.connect(address.host(), address.port());
+    } catch (RuntimeException e) {
+      result.completeExceptionally(new EmberException(ErrorCode.CLOSED,
+          "cannot reach " + peer + ": the client is closing", e));
+      return result;
+    }
     cf.addListener(f -> {
       if (f.isSuccess()) {
         result.complete(holder[0]);
@@ -112,7 +119,18 @@ public final class RpcClients implements AutoCloseable {
             "cannot reach " + peer + ": " + f.cause().getMessage(), f.cause()));
       }
     });
-    return result;
+    // Netty drops listener notifications when the event loop has already terminated (a client
+    // closing while it connects): a deadline of our own makes sure no caller waits forever.
+    return result.orTimeout(connectTimeoutMillis + 2000L, TimeUnit.MILLISECONDS)
+        .exceptionallyCompose(e -> {
+          Throwable cause = EmberException.unwrap(e);
+          if (cause instanceof java.util.concurrent.TimeoutException) {
+            cf.channel().close();
+            return CompletableFuture.failedFuture(new EmberException(ErrorCode.UNREACHABLE,
+                "cannot reach " + peer + ": no connection within " + connectTimeoutMillis + " ms"));
+          }
+          return CompletableFuture.failedFuture(cause);
+        });
   }
 
   /** Closes every connection and stops the network threads. Idempotent. */

@@ -1,0 +1,30 @@
+package io.ember.protocol;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+import org.junit.jupiter.api.Test;
+
+class FuturesTest {
+  @Test
+  void boundedWaitEndsALostCompletionWithATimeout() {
+    long t0 = System.nanoTime();
+    EmberException e = assertThrows(EmberException.class,
+        () -> Futures.await(new CompletableFuture<Void>(), Duration.ofMillis(100)));
+    assertEquals(ErrorCode.TIMEOUT, e.code());
+    assertTrue(System.nanoTime() - t0 < Duration.ofSeconds(5).toNanos());
+  }
+
+  @Test
+  void boundedWaitReturnsValuesAndUnwrapsErrors() throws Exception {
+    assertEquals("x", Futures.await(CompletableFuture.completedFuture("x"), Duration.ofSeconds(1)));
+    EmberException e = assertThrows(EmberException.class, () -> Futures.await(
+        CompletableFuture.failedFuture(new EmberException(ErrorCode.NOT_FOUND, "gone")),
+        Duration.ofSeconds(1)));
+    assertEquals(ErrorCode.NOT_FOUND, e.code());
+    assertEquals("gone", e.getMessage());
+  }
+}
