@@ -465,6 +465,6 @@ public final class EmberClient implements AutoCloseable {
 
   private <T> CompletableFuture<T> call(MessageType type, Message body, ResponseDecoder<T> dec) {
     metrics.metadataCalls.increment();
-    return connections.get(namenode, "name node").thenCompose(c -> c.call(type, body, dec));
+    return connections.getOrRetry(namenode, "name node").thenCompose(c -> c.call(type, body, dec));
   }
 }

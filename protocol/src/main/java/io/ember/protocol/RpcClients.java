@@ -73,6 +73,21 @@ public final class RpcClients implements AutoCloseable {
   }
 
   /**
+   * As {@link #get}, trying once more when the first attempt fails to connect: nothing has been
+   * sent by then, so a second attempt is always safe, and it replaces a connection that closed
+   * under a caller or an attempt whose completion was lost.
+   */
+  public CompletableFuture<RpcClient> getOrRetry(HostPort address, String peerKind) {
+    return get(address, peerKind).exceptionallyCompose(e -> {
+      Throwable cause = EmberException.unwrap(e);
+      if (cause instanceof EmberException ee && ee.code() == ErrorCode.CLOSED) {
+        return CompletableFuture.failedFuture(ee); // this client is closing: no point
+      }
+      return get(address, peerKind);
+    });
+  }
+
+  /**
    * Opens a connection of its own (not shared).
    *
    * @return the connection; fails with {@link ErrorCode#UNREACHABLE}

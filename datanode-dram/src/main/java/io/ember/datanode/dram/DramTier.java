@@ -60,7 +60,7 @@ public final class DramTier implements StorageTier {
 
     private CompletableFuture<RpcClient> connection(BlockLocation block) {
       HostPort hp = parsed.computeIfAbsent(block.endpoint(), e -> HostPort.parse(e, 0));
-      return connections.get(hp, "data node " + block.datanodeId());
+      return connections.getOrRetry(hp, "data node " + block.datanodeId());
     }
 
     @Override
