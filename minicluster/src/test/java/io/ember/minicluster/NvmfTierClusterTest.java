@@ -126,6 +126,65 @@ class NvmfTierClusterTest {
   }
 
   @Test
+  void dataNodeRegistersAgainWhenItsTargetComesBack() throws Exception {
+    String nqn = "nqn.2026-11.io.ember:comeback";
+    io.ember.nvmf.target.NvmfTarget first = io.ember.nvmf.target.NvmfTarget.builder()
+        .listen("127.0.0.1", 0)
+        .subsystem(new io.ember.nvmf.target.Subsystem(nqn)
+            .namespace(1, new io.ember.nvmf.target.MemoryNamespace(8 << 20, 4096)))
+        .build().start();
+    int port = first.port();
+    cluster = MiniCluster.builder().dramDatanodes(0).blockSize("64k")
+        .set(NameNodeKeys.DATANODE_TIMEOUT, "600ms")
+        .nvmfDatanode(first.uri(nqn) + "/1").build();
+    EmberClient c = cluster.newClient();
+    CreateOptions nvmf = CreateOptions.DEFAULT.withStorageClass(StorageClass.NVMF);
+    try (EmberOutputStream out = c.create("/before", nvmf)) {
+      out.write(data(100_000, 1));
+    }
+    first.close();
+    await(() -> {
+      try {
+        return usage(c, StorageClass.NVMF).lostNodes() == 1;
+      } catch (EmberException e) {
+        return false;
+      }
+    }, "the NVMf data node to be marked lost when its target went away");
+    // The target comes back on the same port (empty: its namespace was memory).
+    io.ember.nvmf.target.NvmfTarget second = io.ember.nvmf.target.NvmfTarget.builder()
+        .listen("127.0.0.1", port)
+        .subsystem(new io.ember.nvmf.target.Subsystem(nqn)
+            .namespace(1, new io.ember.nvmf.target.MemoryNamespace(8 << 20, 4096)))
+        .build().start();
+    try {
+      await(() -> {
+        try {
+          return usage(c, StorageClass.NVMF).liveNodes() == 1;
+        } catch (EmberException e) {
+          return false;
+        }
+      }, "the NVMf data node to register again");
+      byte[] after = data(200_000, 2);
+      try (EmberOutputStream out = c.create("/after", nvmf)) {
+        out.write(after);
+      }
+      try (InputStream in = c.open("/after")) {
+        assertArrayEquals(after, in.readAllBytes());
+      }
+      // The old file's blocks belonged to the lost registration and stay unavailable.
+      assertEquals(ErrorCode.DATANODE_LOST, assertThrows(EmberException.class, () -> {
+        try (InputStream in = c.open("/before")) {
+          in.readAllBytes();
+        }
+      }).code());
+    } finally {
+      cluster.close();
+      cluster = null;
+      second.close();
+    }
+  }
+
+  @Test
   void targetThatDiesMidWriteFailsTheWriterAndDramFilesStayReadable() throws Exception {
     cluster = MiniCluster.builder().blockSize("64k").dramCapacity("4m")
         .set(NvmfDataNodeKeys.EMBEDDED_SIZE, "16m")

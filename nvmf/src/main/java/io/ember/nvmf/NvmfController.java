@@ -40,6 +40,12 @@ public interface NvmfController extends AutoCloseable {
     /** The controller's VS property. */
     int version();
 
+    /**
+     * True while the controller is open and every queue's connection is up. A false answer means
+     * commands would fail: connect again. A true answer promises nothing about the next command.
+     */
+    boolean isConnected();
+
     /** Largest transfer of a single command in bytes; larger requests are split. */
     int maxTransferSize();
 

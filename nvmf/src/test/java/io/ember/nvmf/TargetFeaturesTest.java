@@ -84,6 +84,25 @@ class TargetFeaturesTest {
     }
 
     @Test
+    @Timeout(30)
+    void controllerSaysWhenItsConnectionIsGone() throws Exception {
+        Subsystem s = new Subsystem("nqn.2024-01.io.ember:liveness").namespace(1, new MemoryNamespace(1 << 20, 512));
+        NvmfTarget t = NvmfTarget.builder().listen("127.0.0.1", 0).subsystem(s).build().start();
+        try (NvmfController c = NvmfHost.connect(t.uri("nqn.2024-01.io.ember:liveness"),
+                NvmfHostOptions.builder().ioQueues(2).build())) {
+            assertTrue(c.isConnected());
+            t.close();
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            while (c.isConnected() && System.nanoTime() < deadline) {
+                Thread.sleep(20);
+            }
+            assertTrue(!c.isConnected(), "still connected after the target closed");
+        } finally {
+            t.close();
+        }
+    }
+
+    @Test
     void discoveryLogListsOnlyTheSubsystemsAHostMaySee() throws Exception {
         Subsystem open = new Subsystem("nqn.2024-01.io.ember:open");
         open.addNamespace(new MemoryNamespace(1 << 20, 512));

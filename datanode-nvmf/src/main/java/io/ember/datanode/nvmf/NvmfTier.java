@@ -112,11 +112,17 @@ public final class NvmfTier implements StorageTier {
       String endpoint = block.endpoint();
       while (true) {
         CompletableFuture<Target> f = targets.get(endpoint);
-        if (f != null && !f.isCompletedExceptionally()) {
+        boolean usable = f != null && !f.isCompletedExceptionally()
+            && (!f.isDone() || f.join().controller.isConnected());
+        if (usable) {
           return f;
         }
         if (f != null) {
-          targets.remove(endpoint, f);
+          // Failed to connect, or connected to a target that has since gone (and may be back):
+          // connect again rather than fail the caller's command on a dead connection.
+          if (targets.remove(endpoint, f) && f.isDone() && !f.isCompletedExceptionally()) {
+            f.thenAcceptAsync(Target::close, connector);
+          }
           continue;
         }
         CompletableFuture<Target> fresh = CompletableFuture.supplyAsync(() -> {

@@ -147,6 +147,11 @@ public final class RdmaController implements NvmfController {
     }
 
     @Override
+    public boolean isConnected() {
+        return !closed; // jNVMf reports a broken connection only through failed commands
+    }
+
+    @Override
     public IdentifyController identify() {
         return identify;
     }

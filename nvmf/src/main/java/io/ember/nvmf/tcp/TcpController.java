@@ -352,6 +352,19 @@ public final class TcpController implements NvmfController {
     }
 
     @Override
+    public boolean isConnected() {
+        if (closed || !admin.isActive()) {
+            return false;
+        }
+        for (TcpQueue q : ioQueues) {
+            if (!q.isActive()) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    @Override
     public IdentifyController identify() {
         return identify;
     }

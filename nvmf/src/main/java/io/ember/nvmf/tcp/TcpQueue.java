@@ -303,6 +303,12 @@ final class TcpQueue implements NvmfQueue {
     }
 
     /** Closes the connection; outstanding commands fail with {@code reason}. */
+    /** True while this queue's connection is up. */
+    boolean isActive() {
+        Channel c = ch;
+        return c != null && c.isActive();
+    }
+
     void close(String reason) {
         if (ch != null) {
             fail(new NvmfException(reason + " (" + where + ")"));
