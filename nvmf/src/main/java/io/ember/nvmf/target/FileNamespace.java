@@ -2,6 +2,7 @@ package io.ember.nvmf.target;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
+import io.netty.buffer.PooledByteBufAllocator;
 import java.io.EOFException;
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -118,8 +119,23 @@ public final class FileNamespace implements Namespace {
         return true;
     }
 
-    private ByteBuffer bounce(int len) {
-        return ByteBuffer.allocateDirect(len + align).alignedSlice(align).limit(len);
+    /**
+     * An O_DIRECT-aligned view of {@code len} bytes in a pooled direct buffer; close it after the I/O. Pooled
+     * because this is every command's path: a fresh direct buffer per command costs a zeroed allocation and
+     * waits for the GC to be freed.
+     */
+    private Bounce bounce(int len) {
+        ByteBuf owner = PooledByteBufAllocator.DEFAULT.directBuffer(len + align);
+        ByteBuffer view = owner.nioBuffer(0, len + align).alignedSlice(align);
+        view.limit(len);
+        return new Bounce(owner, view);
+    }
+
+    private record Bounce(ByteBuf owner, ByteBuffer view) implements AutoCloseable {
+        @Override
+        public void close() {
+            owner.release();
+        }
     }
 
     @Override
@@ -127,10 +143,11 @@ public final class FileNamespace implements Namespace {
         ByteBuf out = alloc.directBuffer(len);
         try {
             if (direct) {
-                ByteBuffer b = bounce(len);
-                readFully(b, offset);
-                b.flip();
-                out.writeBytes(b);
+                try (Bounce b = bounce(len)) {
+                    readFully(b.view(), offset);
+                    b.view().flip();
+                    out.writeBytes(b.view());
+                }
             } else {
                 ByteBuffer b = out.nioBuffer(0, len);
                 readFully(b, offset);
@@ -157,14 +174,18 @@ public final class FileNamespace implements Namespace {
     @Override
     public void write(long offset, ByteBuf src) throws IOException {
         int len = src.readableBytes();
-        ByteBuffer b;
-        if (direct) {
-            b = bounce(len);
-            src.getBytes(src.readerIndex(), b);
-            b.flip();
-        } else {
-            b = src.nioBuffer(src.readerIndex(), len);
+        if (!direct) {
+            writeFully(src.nioBuffer(src.readerIndex(), len), offset);
+            return;
         }
+        try (Bounce b = bounce(len)) {
+            src.getBytes(src.readerIndex(), b.view());
+            b.view().flip();
+            writeFully(b.view(), offset);
+        }
+    }
+
+    private void writeFully(ByteBuffer b, long offset) throws IOException {
         long pos = offset;
         while (b.hasRemaining()) {
             pos += fc.write(b, pos);
@@ -181,16 +202,17 @@ public final class FileNamespace implements Namespace {
         // Java cannot punch holes; writing zeroes keeps DLFEAT's "reads as zeroes" promise.
         long pos = offset;
         long end = offset + len;
-        while (pos < end) {
-            ByteBuffer z = ZEROES.duplicate();
-            z.limit((int) Math.min(z.capacity(), end - pos));
-            if (direct) {
-                ByteBuffer b = bounce(z.remaining());
-                b.put(z).flip();
-                z = b;
+        // One aligned copy of the zeroes serves every piece (O_DIRECT needs aligned memory).
+        try (Bounce zeroes = direct ? bounce(ZEROES.capacity()) : null) {
+            if (zeroes != null) {
+                zeroes.view().put(ZEROES.duplicate()).flip();
             }
-            while (z.hasRemaining()) {
-                pos += fc.write(z, pos);
+            ByteBuffer source = zeroes != null ? zeroes.view() : ZEROES;
+            while (pos < end) {
+                ByteBuffer z = source.duplicate();
+                z.limit((int) Math.min(z.capacity(), end - pos));
+                writeFully(z, pos);
+                pos += z.limit();
             }
         }
     }
