@@ -80,7 +80,9 @@ public final class NvmfTier implements StorageTier {
 
     @Override
     public CompletableFuture<Void> readInto(BlockLocation block, int offset, ByteBuffer dst) {
-      return target(block).thenCompose(t -> t.readInto(block.address() + offset, dst))
+      return target(block).thenCompose(t -> t.canReadInto(block.address() + offset, dst)
+              ? t.queue().read(t.nsid, (block.address() + offset) / t.sectorSize, dst)
+              : StorageEndpoint.super.readInto(block, offset, dst))
           .exceptionallyCompose(e -> failed(block, e));
     }
 
@@ -168,7 +170,7 @@ public final class NvmfTier implements StorageTier {
       this.metrics = metrics;
     }
 
-    private NvmfQueue queue() {
+    NvmfQueue queue() {
       return controller.ioQueue(Math.floorMod(nextQueue.getAndIncrement(),
           controller.ioQueueCount()));
     }
@@ -224,21 +226,12 @@ public final class NvmfTier implements StorageTier {
     }
 
     /**
-     * Reads into {@code dst}: straight from the target when the range is whole sectors and the
-     * buffer is direct (no copy), else through a sector-aligned buffer.
+     * True when {@code dst} can take the target's bytes directly, with no copy: a direct buffer and
+     * a range of whole sectors.
      */
-    CompletableFuture<Void> readInto(long address, ByteBuffer dst) {
+    boolean canReadInto(long address, ByteBuffer dst) {
       int len = dst.remaining();
-      if (dst.isDirect() && address % sectorSize == 0 && len % sectorSize == 0 && len > 0) {
-        return queue().read(nsid, address / sectorSize, dst);
-      }
-      return read(address, len).thenAccept(buf -> {
-        try {
-          buf.getBytes(buf.readerIndex(), dst.duplicate());
-        } finally {
-          buf.release();
-        }
-      });
+      return dst.isDirect() && address % sectorSize == 0 && len % sectorSize == 0 && len > 0;
     }
 
     /** Reads {@code len} bytes at byte {@code address}; the caller owns the result. */
