@@ -276,10 +276,6 @@ public class EmberFileSystem extends FileSystem {
   public boolean delete(Path f, boolean recursive) throws IOException {
     String path = emberPath(f);
     try {
-      NodeStatus st = lookupOrNull(path);
-      if (st == null) {
-        return false;
-      }
       if (path.equals("/")) {
         // As HDFS: the root stays. A non-recursive delete of a non-empty root says why.
         if (!recursive && !client.list("/").isEmpty()) {
@@ -287,6 +283,7 @@ public class EmberFileSystem extends FileSystem {
         }
         return false;
       }
+      // One round trip: a missing path comes back as NOT_FOUND, answered below with false.
       client.delete(path, recursive);
       statistics.incrementWriteOps(1);
       return true;
