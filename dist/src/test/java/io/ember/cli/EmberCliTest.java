@@ -28,7 +28,9 @@ class EmberCliTest {
 
   @BeforeAll
   static void start() throws Exception {
-    cluster = MiniCluster.builder().blockSize("64k").build();
+    cluster = MiniCluster.builder().blockSize("64k")
+        .set(io.ember.datanode.nvmf.NvmfDataNodeKeys.EMBEDDED_SIZE, "16m").nvmfDatanode("")
+        .build();
   }
 
   @AfterAll
@@ -124,6 +126,45 @@ class EmberCliTest {
     assertEquals("ember fs rm: /cli does not exist\n", rmMissing.err());
     assertEquals(0, fs("rm", "-f", "/cli").code());
     assertEquals(1, fs("ls", "/cli").code());
+  }
+
+  @Test
+  void putChoosesTheStorageClassAndStatAndDfShowIt(@TempDir Path tmp) throws Exception {
+    byte[] content = new byte[200_000];
+    new Random(2).nextBytes(content);
+    Path local = tmp.resolve("n.bin");
+    Files.write(local, content);
+    assertEquals(0, fs("put", "-p", "--storage-class", "nvmf", local.toString(),
+        "/classes/n.bin").code());
+    assertEquals(0, fs("put", local.toString(), "/classes/d.bin").code());
+
+    Result nvmf = fs("stat", "/classes/n.bin");
+    assertEquals(0, nvmf.code());
+    assertTrue(nvmf.out().contains("storage class: NVMf"), nvmf.out());
+    assertEquals(4, nvmf.out().lines().filter(l -> l.contains(", NVMf on data node")).count(),
+        nvmf.out());
+    Result dram = fs("stat", "/classes/d.bin");
+    assertEquals(4, dram.out().lines().filter(l -> l.contains(", DRAM on data node")).count(),
+        dram.out());
+
+    Result df = fs("df");
+    assertEquals(0, df.code());
+    java.util.Map<String, String> rows = new java.util.HashMap<>();
+    for (String line : df.out().lines().skip(1).toList()) {
+      String[] cols = line.trim().split("\\s+");
+      rows.put(cols[0], cols[2]); // class -> used bytes
+    }
+    assertTrue(Long.parseLong(rows.get("NVMf")) >= 4 * 65536, df.out());
+    assertTrue(Long.parseLong(rows.get("DRAM")) >= 4 * 65536, df.out());
+    Path back = tmp.resolve("back.bin");
+    assertEquals(0, fs("get", "/classes/n.bin", back.toString()).code());
+    assertArrayEquals(content, Files.readAllBytes(back));
+
+    Result bad = fs("put", "--storage-class", "tape", local.toString(), "/classes/t.bin");
+    assertEquals(1, bad.code());
+    assertTrue(bad.err().contains("unknown storage class 'tape'"), bad.err());
+    assertEquals(1, bad.err().lines().count(), bad.err());
+    assertEquals(0, fs("rm", "-r", "/classes").code());
   }
 
   @Test
