@@ -1,0 +1,281 @@
+package io.ember.benchmarks.spark;
+
+import io.ember.protocol.ConfigKey;
+import java.io.IOException;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.Callable;
+import org.apache.hadoop.fs.FileSystem;
+import org.apache.spark.api.java.JavaSparkContext;
+import org.apache.spark.sql.SparkSession;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Option;
+
+/**
+ * The suite: TeraSort and the TPC-DS queries with each shuffle, a TeraSort pair that loses an
+ * executor early in the reduce stage, and a table of times and ratios against Spark's own
+ * shuffle measured in the same run.
+ */
+@Command(name = "suite", mixinStandardHelpOptions = true,
+    description = "TeraSort and TPC-DS with Spark's shuffle and Ember's; prints a table.")
+final class Suite implements Callable<Integer> {
+  @Mixin SparkBench.ClusterOptions cluster;
+
+  @Option(names = "--terasort-size", description = "TeraSort input (default 5g; 0: skip TeraSort)")
+  String terasortSize = "5g";
+
+  @Option(names = "--tpcds-scale", description = "TPC-DS scale factor (default 1; 0: skip TPC-DS)")
+  double tpcdsScale = 1;
+
+  @Option(names = "--shuffles", split = ",",
+      description = "shuffles to compare (default spark,ember-dram,ember-nvmf)")
+  List<String> shuffles = List.of("spark", "ember-dram", "ember-nvmf");
+
+  @Option(names = "--broadcast", description = "TPC-DS broadcast joins: on, off or both (default both)")
+  String broadcast = "both";
+
+  @Option(names = "--queries", description = "a regex of TPC-DS query names (default: all)")
+  String queries = ".*";
+
+  @Option(names = "--no-kill", description = "skip the TeraSort pair that loses an executor")
+  boolean noKill;
+
+  private final PrintStream out = System.out;
+  private final List<String> report = new ArrayList<>();
+
+  static int partitionsFor(long records) {
+    return (int) Math.max(2, records * TeraRecords.RECORD / (128L << 20));
+  }
+
+  static String tpcdsDir(double scale) {
+    return "/bench/tpcds/sf" + (scale == Math.rint(scale) ? String.valueOf((long) scale)
+        : String.valueOf(scale));
+  }
+
+  @Override
+  public Integer call() throws Exception {
+    List<Shuffle> modes = shuffles.stream().map(Shuffle::parse).toList();
+    if (modes.isEmpty() || modes.get(0) != Shuffle.SPARK) {
+      throw new IllegalArgumentException("--shuffles must start with spark: the ratios are "
+          + "against Spark's own shuffle");
+    }
+    boolean failed = false;
+    try (BenchCluster c = cluster.open()) {
+      out.println("spark-bench suite: Ember name node " + c.namenode() + ", Spark "
+          + cluster.executors + " executors x " + cluster.executorMemory + ", work dir "
+          + c.workDir());
+      long size = ConfigKey.parseSize(terasortSize);
+      if (size > 0) {
+        failed |= !teraSorts(c, modes, size / TeraRecords.RECORD);
+      }
+      if (tpcdsScale > 0) {
+        failed |= !tpcds(c, modes);
+      }
+    }
+    String table = String.join("\n", report) + "\n";
+    out.println();
+    out.print(table);
+    Path results = cluster.workDir.resolve("results.md");
+    Files.writeString(results, table, StandardCharsets.UTF_8);
+    out.println("(also in " + results.toAbsolutePath() + ")");
+    return failed ? 1 : 0;
+  }
+
+  /** One TeraSort: its time, what TeraValidate said, and the map tasks it ran. */
+  private record SortRun(double seconds, Tera.Verdict verdict, int mapTasks, int mapStages,
+      String killed) {}
+
+  private boolean teraSorts(BenchCluster c, List<Shuffle> modes, long records) throws Exception {
+    int partitions = partitionsFor(records);
+    String input = c.uri("/bench/terasort/input");
+    Tera.Summary summary;
+    out.printf("teragen: %d records (%.1f GB) in %d files...%n", records,
+        records * TeraRecords.RECORD / 1e9, partitions);
+    try (SparkSession spark = c.session("teragen", Shuffle.SPARK, true, cluster.dataClass)) {
+      JavaSparkContext sc = JavaSparkContext.fromSparkContext(spark.sparkContext());
+      long t0 = System.nanoTime();
+      try (Progress p = new Progress(sc, "teragen", out, 15_000)) {
+        summary = Tera.generate(sc, input, records, partitions, 42);
+      }
+      out.printf("teragen: done in %.1f s%n", (System.nanoTime() - t0) / 1e9);
+    }
+    Map<String, SortRun> runs = new LinkedHashMap<>();
+    for (Shuffle mode : modes) {
+      runs.put(mode.label(), teraSort(c, mode, input, partitions, summary, false));
+    }
+    if (!noKill) {
+      for (Shuffle mode : modes.subList(0, Math.min(2, modes.size()))) {
+        runs.put(mode.label() + ", executor killed",
+            teraSort(c, mode, input, partitions, summary, true));
+      }
+    }
+    report.add(String.format("TeraSort, %.1f GB, %d map and %d reduce partitions, "
+        + "local-cluster with %d executors:", records * TeraRecords.RECORD / 1e9, partitions,
+        partitions, cluster.executors));
+    report.add("");
+    report.add("| shuffle | time | Spark's time / this | map tasks run | TeraValidate |");
+    report.add("|---|---|---|---|---|");
+    boolean allValid = true;
+    for (Map.Entry<String, SortRun> e : runs.entrySet()) {
+      SortRun r = e.getValue();
+      SortRun base = runs.get(e.getKey().endsWith("killed") ? "spark, executor killed" : "spark");
+      report.add(String.format("| %s | %.1f s | %.2f | %d in %d stage attempt%s | %s |",
+          e.getKey(), r.seconds(), base.seconds() / r.seconds(), r.mapTasks(), r.mapStages(),
+          r.mapStages() == 1 ? "" : "s", (r.verdict().ok() ? "OK: " : "FAILED: ")
+              + r.verdict().detail()));
+      allValid &= r.verdict().ok();
+    }
+    report.add("");
+    return allValid;
+  }
+
+  private SortRun teraSort(BenchCluster c, Shuffle mode, String input, int partitions,
+      Tera.Summary expected, boolean kill) throws Exception {
+    String output = c.uri("/bench/terasort/output-" + mode.label());
+    String what = "terasort " + mode.label() + (kill ? " (executor killed)" : "");
+    out.println(what + "...");
+    try (SparkSession spark = c.session("terasort-" + mode.label(), mode, true,
+        cluster.dataClass)) {
+      JavaSparkContext sc = JavaSparkContext.fromSparkContext(spark.sparkContext());
+      awaitExecutors(sc);
+      ExecutorKiller killer = new ExecutorKiller(spark.sparkContext(), kill);
+      spark.sparkContext().addSparkListener(killer);
+      long t0 = System.nanoTime();
+      try (Progress p = new Progress(sc, what, out, 15_000)) {
+        Tera.sort(sc, input, output, partitions);
+      }
+      double seconds = (System.nanoTime() - t0) / 1e9;
+      out.printf("%s: %.1f s, %d map tasks run%s; validating...%n", what, seconds,
+          killer.mapTasks(), killer.victim() != null ? ", executor " + killer.victim()
+              + " killed" : "");
+      Tera.Verdict verdict = Tera.validate(sc, output, expected);
+      out.println(what + ": teravalidate " + (verdict.ok() ? "OK" : "FAILED") + ": "
+          + verdict.detail());
+      org.apache.hadoop.fs.Path out = new org.apache.hadoop.fs.Path(output);
+      FileSystem fs = out.getFileSystem(sc.hadoopConfiguration());
+      fs.delete(out, true);
+      if (kill && killer.victim() == null) {
+        verdict = new Tera.Verdict(false, "no executor was killed");
+      }
+      return new SortRun(seconds, verdict, killer.mapTasks(), killer.mapStageAttempts(),
+          killer.victim());
+    }
+  }
+
+  /** Waits for every executor, so each run starts with the same cluster. */
+  private void awaitExecutors(JavaSparkContext sc) throws InterruptedException {
+    long deadline = System.nanoTime() + 120_000_000_000L;
+    while (sc.sc().getExecutorIds().size() < cluster.executors && System.nanoTime() < deadline) {
+      Thread.sleep(100);
+    }
+  }
+
+  private boolean tpcds(BenchCluster c, List<Shuffle> modes) throws Exception {
+    String root = c.uri(tpcdsDir(tpcdsScale));
+    List<Tpcds.Query> selected = Tpcds.queries().stream()
+        .filter(q -> q.name().matches(queries)).toList();
+    out.println("tpcds: generating SF" + tpcdsScale + " into " + root + "...");
+    try (SparkSession spark = c.session("tpcds-gen", Shuffle.SPARK, true, cluster.dataClass)) {
+      long t0 = System.nanoTime();
+      Tpcds.generate(spark, root, tpcdsScale, line -> out.println("tpcds: " + line));
+      out.printf("tpcds: generated in %.1f s%n", (System.nanoTime() - t0) / 1e9);
+    }
+    List<Boolean> broadcasts = switch (broadcast) {
+      case "on" -> List.of(true);
+      case "off" -> List.of(false);
+      case "both" -> List.of(true, false);
+      default -> throw new IllegalArgumentException("--broadcast is on, off or both, not "
+          + broadcast);
+    };
+    boolean allSame = true;
+    for (boolean joins : broadcasts) {
+      Map<Shuffle, List<Tpcds.Outcome>> byMode = new LinkedHashMap<>();
+      for (Shuffle mode : modes) {
+        String label = mode.label() + (joins ? "" : ", broadcast joins off");
+        List<Tpcds.Outcome> outcomes = new ArrayList<>();
+        try (SparkSession spark = c.session("tpcds-" + mode.label(), mode, joins,
+            cluster.dataClass)) {
+          awaitExecutors(JavaSparkContext.fromSparkContext(spark.sparkContext()));
+          Tpcds.register(spark, root);
+          int i = 0;
+          for (Tpcds.Query q : selected) {
+            Tpcds.Outcome o = Tpcds.run(spark, q);
+            outcomes.add(o);
+            out.printf("tpcds %s: %s %.2f s (%d/%d)%s%n", label, o.query(), o.seconds(), ++i,
+                selected.size(), o.error() == null ? "" : " FAILED: " + o.error());
+          }
+        }
+        byMode.put(mode, outcomes);
+        writeCsv(mode.label() + (joins ? "" : "-nobroadcast"), outcomes);
+      }
+      allSame &= summarize(byMode, joins);
+    }
+    return allSame;
+  }
+
+  private void writeCsv(String name, List<Tpcds.Outcome> outcomes) throws IOException {
+    StringBuilder csv = new StringBuilder("query,seconds,rows,digest,error\n");
+    for (Tpcds.Outcome o : outcomes) {
+      csv.append(String.format("%s,%.3f,%d,%s,%s%n", o.query(), o.seconds(), o.rows(),
+          o.digest() == null ? "" : o.digest(),
+          o.error() == null ? "" : '"' + o.error().replace('"', '\'') + '"'));
+    }
+    Files.writeString(cluster.workDir.resolve("tpcds-" + name + ".csv"), csv);
+  }
+
+  /** Adds one broadcast setting's TPC-DS table to the report; false if any result differed. */
+  private boolean summarize(Map<Shuffle, List<Tpcds.Outcome>> byMode, boolean joins) {
+    List<Tpcds.Outcome> base = byMode.get(Shuffle.SPARK);
+    report.add(String.format("TPC-DS SF%s, %d queries, broadcast joins %s:", tpcdsScale,
+        base.size(), joins ? "on" : "off"));
+    report.add("");
+    report.add("| shuffle | total time | Spark's total / this | geometric mean of per-query "
+        + "ratios (this / Spark's) | queries > 1.10 of Spark's time | slowest ratio | "
+        + "results differing from Spark's | failed |");
+    report.add("|---|---|---|---|---|---|---|---|");
+    boolean same = true;
+    double baseTotal = base.stream().mapToDouble(Tpcds.Outcome::seconds).sum();
+    for (Map.Entry<Shuffle, List<Tpcds.Outcome>> e : byMode.entrySet()) {
+      List<Tpcds.Outcome> runs = e.getValue();
+      double total = runs.stream().mapToDouble(Tpcds.Outcome::seconds).sum();
+      double logSum = 0;
+      int slower = 0;
+      double worst = 0;
+      String worstQuery = "";
+      List<String> differing = new ArrayList<>();
+      int failedQueries = 0;
+      for (int i = 0; i < runs.size(); i++) {
+        Tpcds.Outcome o = runs.get(i);
+        Tpcds.Outcome b = base.get(i);
+        double ratio = o.seconds() / b.seconds();
+        logSum += Math.log(ratio);
+        if (ratio > 1.10) {
+          slower++;
+        }
+        if (ratio > worst) {
+          worst = ratio;
+          worstQuery = o.query();
+        }
+        if (o.error() != null) {
+          failedQueries++;
+        } else if (b.error() == null && !o.digest().equals(b.digest())) {
+          differing.add(o.query());
+        }
+      }
+      same &= differing.isEmpty() && failedQueries == 0;
+      report.add(String.format("| %s | %.1f s | %.2f | %.3f | %d | %.2f (%s) | %s | %d |",
+          e.getKey().label(), total, baseTotal / total, Math.exp(logSum / runs.size()), slower,
+          worst, worstQuery, differing.isEmpty() ? "none" : String.join(" ", differing),
+          failedQueries));
+    }
+    report.add("");
+    return same;
+  }
+}
