@@ -137,6 +137,7 @@ final class Suite implements Callable<Integer> {
       allValid &= r.verdict().ok();
     }
     report.add("");
+    report.forEach(out::println);
     return allValid;
   }
 
@@ -194,7 +195,8 @@ final class Suite implements Callable<Integer> {
     List<Boolean> broadcasts = switch (broadcast) {
       case "on" -> List.of(true);
       case "off" -> List.of(false);
-      case "both" -> List.of(true, false);
+      // Off first: it is where the shuffle matters.
+      case "both" -> List.of(false, true);
       default -> throw new IllegalArgumentException("--broadcast is on, off or both, not "
           + broadcast);
     };
@@ -229,7 +231,10 @@ final class Suite implements Callable<Integer> {
         byMode.put(mode, outcomes);
         writeCsv(mode.label() + (joins ? "" : "-nobroadcast"), outcomes);
       }
+      int from = report.size();
       allSame &= summarize(byMode, joins);
+      // Each table as soon as it is known, so a long suite that is stopped still has it.
+      report.subList(from, report.size()).forEach(out::println);
     }
     return allSame;
   }
