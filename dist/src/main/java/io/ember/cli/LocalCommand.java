@@ -56,6 +56,7 @@ final class LocalCommand implements Callable<Integer> {
     EmberConfig config = options.load();
     int nnPort = port != null ? port : config.get(NameNodeKeys.PORT);
     MiniCluster.Builder builder = MiniCluster.builder()
+        .realTimeouts()
         .config(config)
         .namenodePort(nnPort)
         .set(DramDataNodeKeys.CAPACITY, capacity)

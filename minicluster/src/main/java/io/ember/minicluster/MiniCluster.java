@@ -269,6 +269,16 @@ public final class MiniCluster implements AutoCloseable {
       return this;
     }
 
+    /**
+     * Heartbeat interval and data node timeout at the keys' own defaults rather than the quick
+     * ones tests use: a cluster that does real work on a loaded machine must not declare a data
+     * node lost because it was starved of CPU for two seconds.
+     */
+    public Builder realTimeouts() {
+      return set(EmberKeys.HEARTBEAT_INTERVAL, EmberKeys.HEARTBEAT_INTERVAL.defaultText())
+          .set(NameNodeKeys.DATANODE_TIMEOUT, NameNodeKeys.DATANODE_TIMEOUT.defaultText());
+    }
+
     /** Values that win over the builder's defaults. */
     public Builder config(EmberConfig overrides) {
       config = config.withAll(overrides);

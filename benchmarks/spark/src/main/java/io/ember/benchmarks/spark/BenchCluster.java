@@ -31,7 +31,7 @@ final class BenchCluster implements AutoCloseable {
       int executorMemoryMb, String master) throws Exception {
     this.workDir = Files.createDirectories(workDir.toAbsolutePath());
     if (namenode == null) {
-      own = MiniCluster.builder().dramDatanodes(1).dramCapacity(dram)
+      own = MiniCluster.builder().realTimeouts().dramDatanodes(1).dramCapacity(dram)
           .set(NvmfDataNodeKeys.EMBEDDED_FILE, this.workDir.resolve("nvmf-target.img").toString())
           .set(NvmfDataNodeKeys.EMBEDDED_SIZE, nvmfSize)
           .nvmfDatanode("")
