@@ -16,6 +16,8 @@ final class Datanode {
   final long blockCount;
   /** Freed blocks go back to the data node to be deallocated before reuse (NVMf). */
   final boolean trimOnFree;
+  /** The data node's name for its storage's contents (0: none); see RegisterRequest. */
+  final long incarnation;
   volatile long lastHeartbeatNanos;
   boolean lost;
   /** Blocks below this index were handed out at least once. */
@@ -28,7 +30,7 @@ final class Datanode {
   private final java.util.Set<Long> trimming = new java.util.HashSet<>();
 
   Datanode(int id, StorageClass storageClass, String tier, String endpoint, int blockSize,
-      long blockCount, boolean trimOnFree, long nowNanos) {
+      long blockCount, boolean trimOnFree, long incarnation, long nowNanos) {
     this.id = id;
     this.storageClass = storageClass;
     this.tier = tier;
@@ -36,7 +38,21 @@ final class Datanode {
     this.blockSize = blockSize;
     this.blockCount = blockCount;
     this.trimOnFree = trimOnFree;
+    this.incarnation = incarnation;
     this.lastHeartbeatNanos = nowNanos;
+  }
+
+  /**
+   * Live again after being marked lost. Deallocations sent before are sent again: the node
+   * forgot them when it registered, and deallocating twice does no harm.
+   */
+  void revive(long nowNanos) {
+    lost = false;
+    lastHeartbeatNanos = nowNanos;
+    for (Long slot : trimming) {
+      toTrim.addFirst(slot);
+    }
+    trimming.clear();
   }
 
   long freeBlocks() {

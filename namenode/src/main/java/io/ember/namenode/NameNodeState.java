@@ -334,6 +334,16 @@ final class NameNodeState {
 
   RegisterResponse register(StorageClass sc, String tier, String endpoint, long capacityBytes,
       boolean trimOnFree) throws EmberException {
+    return register(sc, tier, endpoint, capacityBytes, trimOnFree, 0);
+  }
+
+  /**
+   * Registers a data node. One that registers again with the incarnation it had (it was marked
+   * lost because its heartbeats were late, or the answer to its registration was lost) keeps its
+   * id, and its blocks are available again; anything else is a new node.
+   */
+  RegisterResponse register(StorageClass sc, String tier, String endpoint, long capacityBytes,
+      boolean trimOnFree, long incarnation) throws EmberException {
     if (tier.isBlank() || endpoint.isBlank()) {
       throw new EmberException(ErrorCode.INVALID_ARGUMENT,
           "a data node must name its tier and endpoint");
@@ -341,9 +351,23 @@ final class NameNodeState {
     long blocks = capacityBytes / blockSize;
     lock.writeLock().lock();
     try {
+      if (incarnation != 0) {
+        for (Datanode known : datanodes.values()) {
+          if (known.incarnation == incarnation && known.endpoint.equals(endpoint)
+              && known.storageClass.equals(sc) && known.blockCount == blocks) {
+            if (known.lost) {
+              known.revive(clock.getAsLong());
+              liveByClass.computeIfAbsent(sc, k -> new ArrayList<>()).add(known);
+              LOG.warn("{} is back with the same contents; its blocks are available again",
+                  known.describe());
+            }
+            return new RegisterResponse(known.id, blockSize, blocks);
+          }
+        }
+      }
       int id = nextDatanodeId++;
       Datanode dn = new Datanode(id, sc, tier, endpoint, blockSize, blocks, trimOnFree,
-          clock.getAsLong());
+          incarnation, clock.getAsLong());
       datanodes.put(id, dn);
       liveByClass.computeIfAbsent(sc, k -> new ArrayList<>()).add(dn);
       LOG.info("registered {}: {} blocks of {} ({})", dn.describe(), blocks, sc.displayName(), tier);

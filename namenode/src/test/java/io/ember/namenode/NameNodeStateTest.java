@@ -283,6 +283,57 @@ class NameNodeStateTest {
     assertEquals(4, usage(StorageClass.DRAM).totalBlocks());
   }
 
+  @Test
+  void lateNodeRegisteringWithItsIncarnationGetsItsBlocksBack() throws Exception {
+    int a = nn.register(StorageClass.NVMF, "nvmf", "t", 4L * BS, true, 42).datanodeId();
+    NodeStatus f = file("/f");
+    nn.allocateBlock(f.id(), 0);
+    nn.closeFile(f.id(), BS);
+    NodeStatus g = file("/g");
+    nn.allocateBlock(g.id(), 0);
+    nn.closeFile(g.id(), BS);
+    nn.delete("/g", false);
+    assertEquals(1, nn.heartbeat(a, List.of()).size()); // sent for deallocation...
+    clock.addAndGet(Duration.ofSeconds(11).toNanos());
+    assertEquals(1, nn.expireDatanodes());
+    assertTrue(nn.getBlocks(f.id(), 0, 1).get(0).lost());
+    // ...and forgotten by the node when it registers again: the name node sends it again.
+    assertEquals(a, nn.register(StorageClass.NVMF, "nvmf", "t", 4L * BS, true, 42).datanodeId());
+    assertFalse(nn.getBlocks(f.id(), 0, 1).get(0).lost());
+    assertEquals(1, usage(StorageClass.NVMF).liveNodes());
+    assertEquals(0, usage(StorageClass.NVMF).lostNodes());
+    List<Long> again = nn.heartbeat(a, List.of());
+    assertEquals(1, again.size());
+    nn.heartbeat(a, again);
+    assertEquals(3, usage(StorageClass.NVMF).freeBlocks());
+    // The revived node takes new blocks again.
+    NodeStatus h = file("/h");
+    assertEquals(a, nn.allocateBlock(h.id(), 0).datanodeId());
+  }
+
+  @Test
+  void nodeWithOtherContentsIsANewNode() throws Exception {
+    int a = nn.register(StorageClass.DRAM, "dram", "h:1", 4L * BS, false, 42).datanodeId();
+    NodeStatus f = file("/f");
+    nn.allocateBlock(f.id(), 0);
+    nn.closeFile(f.id(), BS);
+    // Registering again while live (its first answer was lost) is the same node.
+    assertEquals(a, nn.register(StorageClass.DRAM, "dram", "h:1", 4L * BS, false, 42)
+        .datanodeId());
+    clock.addAndGet(Duration.ofSeconds(11).toNanos());
+    nn.expireDatanodes();
+    // A restarted process (new incarnation), or one claiming none, does not get the old blocks.
+    int b = nn.register(StorageClass.DRAM, "dram", "h:1", 4L * BS, false, 43).datanodeId();
+    int c = nn.register(StorageClass.DRAM, "dram", "h:1", 4L * BS, false, 0).datanodeId();
+    assertNotEquals(a, b);
+    assertNotEquals(b, c);
+    assertTrue(nn.getBlocks(f.id(), 0, 1).get(0).lost());
+    // Nor does the same incarnation at another endpoint.
+    int d = nn.register(StorageClass.DRAM, "dram", "h:2", 4L * BS, false, 42).datanodeId();
+    assertNotEquals(a, d);
+    assertTrue(nn.getBlocks(f.id(), 0, 1).get(0).lost());
+  }
+
   private ClassUsage usage(StorageClass sc) {
     return nn.usage().stream().filter(u -> u.storageClass().equals(sc)).findFirst().orElseThrow();
   }

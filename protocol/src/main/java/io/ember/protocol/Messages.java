@@ -277,12 +277,26 @@ public final class Messages {
    * REGISTER_DATANODE: a data node offers {@code capacityBytes} of storage class {@code
    * storageClass}, reachable by clients of tier {@code tier} at {@code endpoint}. With {@code
    * trimOnFree}, freed blocks go back to the data node to be deallocated (through heartbeats)
-   * before they are reused. Answered by a {@link RegisterResponse}.
+   * before they are reused. {@code incarnation} names the storage's contents: a node that
+   * registers again with the incarnation it had (its heartbeats were late, not its data gone)
+   * gets its id and its blocks back; 0 claims nothing. Answered by a {@link RegisterResponse}.
    */
   public record RegisterRequest(
       StorageClass storageClass, String tier, String endpoint, long capacityBytes,
-      boolean trimOnFree)
+      boolean trimOnFree, long incarnation)
       implements Message {
+    /** A registration that claims no earlier contents. */
+    public RegisterRequest(StorageClass storageClass, String tier, String endpoint,
+        long capacityBytes, boolean trimOnFree) {
+      this(storageClass, tier, endpoint, capacityBytes, trimOnFree, 0);
+    }
+
+    /** The same registration for storage whose contents are {@code incarnation}. */
+    public RegisterRequest withIncarnation(long incarnation) {
+      return new RegisterRequest(storageClass, tier, endpoint, capacityBytes, trimOnFree,
+          incarnation);
+    }
+
     @Override
     public void encode(ByteBuf out) {
       out.writeByte(storageClass.id());
@@ -290,6 +304,7 @@ public final class Messages {
       Wire.writeString(out, endpoint);
       out.writeLong(capacityBytes);
       out.writeBoolean(trimOnFree);
+      out.writeLong(incarnation);
     }
 
     /** Reads the body. */
@@ -299,8 +314,9 @@ public final class Messages {
       String endpoint = Wire.readString(in, "endpoint", 1024);
       long capacity = Wire.readLong(in, "capacity", 0, Long.MAX_VALUE);
       boolean trim = Wire.readBoolean(in, "trim on free");
+      long incarnation = Wire.readLong(in, "incarnation", Long.MIN_VALUE, Long.MAX_VALUE);
       Wire.expectEnd(in, "REGISTER_DATANODE");
-      return new RegisterRequest(sc, tier, endpoint, capacity, trim);
+      return new RegisterRequest(sc, tier, endpoint, capacity, trim, incarnation);
     }
   }
 

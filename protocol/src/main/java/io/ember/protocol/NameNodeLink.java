@@ -16,8 +16,11 @@ import org.slf4j.LoggerFactory;
  * when the name node forgets it (a restart, or it was marked lost), and deallocates the blocks the
  * name node hands back for trimming. Shared by every kind of data node.
  *
- * <p>While {@code healthy} says no (an NVMf target that went away), no heartbeat is sent, so the
- * name node marks the node lost; once healthy again the node registers anew.
+ * <p>A node the name node marked lost only because its heartbeats were late (a stalled JVM, a
+ * loaded machine) registers again as the same node and gets its blocks back. While {@code
+ * healthy} says no (an NVMf target that went away), no heartbeat is sent, so the name node marks
+ * the node lost; once healthy again the node registers as a new node, since it cannot vouch
+ * for what the target holds.
  */
 public final class NameNodeLink implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(NameNodeLink.class);
@@ -26,6 +29,8 @@ public final class NameNodeLink implements AutoCloseable {
   private final HostPort namenode;
   private final RpcClients connections;
   private final Messages.RegisterRequest registration;
+  /** Names the contents this node serves; a new one when it cannot vouch for them any more. */
+  private volatile long incarnation = newIncarnation();
   private final Function<List<Long>, List<Long>> trimmer;
   private final BooleanSupplier healthy;
   private final ScheduledExecutorService timer;
@@ -87,8 +92,8 @@ public final class NameNodeLink implements AutoCloseable {
 
   private void register() throws EmberException {
     Messages.RegisterResponse r = Futures.await(connections.get(namenode, "name node")
-        .thenCompose(c -> c.call(MessageType.REGISTER_DATANODE, registration,
-            Messages.RegisterResponse::decode)));
+        .thenCompose(c -> c.call(MessageType.REGISTER_DATANODE,
+            registration.withIncarnation(incarnation), Messages.RegisterResponse::decode)));
     blockSize = r.blockSize();
     datanodeId = r.datanodeId();
     trimmed = List.of();
@@ -103,6 +108,8 @@ public final class NameNodeLink implements AutoCloseable {
           LOG.warn("{}: cannot serve its blocks; heartbeats stop until it can", name);
           datanodeId = -1;
         }
+        // Whatever comes back (a restarted target, say) may not hold what was written.
+        incarnation = newIncarnation();
         return;
       }
       if (datanodeId < 0) {
@@ -131,6 +138,14 @@ public final class NameNodeLink implements AutoCloseable {
     } catch (RuntimeException e) {
       LOG.error("{}: heartbeat failed", name, e);
     }
+  }
+
+  private static long newIncarnation() {
+    long n;
+    do {
+      n = java.util.concurrent.ThreadLocalRandom.current().nextLong();
+    } while (n == 0);
+    return n;
   }
 
   /** Stops heartbeats and closes the connection. Idempotent. */

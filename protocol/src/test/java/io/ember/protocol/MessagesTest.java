@@ -46,7 +46,7 @@ class MessagesTest {
           new Messages.ClassUsage(StorageClass.DRAM, 1 << 20, 100, 40, 2, 1))),
           (Decoder) Messages.DfResponse::decode},
       new Object[] {new Messages.RegisterRequest(StorageClass.DRAM, "dram", "h:1", 1L << 30,
-          true), (Decoder) Messages.RegisterRequest::decode},
+          true, -77L), (Decoder) Messages.RegisterRequest::decode},
       new Object[] {new Messages.RegisterResponse(4, 1 << 20, 1024),
           (Decoder) Messages.RegisterResponse::decode},
       new Object[] {new Messages.HeartbeatRequest(4, List.of(1L, 99L)),
