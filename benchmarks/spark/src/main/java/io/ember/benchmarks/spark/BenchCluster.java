@@ -18,6 +18,7 @@ final class BenchCluster implements AutoCloseable {
   private final String namenode;
   private final Path workDir;
   private final String master;
+  private final int executorMemoryMb;
 
   /**
    * @param namenode an Ember name node's host:port, or null to start a cluster here
@@ -30,6 +31,7 @@ final class BenchCluster implements AutoCloseable {
   BenchCluster(String namenode, String dram, String nvmfSize, Path workDir, int executors,
       int executorMemoryMb, String master) throws Exception {
     this.workDir = Files.createDirectories(workDir.toAbsolutePath());
+    this.executorMemoryMb = executorMemoryMb;
     if (namenode == null) {
       own = MiniCluster.builder().realTimeouts().dramDatanodes(1).dramCapacity(dram)
           .set(NvmfDataNodeKeys.EMBEDDED_FILE, this.workDir.resolve("nvmf-target.img").toString())
@@ -88,7 +90,9 @@ final class BenchCluster implements AutoCloseable {
         .set("spark.kryo.classesToRegister", TeraKey.class.getName() + ",[B")
         .set("spark.hadoop.ember.hadoop.storage-class", dataClass);
     if (master.startsWith("local-cluster")) {
-      conf.set("spark.home", System.getProperty("spark.test.home"))
+      // local-cluster's memory figure is each worker's; executors take spark.executor.memory.
+      conf.set("spark.executor.memory", executorMemoryMb + "m")
+          .set("spark.home", System.getProperty("spark.test.home"))
           .set("spark.test.home", System.getProperty("spark.test.home"))
           .set("spark.executor.extraClassPath", cp)
           .set("spark.driver.extraClassPath", cp);

@@ -21,6 +21,7 @@ import java.security.NoSuchAlgorithmException;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.HexFormat;
+import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import java.util.function.Consumer;
@@ -111,15 +112,22 @@ public final class Tpcds {
     return (int) Math.max(1, Math.min(256, (rows + 499_999) / 500_000));
   }
 
-  /** The rows of one chunk of a table. */
-  static List<Row> generateChunk(Table table, double scale, int chunks, int chunk) {
+  /** The rows of one chunk of a table, made as they are read. */
+  static Iterator<Row> generateChunk(Table table, double scale, int chunks, int chunk) {
     Session session = Session.getDefaultSession().withScale(scale).withParallelism(chunks)
         .withChunkNumber(chunk).withTable(table);
-    List<Row> rows = new ArrayList<>();
-    for (List<List<String>> r : Results.constructResults(table, session)) {
-      rows.add(toRow(table, r.get(0)));
-    }
-    return rows;
+    Iterator<List<List<String>>> results = Results.constructResults(table, session).iterator();
+    return new Iterator<>() {
+      @Override
+      public boolean hasNext() {
+        return results.hasNext();
+      }
+
+      @Override
+      public Row next() {
+        return toRow(table, results.next().get(0));
+      }
+    };
   }
 
   /**
@@ -136,7 +144,7 @@ public final class Tpcds {
       long t0 = System.nanoTime();
       JavaRDD<Row> rows = sc.parallelize(IntStream.rangeClosed(1, chunks).boxed()
               .collect(Collectors.toList()), chunks)
-          .flatMap(chunk -> generateChunk(table, scale, chunks, chunk).iterator());
+          .flatMap(chunk -> generateChunk(table, scale, chunks, chunk));
       spark.createDataFrame(rows, schema(table)).write().mode(SaveMode.Overwrite)
           .parquet(root + "/" + table.getName());
       progress.accept(String.format("generated %s (%d chunk%s) in %.1f s", table.getName(), chunks,
