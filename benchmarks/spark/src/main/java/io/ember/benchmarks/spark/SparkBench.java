@@ -44,7 +44,7 @@ public final class SparkBench {
   /** Where to run: the Ember cluster and the Spark cluster. */
   static final class ClusterOptions {
     @Option(names = "--namenode", paramLabel = "HOST:PORT",
-        description = "an Ember name node; default: start a cluster in this process")
+        description = "an Ember name node; the suite starts a cluster in its JVM without one")
     String namenode;
 
     @Option(names = "--dram", description = "DRAM capacity of the started cluster (default 6g)")
@@ -70,10 +70,29 @@ public final class SparkBench {
         description = "Ember storage class of input and output files (default nvmf)")
     String dataClass = "nvmf";
 
+    /** The cluster of a step run on its own: its data must outlive the command. */
+    BenchCluster openExisting() throws Exception {
+      if (namenode == null) {
+        throw new IllegalArgumentException("--namenode is needed: the data must outlive this "
+            + "command (start a cluster with bin/ember local --port 9060 --capacity 6g "
+            + "--nvmf-size 32g)");
+      }
+      return open();
+    }
+
     BenchCluster open() throws Exception {
       int mb = (int) (ConfigKey.parseSize(executorMemory) >> 20);
       return new BenchCluster(namenode, dram, nvmfSize, workDir, executors, mb, master);
     }
+  }
+
+  /** TeraSort's input and output directories. */
+  static final class TeraPaths {
+    @Option(names = "--input", description = "default /bench/terasort/input")
+    String input = "/bench/terasort/input";
+
+    @Option(names = "--output", description = "default /bench/terasort/output")
+    String output = "/bench/terasort/output";
   }
 
   static String describe(Tera.Summary s) {
@@ -98,7 +117,7 @@ public final class SparkBench {
     public Integer call() throws Exception {
       long records = ConfigKey.parseSize(size) / TeraRecords.RECORD;
       int parts = partitions != null ? partitions : Suite.partitionsFor(records);
-      try (BenchCluster c = cluster.open();
+      try (BenchCluster c = cluster.openExisting();
            SparkSession spark = c.session("teragen", Shuffle.SPARK, true, cluster.dataClass)) {
         long t0 = System.nanoTime();
         Tera.Summary s = Tera.generate(JavaSparkContext.fromSparkContext(spark.sparkContext()),
@@ -115,11 +134,7 @@ public final class SparkBench {
   static final class TeraSortCommand implements Callable<Integer> {
     @Mixin ClusterOptions cluster;
 
-    @Option(names = "--input", description = "default /bench/terasort/input")
-    String input = "/bench/terasort/input";
-
-    @Option(names = "--output", description = "default /bench/terasort/output")
-    String output = "/bench/terasort/output";
+    @Mixin TeraPaths paths;
 
     @Option(names = "--shuffle", description = "spark, ember-dram or ember-nvmf (default ember-dram)")
     String shuffle = "ember-dram";
@@ -129,13 +144,13 @@ public final class SparkBench {
 
     @Override
     public Integer call() throws Exception {
-      try (BenchCluster c = cluster.open();
+      try (BenchCluster c = cluster.openExisting();
            SparkSession spark = c.session("terasort", Shuffle.parse(shuffle), true,
                cluster.dataClass)) {
         JavaSparkContext sc = JavaSparkContext.fromSparkContext(spark.sparkContext());
         long t0 = System.nanoTime();
         try (Progress p = new Progress(sc, "terasort", System.out, 10_000)) {
-          Tera.sort(sc, c.uri(input), c.uri(output), partitions);
+          Tera.sort(sc, c.uri(paths.input), c.uri(paths.output), partitions);
         }
         System.out.printf("terasort (%s shuffle): %.1f s%n", shuffle,
             (System.nanoTime() - t0) / 1e9);
@@ -149,20 +164,16 @@ public final class SparkBench {
   static final class TeraValidateCommand implements Callable<Integer> {
     @Mixin ClusterOptions cluster;
 
-    @Option(names = "--input", description = "default /bench/terasort/input")
-    String input = "/bench/terasort/input";
-
-    @Option(names = "--output", description = "default /bench/terasort/output")
-    String output = "/bench/terasort/output";
+    @Mixin TeraPaths paths;
 
     @Override
     public Integer call() throws Exception {
-      try (BenchCluster c = cluster.open();
+      try (BenchCluster c = cluster.openExisting();
            SparkSession spark = c.session("teravalidate", Shuffle.SPARK, true,
                cluster.dataClass)) {
         JavaSparkContext sc = JavaSparkContext.fromSparkContext(spark.sparkContext());
-        Tera.Summary in = Tera.summarize(sc, c.uri(input));
-        Tera.Verdict v = Tera.validate(sc, c.uri(output), in);
+        Tera.Summary in = Tera.summarize(sc, c.uri(paths.input));
+        Tera.Verdict v = Tera.validate(sc, c.uri(paths.output), in);
         System.out.println("teravalidate: " + (v.ok() ? "OK, " : "FAILED, ") + v.detail());
         return v.ok() ? 0 : 2;
       }
@@ -182,7 +193,7 @@ public final class SparkBench {
 
     @Override
     public Integer call() throws Exception {
-      try (BenchCluster c = cluster.open();
+      try (BenchCluster c = cluster.openExisting();
            SparkSession spark = c.session("tpcds-gen", Shuffle.SPARK, true, cluster.dataClass)) {
         Tpcds.generate(spark, c.uri(dir != null ? dir : Suite.tpcdsDir(scale)), scale,
             line -> System.out.println("tpcds-gen: " + line));
@@ -214,7 +225,7 @@ public final class SparkBench {
     @Override
     public Integer call() throws Exception {
       PrintStream out = System.out;
-      try (BenchCluster c = cluster.open();
+      try (BenchCluster c = cluster.openExisting();
            SparkSession spark = c.session("tpcds", Shuffle.parse(shuffle), !noBroadcast,
                cluster.dataClass)) {
         Tpcds.register(spark, c.uri(dir != null ? dir : Suite.tpcdsDir(scale)));

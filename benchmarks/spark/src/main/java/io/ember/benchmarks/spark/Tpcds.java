@@ -58,11 +58,21 @@ public final class Tpcds {
         .collect(Collectors.toList());
   }
 
-  /** The Spark schema of a generated table, with Spark's TPC-DS types. */
+  /**
+   * Where the generator's column names differ from those of Spark's TPC-DS schema
+   * (spark-sql's {@code TPCDSSchema}), which the queries use; spec typos included.
+   */
+  private static final Map<String, String> SPARK_NAMES = Map.of(
+      "c_last_review_date_sk", "c_last_review_date",
+      "p_response_targe", "p_response_target",
+      "s_tax_percentage", "s_tax_precentage");
+
+  /** The Spark schema of a generated table, with Spark's TPC-DS names and types. */
   public static StructType schema(Table table) {
     List<StructField> fields = new ArrayList<>();
     for (Column c : table.getColumns()) {
-      fields.add(DataTypes.createStructField(c.getName(), sparkType(c.getType()), true));
+      fields.add(DataTypes.createStructField(SPARK_NAMES.getOrDefault(c.getName(), c.getName()),
+          sparkType(c.getType()), true));
     }
     return DataTypes.createStructType(fields);
   }
@@ -226,7 +236,7 @@ public final class Tpcds {
       List<Row> rows = spark.sql(query.sql()).collectAsList();
       double seconds = (System.nanoTime() - t0) / 1e9;
       return new Outcome(query.name(), seconds, rows.size(), digest(rows), null);
-    } catch (RuntimeException e) {
+    } catch (Exception e) { // AnalysisException is checked, and Scala throws it anyway
       String message = String.valueOf(e.getMessage()).lines().findFirst().orElse("");
       return new Outcome(query.name(), (System.nanoTime() - t0) / 1e9, -1, null,
           e.getClass().getSimpleName() + ": " + message);

@@ -51,6 +51,10 @@ class TpcdsTest {
     assertEquals(DataTypes.createDecimalType(7, 2), schema.apply("ss_sales_price").dataType());
     assertEquals(java.math.BigDecimal.class,
         rows.get(0).get(schema.fieldIndex("ss_sales_price")).getClass());
+    // Spark's names, which its queries use, where the generator spells them otherwise.
+    assertTrue(List.of(Tpcds.schema(Table.CUSTOMER).fieldNames()).contains("c_last_review_date"));
+    assertTrue(List.of(Tpcds.schema(Table.STORE).fieldNames()).contains("s_tax_precentage"));
+    assertTrue(List.of(Tpcds.schema(Table.PROMOTION).fieldNames()).contains("p_response_target"));
     List<Row> dates = rows(Tpcds.generateChunk(Table.DATE_DIM, 0.01, 1, 1));
     assertEquals(java.sql.Date.valueOf("1900-01-02"), dates.get(0).get(2));
   }
