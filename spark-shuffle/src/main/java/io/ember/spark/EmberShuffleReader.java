@@ -146,9 +146,24 @@ final class EmberShuffleReader<K, C> implements ShuffleReader<K, C> {
           }
           return false;
         }
-        current = open(segments.get(next++));
+        current = open(nextRun());
       }
       return true;
+    }
+
+    /** The next segments that are consecutive partitions of one map output. */
+    private List<Segment> nextRun() {
+      List<Segment> run = new ArrayList<>();
+      run.add(segments.get(next++));
+      while (next < segments.size()) {
+        ShuffleBlockId last = run.get(run.size() - 1).block();
+        ShuffleBlockId candidate = segments.get(next).block();
+        if (candidate.mapId() != last.mapId() || candidate.reduceId() != last.reduceId() + 1) {
+          break;
+        }
+        run.add(segments.get(next++));
+      }
+      return run;
     }
 
     @Override
@@ -160,8 +175,14 @@ final class EmberShuffleReader<K, C> implements ShuffleReader<K, C> {
       return current.next();
     }
 
-    private scala.collection.Iterator<Tuple2<Object, Object>> open(Segment s) {
-      ShuffleBlockId id = s.block();
+    /**
+     * Reads a run of segments: consecutive partitions of one map output, which lie side by side
+     * in its data file, so one read serves them all (a coalesced reduce task asks for many).
+     * Each partition is still checked against its own checksum and read as its own stream.
+     */
+    private scala.collection.Iterator<Tuple2<Object, Object>> open(List<Segment> run) {
+      Segment first = run.get(0);
+      ShuffleBlockId id = first.block();
       try {
         long t0 = System.nanoTime();
         ShuffleIndex index = indexes.get(id.mapId());
@@ -169,32 +190,58 @@ final class EmberShuffleReader<K, C> implements ShuffleReader<K, C> {
           index = ShuffleIndex.decode(readAll(Paths.child(dir, id.mapId() + ShuffleIndex.INDEX)));
           indexes.put(id.mapId(), index);
         }
-        int p = id.reduceId();
-        if (p >= index.partitions()) {
+        int lastPartition = run.get(run.size() - 1).block().reduceId();
+        if (lastPartition >= index.partitions()) {
           throw new IOException("map output " + id.mapId() + " has " + index.partitions()
-              + " partitions, not " + (p + 1));
+              + " partitions, not " + (lastPartition + 1));
         }
-        long from = index.offsets()[p];
-        int len = Math.toIntExact(index.offsets()[p + 1] - from);
+        long from = index.offsets()[id.reduceId()];
+        int len = Math.toIntExact(index.offsets()[lastPartition + 1] - from);
         byte[] bytes = new byte[len];
         try (EmberInputStream in = client.open(Paths.child(dir, id.mapId() + ShuffleIndex.DATA))) {
           in.readFully(from, bytes, 0, len);
         }
-        CRC32C crc = new CRC32C();
-        crc.update(bytes, 0, len);
-        if (crc.getValue() != index.checksums()[p]) {
-          throw new IOException("checksum mismatch in partition " + p + " of map output "
-              + id.mapId() + ": the bytes read are not the bytes written");
+        List<scala.collection.Iterator<Tuple2<Object, Object>>> parts = new ArrayList<>();
+        for (Segment s : run) {
+          int p = s.block().reduceId();
+          int offset = (int) (index.offsets()[p] - from);
+          int size = (int) (index.offsets()[p + 1] - index.offsets()[p]);
+          CRC32C crc = new CRC32C();
+          crc.update(bytes, offset, size);
+          if (crc.getValue() != index.checksums()[p]) {
+            throw new IOException("checksum mismatch in partition " + p + " of map output "
+                + id.mapId() + ": the bytes read are not the bytes written");
+          }
+          InputStream wrapped = SparkEnv.get().serializerManager().wrapStream(s.block(),
+              new ByteArrayInputStream(bytes, offset, size));
+          parts.add(serializer.deserializeStream(wrapped).asKeyValueIterator());
         }
         metrics.incFetchWaitTime((System.nanoTime() - t0) / 1_000_000);
-        metrics.incRemoteBlocksFetched(1);
+        metrics.incRemoteBlocksFetched(run.size());
         metrics.incRemoteBytesRead(len);
-        InputStream wrapped = SparkEnv.get().serializerManager().wrapStream(id,
-            new ByteArrayInputStream(bytes));
-        return serializer.deserializeStream(wrapped).asKeyValueIterator();
+        return CollectionConverters.asScala(new Iterator<Tuple2<Object, Object>>() {
+          private int at;
+
+          @Override
+          public boolean hasNext() {
+            while (at < parts.size() && !parts.get(at).hasNext()) {
+              at++;
+            }
+            return at < parts.size();
+          }
+
+          @Override
+          public Tuple2<Object, Object> next() {
+            if (!hasNext()) {
+              throw new NoSuchElementException();
+            }
+            return parts.get(at).next();
+          }
+        });
       } catch (IOException | ArithmeticException e) {
-        throw unchecked(new FetchFailedException(s.location(), id.shuffleId(), id.mapId(),
-            s.mapIndex(), id.reduceId(), "Ember shuffle: cannot read partition " + id.reduceId()
+        throw unchecked(new FetchFailedException(first.location(), id.shuffleId(), id.mapId(),
+            first.mapIndex(), id.reduceId(), "Ember shuffle: cannot read partitions "
+                + id.reduceId() + "-" + run.get(run.size() - 1).block().reduceId()
                 + " of map output " + id.mapId() + ": " + e.getMessage(), e));
       }
     }
