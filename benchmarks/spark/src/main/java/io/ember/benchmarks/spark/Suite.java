@@ -163,9 +163,9 @@ final class Suite implements Callable<Integer> {
       Tera.Verdict verdict = Tera.validate(sc, output, expected);
       out.println(what + ": teravalidate " + (verdict.ok() ? "OK" : "FAILED") + ": "
           + verdict.detail());
-      org.apache.hadoop.fs.Path out = new org.apache.hadoop.fs.Path(output);
-      FileSystem fs = out.getFileSystem(sc.hadoopConfiguration());
-      fs.delete(out, true);
+      org.apache.hadoop.fs.Path sorted = new org.apache.hadoop.fs.Path(output);
+      FileSystem fs = sorted.getFileSystem(sc.hadoopConfiguration());
+      fs.delete(sorted, true);
       if (kill && killer.victim() == null) {
         verdict = new Tera.Verdict(false, "no executor was killed");
       }

@@ -13,6 +13,7 @@ import java.util.List;
 import java.util.SplittableRandom;
 import java.util.stream.Collectors;
 import java.util.stream.LongStream;
+import java.util.zip.CRC32C;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.FileSystem;
@@ -26,6 +27,7 @@ import org.apache.hadoop.mapreduce.lib.input.FixedLengthInputFormat;
 import org.apache.spark.api.java.JavaNewHadoopRDD;
 import org.apache.spark.api.java.JavaPairRDD;
 import org.apache.spark.api.java.JavaSparkContext;
+import org.apache.spark.util.SerializableConfiguration;
 import scala.Tuple2;
 
 /**
@@ -91,22 +93,23 @@ public final class Tera {
     }
     List<Integer> ids = LongStream.range(0, partitions).mapToObj(i -> (int) i)
         .collect(Collectors.toList());
-    SerializableConf conf = new SerializableConf(sc.hadoopConfiguration());
+    SerializableConfiguration conf = new SerializableConfiguration(sc.hadoopConfiguration());
     return sc.parallelize(ids, partitions).map(p -> {
       long first = records * p / partitions;
       long end = records * (p + 1) / partitions;
       Path file = new Path(output, String.format("part-%05d", p));
       byte[] buf = new byte[TeraRecords.RECORD * 10_000];
       SplittableRandom rng = TeraRecords.randomFrom(seed, first);
+      CRC32C crc = new CRC32C();
       long checksum = 0;
       // A retried task overwrites what a failed attempt left.
-      try (OutputStream out = file.getFileSystem(conf.get()).create(file, true)) {
+      try (OutputStream out = file.getFileSystem(conf.value()).create(file, true)) {
         long row = first;
         while (row < end) {
           int n = (int) Math.min(10_000, end - row);
           for (int i = 0; i < n; i++) {
             TeraRecords.generate(buf, i * TeraRecords.RECORD, row + i, rng);
-            checksum += TeraRecords.checksum(buf, i * TeraRecords.RECORD);
+            checksum += TeraRecords.checksum(crc, buf, i * TeraRecords.RECORD);
           }
           out.write(buf, 0, n * TeraRecords.RECORD);
           row += n;
@@ -180,9 +183,10 @@ public final class Tera {
       long outOfOrder = 0;
       byte[] first = null;
       byte[] previous = new byte[TeraRecords.KEY];
+      CRC32C crc = new CRC32C();
       while (it.hasNext()) {
         byte[] record = it.next()._2.getBytes();
-        checksum += TeraRecords.checksum(record, 0);
+        checksum += TeraRecords.checksum(crc, record, 0);
         if (first == null) {
           first = Arrays.copyOf(record, TeraRecords.KEY);
         } else if (TeraRecords.compareKeys(previous, 0, record, 0) > 0) {
@@ -229,7 +233,16 @@ public final class Tera {
     Configuration conf = inputConf(sc, 128L << 20);
     return sc.newAPIHadoopFile(input, FixedLengthInputFormat.class, LongWritable.class,
             BytesWritable.class, conf)
-        .map(r -> new Summary(1, TeraRecords.checksum(r._2.getBytes(), 0)))
+        .mapPartitions(records -> {
+          CRC32C crc = new CRC32C();
+          long n = 0;
+          long checksum = 0;
+          while (records.hasNext()) {
+            checksum += TeraRecords.checksum(crc, records.next()._2.getBytes(), 0);
+            n++;
+          }
+          return List.of(new Summary(n, checksum)).iterator();
+        })
         .fold(new Summary(0, 0), Summary::plus);
   }
 
@@ -266,31 +279,5 @@ public final class Tera {
       throw new IOException("no records to sample under " + input);
     }
     return keys;
-  }
-
-  /** Hadoop's Configuration is not serializable; this carries it to tasks. */
-  static final class SerializableConf implements Serializable {
-    private static final long serialVersionUID = 1L;
-    private transient Configuration conf;
-
-    SerializableConf(Configuration conf) {
-      this.conf = conf;
-    }
-
-    Configuration get() {
-      return conf;
-    }
-
-    private void writeObject(java.io.ObjectOutputStream out) throws IOException {
-      out.defaultWriteObject();
-      conf.write(out);
-    }
-
-    private void readObject(java.io.ObjectInputStream in) throws IOException,
-        ClassNotFoundException {
-      in.defaultReadObject();
-      conf = new Configuration(false);
-      conf.readFields(in);
-    }
   }
 }
