@@ -1,11 +1,13 @@
 package io.ember.benchmarks;
 
+import io.ember.client.ClientKeys;
 import io.ember.client.CreateOptions;
 import io.ember.client.EmberClient;
 import io.ember.client.EmberInputStream;
 import io.ember.client.EmberOutputStream;
 import io.ember.datanode.dram.DramDataNodeKeys;
 import io.ember.minicluster.MiniCluster;
+import io.ember.namenode.NameNodeKeys;
 import io.ember.protocol.ConfigKey;
 import io.ember.protocol.EmberConfig;
 import io.ember.protocol.EmberKeys;
@@ -15,6 +17,8 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
+import java.util.TreeMap;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -61,6 +65,11 @@ public final class BenchCommand implements Callable<Integer> {
       defaultValue = "20")
   int warmupSeconds;
 
+  @Option(names = {"-D", "--set"}, paramLabel = "KEY=VALUE", description = "an Ember setting "
+      + "for the cluster started here and the client, e.g. -D ember.client.read-ahead=16m "
+      + "(repeatable)")
+  Map<String, String> settings = new TreeMap<>();
+
   @CommandLine.Spec CommandLine.Model.CommandSpec spec;
 
   private PrintWriter out;
@@ -76,17 +85,32 @@ public final class BenchCommand implements Callable<Integer> {
       throw new CommandLine.ParameterException(spec.commandLine(),
           "--rounds and --ops must be positive and --size at least 1m");
     }
+    EmberConfig overrides = EmberConfig.of(settings);
+    List<ConfigKey<?>> known = new ArrayList<>(EmberKeys.ALL);
+    known.addAll(ClientKeys.ALL);
+    known.addAll(NameNodeKeys.ALL);
+    known.addAll(DramDataNodeKeys.ALL);
+    List<String> unknown = overrides.unknownKeys(known);
+    if (!unknown.isEmpty()) {
+      throw new CommandLine.ParameterException(spec.commandLine(),
+          "unknown setting(s) " + unknown + "; see conf/ember.properties.template");
+    }
+    try {
+      overrides.validate(known);
+    } catch (IllegalArgumentException e) {
+      throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
+    }
     MiniCluster cluster = null;
     EmberConfig config;
     if (namenode == null) {
       long capacity = bytes + (64L << 20);
       cluster = MiniCluster.builder().set(DramDataNodeKeys.CAPACITY, Long.toString(capacity))
-          .set(EmberKeys.IO_THREADS, "0").build();
+          .set(EmberKeys.IO_THREADS, "0").config(overrides).build();
       config = cluster.config();
       note("started an in-process cluster: name node " + cluster.namenodeAddress()
           + ", 1 DRAM data node of " + ConfigKey.formatSize(capacity));
     } else {
-      config = EmberConfig.defaults().with(EmberKeys.NAMENODE_ADDRESS, namenode);
+      config = overrides.with(EmberKeys.NAMENODE_ADDRESS, namenode);
     }
     try (EmberClient client = EmberClient.connect(config)) {
       String dir = "/bench-" + ProcessHandle.current().pid() + "-" + System.nanoTime();
@@ -123,7 +147,7 @@ public final class BenchCommand implements Callable<Integer> {
     double[] rawW = new double[rounds];
     double[] rawR = new double[rounds];
     String label = opSize >= (1 << 20) ? (opSize >> 20) + " MiB" : (opSize >> 10) + " KiB";
-    try (RawSocketBaseline raw = new RawSocketBaseline()) {
+    try (RawSocketBaseline raw = new RawSocketBaseline(bytes)) {
       // Warm-up rounds run until --warmup seconds have passed and are not counted: on two cores the
       // JIT needs gigabytes of traffic through Ember's deeper stack before it stops recompiling,
       // and until then the rounds measure the compiler as much as the code.
@@ -160,6 +184,9 @@ public final class BenchCommand implements Callable<Integer> {
         }
         long t3 = System.nanoTime();
         client.delete(path, false);
+        note(String.format(Locale.ROOT, "throughput %s ops, %s: write %.0f vs raw %.0f MiB/s, "
+            + "read %.0f vs raw %.0f MiB/s", label, round, mibPerSec(bytes, t1 - t0), rw,
+            mibPerSec(bytes, t3 - t2), rr));
         if (!warmup) {
           rawW[r] = rw;
           rawR[r] = rr;
@@ -272,8 +299,9 @@ public final class BenchCommand implements Callable<Integer> {
     for (String[] r : rows) {
       out.printf(Locale.ROOT, f, (Object[]) r);
     }
-    out.println("baselines: throughput = raw blocking socket over loopback moving the same bytes"
-        + " in the same op size; metadata = no-op RPC round trip to the name node, alternated"
+    out.println("baselines: throughput = raw socket over loopback moving the same bytes in the"
+        + " same op size, its server sending from and receiving into direct memory the size of"
+        + " the data; metadata = no-op RPC round trip to the name node, alternated"
         + " call by call with the measured operation.");
     out.println("figures are medians of " + rounds + " round(s), after " + warmupSeconds
         + " s of warm-up traffic per throughput measure.");

@@ -223,4 +223,19 @@ class EmberCliTest {
     assertTrue(r.out().contains("lookup, 2 threads"), r.out());
     assertTrue(r.err().contains("bench: throughput 1 MiB ops, round 1/1"), r.err());
   }
+
+  @Test
+  void benchTakesSettingsAndRefusesUnknownOnes() {
+    Result ok = run("bench", "--size", "2m", "--rounds", "1", "--warmup", "0", "--only",
+        "throughput", "-D", "ember.client.read-ahead=0");
+    assertEquals(0, ok.code(), ok.err());
+    assertTrue(ok.out().contains("read 1 MiB ops"), ok.out());
+    Result unknown = run("bench", "-D", "ember.client.read-ahaed=0");
+    assertEquals(EmberCli.USAGE_ERROR, unknown.code(), unknown.err());
+    assertTrue(unknown.err().contains("unknown setting(s) [ember.client.read-ahaed]"),
+        unknown.err());
+    Result bad = run("bench", "-D", "ember.client.read-ahead=lots");
+    assertEquals(EmberCli.USAGE_ERROR, bad.code(), bad.err());
+    assertTrue(bad.err().contains("ember.client.read-ahead"), bad.err());
+  }
 }
