@@ -222,6 +222,10 @@ public final class SparkBench {
     @Option(names = "--queries", description = "a regex of query names (default: all)")
     String queries = ".*";
 
+    @Option(names = "--repeat", description = "runs of each query; the median time is printed "
+        + "(default 1)")
+    int repeat = 1;
+
     @Override
     public Integer call() throws Exception {
       PrintStream out = System.out;
@@ -232,7 +236,7 @@ public final class SparkBench {
         int failed = 0;
         for (Tpcds.Query q : Tpcds.queries()) {
           if (q.name().matches(queries)) {
-            Tpcds.Outcome o = Tpcds.run(spark, q);
+            Tpcds.Outcome o = Tpcds.run(spark, q, repeat);
             out.printf("%-5s %8.2f s %6d rows %s%n", o.query(), o.seconds(), o.rows(),
                 o.error() == null ? o.digest() : o.error());
             failed += o.error() == null ? 0 : 1;

@@ -48,6 +48,10 @@ final class Suite implements Callable<Integer> {
       + "driver's query planning is compiled before the first measured run (default 20)")
   int tpcdsWarmup = 20;
 
+  @Option(names = "--tpcds-repeat", description = "runs of each TPC-DS query per shuffle; the "
+      + "median time counts (default 1)")
+  int tpcdsRepeat = 1;
+
   @Option(names = "--no-kill", description = "skip the TeraSort pair that loses an executor")
   boolean noKill;
 
@@ -69,6 +73,9 @@ final class Suite implements Callable<Integer> {
     if (modes.isEmpty() || modes.get(0) != Shuffle.SPARK) {
       throw new IllegalArgumentException("--shuffles must start with spark: the ratios are "
           + "against Spark's own shuffle");
+    }
+    if (tpcdsRepeat < 1) {
+      throw new IllegalArgumentException("--tpcds-repeat must be at least 1");
     }
     boolean failed = false;
     try (BenchCluster c = cluster.open()) {
@@ -222,7 +229,7 @@ final class Suite implements Callable<Integer> {
           Tpcds.register(spark, root);
           int i = 0;
           for (Tpcds.Query q : selected) {
-            Tpcds.Outcome o = Tpcds.run(spark, q);
+            Tpcds.Outcome o = Tpcds.run(spark, q, tpcdsRepeat);
             outcomes.add(o);
             out.printf("tpcds %s: %s %.2f s (%d/%d)%s%n", label, o.query(), o.seconds(), ++i,
                 selected.size(), o.error() == null ? "" : " FAILED: " + o.error());
@@ -252,8 +259,9 @@ final class Suite implements Callable<Integer> {
   /** Adds one broadcast setting's TPC-DS table to the report; false if any result differed. */
   private boolean summarize(Map<Shuffle, List<Tpcds.Outcome>> byMode, boolean joins) {
     List<Tpcds.Outcome> base = byMode.get(Shuffle.SPARK);
-    report.add(String.format("TPC-DS SF%s, %d queries, broadcast joins %s:", tpcdsScale,
-        base.size(), joins ? "on" : "off"));
+    report.add(String.format("TPC-DS SF%s, %d queries, broadcast joins %s%s:", tpcdsScale,
+        base.size(), joins ? "on" : "off",
+        tpcdsRepeat > 1 ? ", median of " + tpcdsRepeat + " runs per query" : ""));
     report.add("");
     report.add("| shuffle | total time | Spark's total / this | geometric mean of per-query "
         + "ratios (this / Spark's) | queries > 1.10 of Spark's time | slowest ratio | "

@@ -244,6 +244,46 @@ public final class Tpcds {
   }
 
   /**
+   * Runs the query {@code times} times in a row and reports the median time, so one slow run (a
+   * collection, a scheduling hiccup on a small machine) does not decide a query's figure.
+   *
+   * @return the median run's outcome; the first failure, if any run failed; an error naming the
+   *     runs when two runs' results differ
+   * @throws IllegalArgumentException when {@code times} is below 1
+   */
+  public static Outcome run(SparkSession spark, Query query, int times) {
+    if (times < 1) {
+      throw new IllegalArgumentException("a query runs at least once, not " + times + " times");
+    }
+    List<Outcome> runs = new ArrayList<>(times);
+    for (int i = 0; i < times && (runs.isEmpty() || runs.get(i - 1).error() == null); i++) {
+      runs.add(run(spark, query));
+    }
+    return median(runs);
+  }
+
+  /**
+   * One outcome for several runs of a query: the first failure if a run failed, an error naming
+   * the runs when two runs' results differ, and otherwise the run of median time.
+   */
+  static Outcome median(List<Outcome> runs) {
+    Outcome first = runs.get(0);
+    for (int i = 0; i < runs.size(); i++) {
+      Outcome o = runs.get(i);
+      if (o.error() != null) {
+        return o;
+      }
+      if (!o.digest().equals(first.digest())) {
+        return new Outcome(o.query(), o.seconds(), o.rows(), null, "run " + (i + 1) + " gave "
+            + o.digest() + ", run 1 gave " + first.digest());
+      }
+    }
+    List<Outcome> byTime = new ArrayList<>(runs);
+    byTime.sort(java.util.Comparator.comparingDouble(Outcome::seconds));
+    return byTime.get(byTime.size() / 2);
+  }
+
+  /**
    * A digest of a result that does not depend on row order, and ignores the last digits of
    * floating point values, which change with the order Spark happens to add them in.
    */

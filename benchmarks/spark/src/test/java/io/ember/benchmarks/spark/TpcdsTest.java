@@ -2,6 +2,7 @@ package io.ember.benchmarks.spark;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.trino.tpcds.Table;
@@ -83,6 +84,26 @@ class TpcdsTest {
   }
 
   @Test
+  void aQueryRunsAtLeastOnce() {
+    Tpcds.Query q = new Tpcds.Query("q1", "select 1");
+    assertThrows(IllegalArgumentException.class, () -> Tpcds.run(null, q, 0));
+  }
+
+  @Test
+  void repeatedRunsCountTheMedianAndMustAgree() {
+    Tpcds.Outcome fast = new Tpcds.Outcome("q1", 1.0, 5, "aa", null);
+    Tpcds.Outcome mid = new Tpcds.Outcome("q1", 2.0, 5, "aa", null);
+    Tpcds.Outcome slow = new Tpcds.Outcome("q1", 9.0, 5, "aa", null);
+    assertEquals(mid, Tpcds.median(List.of(slow, fast, mid)));
+    assertEquals(fast, Tpcds.median(List.of(fast)));
+    Tpcds.Outcome other = new Tpcds.Outcome("q1", 1.5, 5, "bb", null);
+    String error = Tpcds.median(List.of(fast, other, mid)).error();
+    assertEquals("run 2 gave bb, run 1 gave aa", error);
+    Tpcds.Outcome failed = new Tpcds.Outcome("q1", 0.1, -1, null, "boom");
+    assertEquals(failed, Tpcds.median(List.of(fast, failed)));
+  }
+
+  @Test
   void queriesGiveTheSameResultsOnEmbersShuffle() throws Exception {
     List<Tpcds.Query> some = new ArrayList<>();
     for (Tpcds.Query q : Tpcds.queries()) {
@@ -96,19 +117,20 @@ class TpcdsTest {
       try (SparkSession spark = cluster.session("gen", Shuffle.SPARK, true, "nvmf")) {
         Tpcds.generate(spark, root, 0.01, line -> { });
       }
-      List<String> spark = run(cluster, root, Shuffle.SPARK, some);
-      List<String> ember = run(cluster, root, Shuffle.EMBER_DRAM, some);
+      List<String> spark = run(cluster, root, Shuffle.SPARK, some, 1);
+      // Twice each: repeated runs must agree with each other as well as with Spark's shuffle.
+      List<String> ember = run(cluster, root, Shuffle.EMBER_DRAM, some, 2);
       assertEquals(spark, ember);
     }
   }
 
   private static List<String> run(BenchCluster cluster, String root, Shuffle shuffle,
-      List<Tpcds.Query> queries) throws Exception {
+      List<Tpcds.Query> queries, int times) throws Exception {
     List<String> digests = new ArrayList<>();
     try (SparkSession spark = cluster.session("tpcds", shuffle, false, "nvmf")) {
       Tpcds.register(spark, root);
       for (Tpcds.Query q : queries) {
-        Tpcds.Outcome o = Tpcds.run(spark, q);
+        Tpcds.Outcome o = Tpcds.run(spark, q, times);
         assertNull(o.error(), q.name());
         assertTrue(o.rows() > 0, q.name() + " returned nothing");
         digests.add(q.name() + " " + o.digest());
