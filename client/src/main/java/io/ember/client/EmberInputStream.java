@@ -105,6 +105,16 @@ public final class EmberInputStream extends InputStream {
     }
     int total = 0;
     while (len > 0 && position < length) {
+      if (len >= chunkSize && position % chunkSize == 0 && !covers(position)) {
+        // A whole chunk for the caller: the network thread copies it into b as it arrives, so a
+        // large read keeps two threads busy (sender and receiver), not three.
+        int n = readChunkInto(b, off);
+        position += n;
+        off += n;
+        len -= n;
+        total += n;
+        continue;
+      }
       ByteBuf chunk = chunkAt(position);
       int inChunk = (int) (position - currentStart);
       int n = Math.min(len, chunk.readableBytes() - inChunk);
@@ -292,15 +302,62 @@ public final class EmberInputStream extends InputStream {
     }
   }
 
+  private boolean covers(long pos) {
+    return current != null && pos >= currentStart && pos < currentStart + current.readableBytes();
+  }
+
   private ByteBuf chunkAt(long pos) throws IOException {
-    if (current != null && pos >= currentStart && pos < currentStart + current.readableBytes()) {
+    if (covers(pos)) {
       return current;
     }
+    Chunk next = takeChunk(pos - pos % chunkSize);
+    ByteBuf buf = client.await(next.data());
+    current = buf;
+    currentStart = next.start();
+    fillAhead();
+    return buf;
+  }
+
+  /**
+   * Copies the whole chunk at the position into {@code b} at {@code off} and returns its length.
+   * The copy runs on whichever thread completes the fetch; a read that gives up waiting (a
+   * timeout) first claims the copy, so no bytes land in {@code b} after this returns.
+   */
+  private int readChunkInto(byte[] b, int off) throws IOException {
+    Chunk next = takeChunk(position);
+    currentStart = next.start();
+    fillAhead();
+    java.util.concurrent.atomic.AtomicBoolean claimed =
+        new java.util.concurrent.atomic.AtomicBoolean();
+    CompletableFuture<Integer> copied = next.data().thenApply(buf -> {
+      try {
+        if (!claimed.compareAndSet(false, true)) {
+          return -1;
+        }
+        int n = buf.readableBytes();
+        buf.getBytes(buf.readerIndex(), b, off, n);
+        return n;
+      } finally {
+        buf.release();
+      }
+    });
+    try {
+      return client.await(copied);
+    } catch (EmberException e) {
+      if (!claimed.compareAndSet(false, true)) {
+        // The copy started just as the wait gave up: let it finish before b goes back.
+        copied.join();
+      }
+      throw e;
+    }
+  }
+
+  /** Drops the current chunk and read-ahead before {@code start} and takes the chunk there. */
+  private Chunk takeChunk(long start) {
     if (current != null) {
       current.release();
       current = null;
     }
-    long start = pos - pos % chunkSize;
     while (!ahead.isEmpty() && ahead.peekFirst().start() < start) {
       ahead.pollFirst().discard();
     }
@@ -311,12 +368,7 @@ public final class EmberInputStream extends InputStream {
       ahead.add(new Chunk(start, fetch(start, chunkLength(start))));
     }
     fillAhead();
-    Chunk next = ahead.pollFirst();
-    ByteBuf buf = client.await(next.data());
-    current = buf;
-    currentStart = next.start();
-    fillAhead();
-    return buf;
+    return ahead.pollFirst();
   }
 
   private void fillAhead() {

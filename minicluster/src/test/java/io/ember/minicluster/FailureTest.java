@@ -5,8 +5,10 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.ember.client.ClientKeys;
 import io.ember.client.CreateOptions;
 import io.ember.client.EmberClient;
+import io.ember.client.EmberInputStream;
 import io.ember.client.EmberOutputStream;
 import io.ember.datanode.dram.DramDataNode;
 import io.ember.namenode.NameNodeKeys;
@@ -22,6 +24,7 @@ import java.net.InetAddress;
 import java.net.ServerSocket;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Random;
 import org.junit.jupiter.api.AfterEach;
@@ -126,6 +129,31 @@ class FailureTest {
     byte[] after = data(200_000, 99);
     write(reader, "/after", after);
     assertArrayEquals(after, read(reader, "/after"));
+  }
+
+  @Test
+  void dataNodeDyingMidReadOfWholeBlocksFailsTheReadNamingBlockAndNode() throws Exception {
+    start(1, "8m");
+    byte[] content = data(10 * 65536, 5);
+    EmberClient writer = cluster.newClient();
+    write(writer, "/big", content);
+    int victimId = cluster.datanodes().get(0).datanodeId();
+    // No read-ahead, so the blocks after the first are fetched only once the node is gone.
+    EmberClient reader = cluster.newClient(EmberConfig.defaults()
+        .with(ClientKeys.READ_AHEAD, "0"));
+    try (EmberInputStream in = reader.open("/big")) {
+      byte[] block = new byte[65536];
+      assertEquals(65536, in.read(block, 0, block.length));
+      assertArrayEquals(Arrays.copyOf(content, 65536), block);
+      cluster.killDatanode(0);
+      long t0 = System.nanoTime();
+      EmberException e = assertThrows(EmberException.class,
+          () -> in.read(block, 0, block.length));
+      assertTrue(e.getMessage().contains("block 1 of /big"), e.getMessage());
+      assertTrue(e.getMessage().contains("data node " + victimId), e.getMessage());
+      assertTrue(System.nanoTime() - t0 < Duration.ofSeconds(3).toNanos());
+      assertArrayEquals(Arrays.copyOf(content, 65536), block, "a failed read wrote the array");
+    }
   }
 
   @Test

@@ -90,6 +90,29 @@ abstract class FileBehaviourTest {
   }
 
   @Test
+  void readsOfWholeBlocksAndOfPiecesMixedReturnTheRightBytes() throws Exception {
+    byte[] data = random(11, 10 * 65536 + 777);
+    String path = "/rw/mixed-reads";
+    try (EmberOutputStream out = client.create(path, options().withCreateParents(true))) {
+      out.write(data);
+    }
+    // Lengths that start mid-block, end on a boundary, cover whole blocks in one call (the
+    // stream hands those to the network thread to copy), and run past the end.
+    int[] lengths = {100, 65436, 2 * 65536, 65536, 3000, 62536, 65537, 1 << 20};
+    byte[] got = new byte[data.length];
+    try (EmberInputStream in = client.open(path)) {
+      int at = 0;
+      for (int len : lengths) {
+        int n = in.readNBytes(got, at, Math.min(len, got.length - at));
+        at += n;
+      }
+      assertEquals(data.length, at);
+      assertEquals(-1, in.read());
+    }
+    assertArrayEquals(data, got);
+  }
+
+  @Test
   void bufferedStreamTakesSingleBytesAndSmallWrites() throws Exception {
     byte[] data = random(7, 300_000);
     try (EmberOutputStream out = client.createBuffered("/rw/buffered", options())) {
