@@ -29,6 +29,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.ServiceLoader;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
 
 /**
@@ -276,15 +277,31 @@ public final class EmberClient implements AutoCloseable {
    * @throws EmberException NOT_FOUND, or NOT_A_FILE for a directory or multifile
    */
   public EmberInputStream open(String path) throws EmberException {
-    String canonical = Paths.normalize(path);
-    NodeStatus st = lookup(canonical);
-    if (!st.isFile()) {
-      throw new EmberException(ErrorCode.NOT_A_FILE, canonical + " is a "
-          + st.type().name().toLowerCase() + ", not a file"
-          + (st.type() == NodeType.MULTIFILE ? " (use openMultiFile)" : ""));
+    return await(openAsync(path));
+  }
+
+  /**
+   * Opens a file for reading without waiting, so a caller can open many at once; otherwise as
+   * {@link #open}.
+   *
+   * @return fails with NOT_FOUND or INVALID_PATH, or NOT_A_FILE for a directory or multifile
+   */
+  public CompletableFuture<EmberInputStream> openAsync(String path) {
+    String canonical;
+    try {
+      canonical = Paths.normalize(path);
+    } catch (EmberException e) {
+      return CompletableFuture.failedFuture(e);
     }
-    return new EmberInputStream(this, canonical, st, transferSize,
-        config.get(ClientKeys.READ_AHEAD));
+    return lookupAsync(canonical).thenApply(st -> {
+      if (!st.isFile()) {
+        throw new CompletionException(new EmberException(ErrorCode.NOT_A_FILE, canonical
+            + " is a " + st.type().name().toLowerCase() + ", not a file"
+            + (st.type() == NodeType.MULTIFILE ? " (use openMultiFile)" : "")));
+      }
+      return new EmberInputStream(this, canonical, st, transferSize,
+          config.get(ClientKeys.READ_AHEAD));
+    });
   }
 
   /**

@@ -3,16 +3,21 @@ package io.ember.spark;
 import io.ember.client.EmberClient;
 import io.ember.client.EmberInputStream;
 import io.ember.protocol.EmberException;
+import io.ember.protocol.Futures;
 import io.ember.protocol.Paths;
 import java.io.ByteArrayInputStream;
 import java.io.IOException;
 import java.io.InputStream;
+import java.nio.ByteBuffer;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import java.util.NoSuchElementException;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 import java.util.zip.CRC32C;
 import org.apache.spark.InterruptibleIterator;
 import org.apache.spark.ShuffleDependency;
@@ -64,8 +69,8 @@ final class EmberShuffleReader<K, C> implements ShuffleReader<K, C> {
     this.metrics = metrics;
   }
 
-  /** One partition of one map output to read. */
-  private record Segment(BlockManagerId location, ShuffleBlockId block, int mapIndex) {}
+  /** One partition of one map output to read, of the size its map task reported. */
+  private record Segment(BlockManagerId location, ShuffleBlockId block, long size, int mapIndex) {}
 
   @Override
   @SuppressWarnings("unchecked")
@@ -84,7 +89,8 @@ final class EmberShuffleReader<K, C> implements ShuffleReader<K, C> {
       scala.collection.Iterator<Tuple3<BlockId, Object, Object>> blocks = e._2().iterator();
       while (blocks.hasNext()) {
         Tuple3<BlockId, Object, Object> b = blocks.next();
-        segments.add(new Segment(e._1(), (ShuffleBlockId) b._1(), (Integer) b._3()));
+        segments.add(new Segment(e._1(), (ShuffleBlockId) b._1(), (Long) b._2(),
+            (Integer) b._3()));
       }
     }
     String root = env.conf().get(ShuffleDataIOUtils.SHUFFLE_SPARK_CONF_PREFIX()
@@ -98,7 +104,7 @@ final class EmberShuffleReader<K, C> implements ShuffleReader<K, C> {
     SerializerInstance serializer = dep.serializer().newInstance();
     Iterator<Product2<Object, Object>> records =
         new RecordIterator(client, EmberShuffleDataIO.shuffleDir(root, shuffleId), segments,
-            serializer);
+            serializer, env.conf().getSizeAsBytes("spark.reducer.maxSizeInFlight", "48m"));
     scala.collection.Iterator<Product2<K, C>> it =
         new InterruptibleIterator<>(context,
             (scala.collection.Iterator) CollectionConverters.asScala(records));
@@ -117,53 +123,90 @@ final class EmberShuffleReader<K, C> implements ShuffleReader<K, C> {
     return it instanceof InterruptibleIterator ? it : new InterruptibleIterator<>(context, it);
   }
 
-  /** Records of the segments, one segment at a time. */
+  /**
+   * Records of the segments, a run of them at a time. Runs are fetched ahead of use, up to
+   * Spark's {@code spark.reducer.maxSizeInFlight} bytes at once, so that a reduce task reading
+   * many small map outputs waits for one round trip's worth of them rather than for each in turn.
+   */
   private final class RecordIterator implements Iterator<Product2<Object, Object>> {
+    /** Runs in flight at most, however small: each holds two open files on the way. */
+    private static final int MAX_RUNS_IN_FLIGHT = 64;
+
     private final EmberClient client;
     private final String dir;
-    private final List<Segment> segments;
+    private final List<List<Segment>> runs;
     private final SerializerInstance serializer;
-    private final Map<Long, ShuffleIndex> indexes = new HashMap<>();
-    private int next;
+    private final long maxBytesInFlight;
+    private final Map<Long, CompletableFuture<ShuffleIndex>> indexes = new HashMap<>();
+    private final ArrayDeque<Pending> pending = new ArrayDeque<>();
+    private int issued;
+    private long bytesInFlight;
     private scala.collection.Iterator<Tuple2<Object, Object>> current;
     private boolean merged;
 
+    /** A run's fetch under way, and the bytes it counts against the window. */
+    private record Pending(List<Segment> run, long size, CompletableFuture<Fetched> data) {}
+
+    /** A run's bytes: partitions {@code run}'s first to last, starting at {@code from}. */
+    private record Fetched(ShuffleIndex index, long from, byte[] bytes) {}
+
     RecordIterator(EmberClient client, String dir, List<Segment> segments,
-        SerializerInstance serializer) {
+        SerializerInstance serializer, long maxBytesInFlight) {
       this.client = client;
       this.dir = dir;
-      this.segments = segments;
+      this.runs = runs(segments);
       this.serializer = serializer;
+      this.maxBytesInFlight = maxBytesInFlight;
     }
 
     @Override
     public boolean hasNext() {
       while (current == null || !current.hasNext()) {
-        if (next >= segments.size()) {
+        fetchAhead();
+        if (pending.isEmpty()) {
           if (!merged) {
             merged = true;
             context.taskMetrics().mergeShuffleReadMetrics();
           }
           return false;
         }
-        current = open(nextRun());
+        current = open(pending.poll());
       }
       return true;
     }
 
-    /** The next segments that are consecutive partitions of one map output. */
-    private List<Segment> nextRun() {
-      List<Segment> run = new ArrayList<>();
-      run.add(segments.get(next++));
-      while (next < segments.size()) {
-        ShuffleBlockId last = run.get(run.size() - 1).block();
-        ShuffleBlockId candidate = segments.get(next).block();
-        if (candidate.mapId() != last.mapId() || candidate.reduceId() != last.reduceId() + 1) {
-          break;
+    /**
+     * The segments grouped into runs of consecutive partitions of one map output, which lie side
+     * by side in its data file, so one read serves each run (a coalesced reduce task asks for
+     * many).
+     */
+    private static List<List<Segment>> runs(List<Segment> segments) {
+      List<List<Segment>> runs = new ArrayList<>();
+      List<Segment> run = null;
+      for (Segment s : segments) {
+        ShuffleBlockId last = run == null ? null : run.get(run.size() - 1).block();
+        if (last == null || s.block().mapId() != last.mapId()
+            || s.block().reduceId() != last.reduceId() + 1) {
+          run = new ArrayList<>();
+          runs.add(run);
         }
-        run.add(segments.get(next++));
+        run.add(s);
       }
-      return run;
+      return runs;
+    }
+
+    /** Starts fetching runs until the window is full; at least one when none is in flight. */
+    private void fetchAhead() {
+      while (issued < runs.size() && pending.size() < MAX_RUNS_IN_FLIGHT) {
+        List<Segment> run = runs.get(issued);
+        long size = run.stream().mapToLong(Segment::size).sum();
+        if (!pending.isEmpty() && bytesInFlight + size > maxBytesInFlight) {
+          return;
+        }
+        issued++;
+        bytesInFlight += size;
+        pending.add(new Pending(run, size, fetch(run)));
+      }
     }
 
     @Override
@@ -175,50 +218,88 @@ final class EmberShuffleReader<K, C> implements ShuffleReader<K, C> {
       return current.next();
     }
 
+    /** Reads a run's index (once per map output) and its bytes, without waiting. */
+    private CompletableFuture<Fetched> fetch(List<Segment> run) {
+      ShuffleBlockId id = run.get(0).block();
+      int lastPartition = run.get(run.size() - 1).block().reduceId();
+      CompletableFuture<ShuffleIndex> index = indexes.computeIfAbsent(id.mapId(), mapId ->
+          readWhole(Paths.child(dir, mapId + ShuffleIndex.INDEX)).thenApply(bytes -> {
+            try {
+              return ShuffleIndex.decode(bytes);
+            } catch (IOException e) {
+              throw new CompletionException(e);
+            }
+          }));
+      CompletableFuture<EmberInputStream> data =
+          client.openAsync(Paths.child(dir, id.mapId() + ShuffleIndex.DATA));
+      CompletableFuture<Fetched> fetched = index.thenCombine(data, Map::entry).thenCompose(e -> {
+        ShuffleIndex ix = e.getKey();
+        if (lastPartition >= ix.partitions()) {
+          throw new CompletionException(new IOException("map output " + id.mapId() + " has "
+              + ix.partitions() + " partitions, not " + (lastPartition + 1)));
+        }
+        long from = ix.offsets()[id.reduceId()];
+        byte[] bytes = new byte[Math.toIntExact(ix.offsets()[lastPartition + 1] - from)];
+        return readFully(e.getValue(), from, bytes).thenApply(v -> new Fetched(ix, from, bytes));
+      });
+      fetched.whenComplete((f, e) -> data.thenAccept(EmberInputStream::close));
+      return fetched;
+    }
+
+    private CompletableFuture<byte[]> readWhole(String path) {
+      return client.openAsync(path).thenCompose(in -> {
+        byte[] bytes = new byte[Math.toIntExact(in.length())];
+        return readFully(in, 0, bytes).whenComplete((v, e) -> in.close()).thenApply(v -> bytes);
+      });
+    }
+
+    private CompletableFuture<Void> readFully(EmberInputStream in, long from, byte[] bytes) {
+      if (bytes.length == 0) {
+        return CompletableFuture.completedFuture(null);
+      }
+      return in.readAsync(from, ByteBuffer.wrap(bytes)).thenAccept(n -> {
+        if (n != bytes.length) {
+          throw new CompletionException(new IOException("read " + n + " of " + bytes.length
+              + " bytes at " + from + " of " + in.path()));
+        }
+      });
+    }
+
     /**
-     * Reads a run of segments: consecutive partitions of one map output, which lie side by side
-     * in its data file, so one read serves them all (a coalesced reduce task asks for many).
-     * Each partition is still checked against its own checksum and read as its own stream.
+     * Takes a fetched run: waits for its bytes, checks each partition against its own checksum,
+     * and reads each as its own stream.
      */
-    private scala.collection.Iterator<Tuple2<Object, Object>> open(List<Segment> run) {
+    private scala.collection.Iterator<Tuple2<Object, Object>> open(Pending next) {
+      List<Segment> run = next.run();
       Segment first = run.get(0);
       ShuffleBlockId id = first.block();
       try {
         long t0 = System.nanoTime();
-        ShuffleIndex index = indexes.get(id.mapId());
-        if (index == null) {
-          index = ShuffleIndex.decode(readAll(Paths.child(dir, id.mapId() + ShuffleIndex.INDEX)));
-          indexes.put(id.mapId(), index);
+        Fetched f;
+        try {
+          f = Futures.await(next.data());
+        } finally {
+          bytesInFlight -= next.size();
+          metrics.incFetchWaitTime((System.nanoTime() - t0) / 1_000_000);
         }
-        int lastPartition = run.get(run.size() - 1).block().reduceId();
-        if (lastPartition >= index.partitions()) {
-          throw new IOException("map output " + id.mapId() + " has " + index.partitions()
-              + " partitions, not " + (lastPartition + 1));
-        }
-        long from = index.offsets()[id.reduceId()];
-        int len = Math.toIntExact(index.offsets()[lastPartition + 1] - from);
-        byte[] bytes = new byte[len];
-        try (EmberInputStream in = client.open(Paths.child(dir, id.mapId() + ShuffleIndex.DATA))) {
-          in.readFully(from, bytes, 0, len);
-        }
+        fetchAhead();
         List<scala.collection.Iterator<Tuple2<Object, Object>>> parts = new ArrayList<>();
         for (Segment s : run) {
           int p = s.block().reduceId();
-          int offset = (int) (index.offsets()[p] - from);
-          int size = (int) (index.offsets()[p + 1] - index.offsets()[p]);
+          int offset = (int) (f.index().offsets()[p] - f.from());
+          int size = (int) (f.index().offsets()[p + 1] - f.index().offsets()[p]);
           CRC32C crc = new CRC32C();
-          crc.update(bytes, offset, size);
-          if (crc.getValue() != index.checksums()[p]) {
+          crc.update(f.bytes(), offset, size);
+          if (crc.getValue() != f.index().checksums()[p]) {
             throw new IOException("checksum mismatch in partition " + p + " of map output "
                 + id.mapId() + ": the bytes read are not the bytes written");
           }
           InputStream wrapped = SparkEnv.get().serializerManager().wrapStream(s.block(),
-              new ByteArrayInputStream(bytes, offset, size));
+              new ByteArrayInputStream(f.bytes(), offset, size));
           parts.add(serializer.deserializeStream(wrapped).asKeyValueIterator());
         }
-        metrics.incFetchWaitTime((System.nanoTime() - t0) / 1_000_000);
         metrics.incRemoteBlocksFetched(run.size());
-        metrics.incRemoteBytesRead(len);
+        metrics.incRemoteBytesRead(f.bytes().length);
         return CollectionConverters.asScala(new Iterator<Tuple2<Object, Object>>() {
           private int at;
 
@@ -253,12 +334,6 @@ final class EmberShuffleReader<K, C> implements ShuffleReader<K, C> {
     @SuppressWarnings("unchecked")
     private <E extends Throwable> RuntimeException unchecked(Throwable e) throws E {
       throw (E) e;
-    }
-
-    private byte[] readAll(String path) throws IOException {
-      try (InputStream in = client.open(path)) {
-        return in.readAllBytes();
-      }
     }
   }
 }

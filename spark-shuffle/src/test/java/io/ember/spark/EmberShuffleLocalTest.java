@@ -173,6 +173,40 @@ class EmberShuffleLocalTest {
   }
 
   @Test
+  @org.junit.jupiter.api.Timeout(180)
+  void dataNodeLostAfterTheMapStageFailsTheFetchAndSparkRecomputes() throws Exception {
+    // A cluster of its own, with small blocks so every map output spans both data nodes.
+    try (MiniCluster two = MiniCluster.builder().dramDatanodes(2).blockSize("4k")
+             .dramCapacity("64m").build();
+         EmberClient probe = two.newClient();
+         JavaSparkContext sc = new JavaSparkContext(conf(true, false)
+             .set(EmberShuffleConf.NAMENODE, two.namenodeAddress().toString()))) {
+      JavaPairRDD<String, Integer> counts = sc.parallelize(words(40_000, 4), 6)
+          .mapToPair(w -> new Tuple2<>(w, 1)).reduceByKey(Integer::sum, 5);
+      String expected = counts.sortByKey().collect().toString();
+      String app = "/spark-shuffle/" + probe.list("/spark-shuffle").get(0).name();
+      int filesBefore = 0;
+      for (io.ember.protocol.Messages.DirEntry d : probe.list(app)) {
+        filesBefore += probe.list(app + "/" + d.name()).size();
+      }
+      two.killDatanode(0);
+      long deadline = System.nanoTime() + 30_000_000_000L;
+      while (probe.df().stream().noneMatch(u -> u.lostNodes() == 1)) {
+        assertTrue(System.nanoTime() < deadline, "data node not marked lost");
+        Thread.sleep(50);
+      }
+      // The registered map output is half gone: the reduce stage's reads fail as fetch
+      // failures, Spark re-runs the map tasks (now onto the survivor) and the result holds.
+      assertEquals(expected, counts.sortByKey().collect().toString());
+      int filesAfter = 0;
+      for (io.ember.protocol.Messages.DirEntry d : probe.list(app)) {
+        filesAfter += probe.list(app + "/" + d.name()).size();
+      }
+      assertTrue(filesAfter > filesBefore, "no map task was re-run");
+    }
+  }
+
+  @Test
   void jobsGiveSparksOwnResultsAndLeaveNothingBehind() throws Exception {
     for (boolean kryo : new boolean[] {false, true}) {
       Map<String, String> expected = run(conf(false, kryo), null);
