@@ -17,6 +17,7 @@ import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
+import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
  * Reads one closed Ember file straight from its data nodes. Sequential reads fetch ahead of the
@@ -327,8 +328,7 @@ public final class EmberInputStream extends InputStream {
     Chunk next = takeChunk(position);
     currentStart = next.start();
     fillAhead();
-    java.util.concurrent.atomic.AtomicBoolean claimed =
-        new java.util.concurrent.atomic.AtomicBoolean();
+    AtomicBoolean claimed = new AtomicBoolean();
     CompletableFuture<Integer> copied = next.data().thenApply(buf -> {
       try {
         if (!claimed.compareAndSet(false, true)) {
