@@ -1,13 +1,11 @@
 package io.ember.benchmarks;
 
-import io.ember.client.ClientKeys;
 import io.ember.client.CreateOptions;
 import io.ember.client.EmberClient;
 import io.ember.client.EmberInputStream;
 import io.ember.client.EmberOutputStream;
 import io.ember.datanode.dram.DramDataNodeKeys;
 import io.ember.minicluster.MiniCluster;
-import io.ember.namenode.NameNodeKeys;
 import io.ember.protocol.ConfigKey;
 import io.ember.protocol.EmberConfig;
 import io.ember.protocol.EmberKeys;
@@ -86,10 +84,7 @@ public final class BenchCommand implements Callable<Integer> {
           "--rounds and --ops must be positive and --size at least 1m");
     }
     EmberConfig overrides = EmberConfig.of(settings);
-    List<ConfigKey<?>> known = new ArrayList<>(EmberKeys.ALL);
-    known.addAll(ClientKeys.ALL);
-    known.addAll(NameNodeKeys.ALL);
-    known.addAll(DramDataNodeKeys.ALL);
+    List<ConfigKey<?>> known = MiniCluster.allKeys();
     List<String> unknown = overrides.unknownKeys(known);
     if (!unknown.isEmpty()) {
       throw new CommandLine.ParameterException(spec.commandLine(),
@@ -117,8 +112,10 @@ public final class BenchCommand implements Callable<Integer> {
       client.createDirectory(dir, true);
       try {
         if (!only.equals("metadata")) {
-          throughput(client, dir, bytes, 1 << 20, false);
-          throughput(client, dir, bytes, 4096, true);
+          try (RawSocketBaseline raw = new RawSocketBaseline(bytes)) {
+            throughput(client, raw, dir, bytes, 1 << 20, false);
+            throughput(client, raw, dir, bytes, 4096, true);
+          }
         }
         if (!only.equals("throughput")) {
           for (int t : threads) {
@@ -137,8 +134,8 @@ public final class BenchCommand implements Callable<Integer> {
     return 0;
   }
 
-  private void throughput(EmberClient client, String dir, long bytes, int opSize,
-      boolean buffered) throws Exception {
+  private void throughput(EmberClient client, RawSocketBaseline raw, String dir, long bytes,
+      int opSize, boolean buffered) throws Exception {
     byte[] buf = new byte[opSize];
     new java.util.Random(1).nextBytes(buf);
     long ops = bytes / opSize;
@@ -147,54 +144,53 @@ public final class BenchCommand implements Callable<Integer> {
     double[] rawW = new double[rounds];
     double[] rawR = new double[rounds];
     String label = opSize >= (1 << 20) ? (opSize >> 20) + " MiB" : (opSize >> 10) + " KiB";
-    try (RawSocketBaseline raw = new RawSocketBaseline(bytes)) {
-      // Warm-up rounds run until --warmup seconds have passed and are not counted: on two cores the
-      // JIT needs gigabytes of traffic through Ember's deeper stack before it stops recompiling,
-      // and until then the rounds measure the compiler as much as the code.
-      long warmupEnd = System.nanoTime() + warmupSeconds * 1_000_000_000L;
-      int warmups = 0;
-      for (int r = -1; r < rounds; r++) {
-        boolean warmup = r < 0;
-        if (warmup && warmups > 0 && System.nanoTime() > warmupEnd) {
-          continue;
+    // Warm-up rounds run until --warmup seconds have passed and are not counted: on two cores the
+    // JIT needs gigabytes of traffic through Ember's deeper stack before it stops recompiling,
+    // and until then the rounds measure the compiler as much as the code.
+    long warmupEnd = System.nanoTime() + warmupSeconds * 1_000_000_000L;
+    int warmups = 0;
+    for (int r = -1; r < rounds; r++) {
+      boolean warmup = r < 0;
+      if (warmup && warmups > 0 && System.nanoTime() > warmupEnd) {
+        continue;
+      }
+      String round = warmup ? "warm-up " + (++warmups) : String.format(Locale.ROOT,
+          "round %d/%d", r + 1, rounds);
+      note(String.format(Locale.ROOT, "throughput %s ops, %s: raw socket...", label, round));
+      double rw = raw.send(bytes, opSize);
+      double rr = raw.receive(bytes, opSize);
+      note(String.format(Locale.ROOT, "throughput %s ops, %s: Ember...", label, round));
+      String path = dir + "/t-" + opSize + "-" + r;
+      long t0 = System.nanoTime();
+      try (EmberOutputStream o = buffered
+          ? client.createBuffered(path, CreateOptions.DEFAULT)
+          : client.create(path, CreateOptions.DEFAULT)) {
+        for (long i = 0; i < ops; i++) {
+          o.write(buf, 0, opSize);
         }
-        String round = warmup ? "warm-up " + (++warmups) : String.format(Locale.ROOT,
-            "round %d/%d", r + 1, rounds);
-        note(String.format(Locale.ROOT, "throughput %s ops, %s: raw socket...", label, round));
-        double rw = raw.send(bytes, opSize);
-        double rr = raw.receive(bytes, opSize);
-        note(String.format(Locale.ROOT, "throughput %s ops, %s: Ember...", label, round));
-        String path = dir + "/t-" + opSize + "-" + r;
-        long t0 = System.nanoTime();
-        try (EmberOutputStream o = buffered
-            ? client.createBuffered(path, CreateOptions.DEFAULT)
-            : client.create(path, CreateOptions.DEFAULT)) {
-          for (long i = 0; i < ops; i++) {
-            o.write(buf, 0, opSize);
+      }
+      long t1 = System.nanoTime();
+      long t2 = System.nanoTime();
+      try (EmberInputStream in = client.open(path)) {
+        for (long i = 0; i < ops; i++) {
+          if (in.readNBytes(buf, 0, opSize) != opSize) {
+            throw new IllegalStateException("short read from " + path);
           }
         }
-        long t1 = System.nanoTime();
-        long t2 = System.nanoTime();
-        try (EmberInputStream in = client.open(path)) {
-          for (long i = 0; i < ops; i++) {
-            if (in.readNBytes(buf, 0, opSize) != opSize) {
-              throw new IllegalStateException("short read from " + path);
-            }
-          }
-        }
-        long t3 = System.nanoTime();
-        client.delete(path, false);
-        note(String.format(Locale.ROOT, "throughput %s ops, %s: write %.0f vs raw %.0f MiB/s, "
-            + "read %.0f vs raw %.0f MiB/s", label, round, mibPerSec(bytes, t1 - t0), rw,
-            mibPerSec(bytes, t3 - t2), rr));
-        if (!warmup) {
-          rawW[r] = rw;
-          rawR[r] = rr;
-          emberW[r] = mibPerSec(bytes, t1 - t0);
-          emberR[r] = mibPerSec(bytes, t3 - t2);
-        } else if (System.nanoTime() < warmupEnd) {
-          r--; // another warm-up round
-        }
+      }
+      long t3 = System.nanoTime();
+      client.delete(path, false);
+      double ew = mibPerSec(bytes, t1 - t0);
+      double er = mibPerSec(bytes, t3 - t2);
+      note(String.format(Locale.ROOT, "throughput %s ops, %s: write %.0f vs raw %.0f MiB/s, "
+          + "read %.0f vs raw %.0f MiB/s", label, round, ew, rw, er, rr));
+      if (!warmup) {
+        rawW[r] = rw;
+        rawR[r] = rr;
+        emberW[r] = ew;
+        emberR[r] = er;
+      } else if (System.nanoTime() < warmupEnd) {
+        r--; // another warm-up round
       }
     }
     String how = buffered ? " (buffered stream)" : "";

@@ -1,15 +1,10 @@
 package io.ember.cli;
 
-import io.ember.client.ClientKeys;
-import io.ember.datanode.dram.DramDataNodeKeys;
-import io.ember.namenode.NameNodeKeys;
-import io.ember.protocol.ConfigKey;
+import io.ember.minicluster.MiniCluster;
 import io.ember.protocol.EmberConfig;
-import io.ember.protocol.EmberKeys;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import picocli.CommandLine.Option;
@@ -24,16 +19,6 @@ final class ConfigOptions {
   @Option(names = {"-D", "--set"}, paramLabel = "KEY=VALUE",
       description = "one setting, e.g. -D ember.rpc.timeout=10s (repeatable)")
   Map<String, String> settings = Map.of();
-
-  static List<ConfigKey<?>> allKeys() {
-    List<ConfigKey<?>> all = new ArrayList<>();
-    all.addAll(EmberKeys.ALL);
-    all.addAll(ClientKeys.ALL);
-    all.addAll(NameNodeKeys.ALL);
-    all.addAll(DramDataNodeKeys.ALL);
-    all.addAll(io.ember.datanode.nvmf.NvmfDataNodeKeys.ALL);
-    return all;
-  }
 
   /** The configuration: file, then -D settings; unknown keys and bad values fail here. */
   EmberConfig load() throws IOException {
@@ -53,13 +38,13 @@ final class ConfigOptions {
       config = EmberConfig.load(file);
     }
     config = config.withAll(EmberConfig.of(settings));
-    List<String> unknown = config.unknownKeys(allKeys());
+    List<String> unknown = config.unknownKeys(MiniCluster.allKeys());
     if (!unknown.isEmpty()) {
       throw new IllegalArgumentException("unknown setting(s) " + unknown
           + (file != null ? " (from " + file + " or -D)" : "")
           + "; see conf/ember.properties.template for the known ones");
     }
-    config.validate(allKeys());
+    config.validate(MiniCluster.allKeys());
     return config;
   }
 }

@@ -1,5 +1,6 @@
 package io.ember.minicluster;
 
+import io.ember.client.ClientKeys;
 import io.ember.client.EmberClient;
 import io.ember.datanode.dram.DramDataNode;
 import io.ember.datanode.dram.DramDataNodeKeys;
@@ -61,6 +62,19 @@ public final class MiniCluster implements AutoCloseable {
       close();
       throw e;
     }
+  }
+
+  /**
+   * Every setting of every server and of the client: what a cluster in one process reads, and so
+   * what a command line that starts or reaches one may be given.
+   */
+  public static List<ConfigKey<?>> allKeys() {
+    List<ConfigKey<?>> all = new ArrayList<>(EmberKeys.ALL);
+    all.addAll(ClientKeys.ALL);
+    all.addAll(NameNodeKeys.ALL);
+    all.addAll(DramDataNodeKeys.ALL);
+    all.addAll(NvmfDataNodeKeys.ALL);
+    return all;
   }
 
   /** A builder with small, test-friendly defaults. */

@@ -40,6 +40,14 @@ class NameNodeStateTest {
     return nn.create(path, NodeType.FILE, StorageClass.DRAM, false);
   }
 
+  /** A closed file of one full block, on whatever class the data nodes offer. */
+  private NodeStatus oneBlockFile(String path) throws EmberException {
+    NodeStatus f = file(path);
+    nn.allocateBlock(f.id(), 0);
+    nn.closeFile(f.id(), BS);
+    return f;
+  }
+
   private NodeStatus dir(String path) throws EmberException {
     return nn.create(path, NodeType.DIRECTORY, StorageClass.DRAM, false);
   }
@@ -286,12 +294,8 @@ class NameNodeStateTest {
   @Test
   void lateNodeRegisteringWithItsIncarnationGetsItsBlocksBack() throws Exception {
     int a = nn.register(StorageClass.NVMF, "nvmf", "t", 4L * BS, true, 42).datanodeId();
-    NodeStatus f = file("/f");
-    nn.allocateBlock(f.id(), 0);
-    nn.closeFile(f.id(), BS);
-    NodeStatus g = file("/g");
-    nn.allocateBlock(g.id(), 0);
-    nn.closeFile(g.id(), BS);
+    NodeStatus f = oneBlockFile("/f");
+    oneBlockFile("/g");
     nn.delete("/g", false);
     assertEquals(1, nn.heartbeat(a, List.of()).size()); // sent for deallocation...
     clock.addAndGet(Duration.ofSeconds(11).toNanos());
@@ -314,9 +318,7 @@ class NameNodeStateTest {
   @Test
   void nodeWithOtherContentsIsANewNode() throws Exception {
     int a = nn.register(StorageClass.DRAM, "dram", "h:1", 4L * BS, false, 42).datanodeId();
-    NodeStatus f = file("/f");
-    nn.allocateBlock(f.id(), 0);
-    nn.closeFile(f.id(), BS);
+    NodeStatus f = oneBlockFile("/f");
     // Registering again while live (its first answer was lost) is the same node.
     assertEquals(a, nn.register(StorageClass.DRAM, "dram", "h:1", 4L * BS, false, 42)
         .datanodeId());

@@ -5,6 +5,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 import java.util.function.Function;
@@ -143,7 +144,7 @@ public final class NameNodeLink implements AutoCloseable {
   private static long newIncarnation() {
     long n;
     do {
-      n = java.util.concurrent.ThreadLocalRandom.current().nextLong();
+      n = ThreadLocalRandom.current().nextLong();
     } while (n == 0);
     return n;
   }

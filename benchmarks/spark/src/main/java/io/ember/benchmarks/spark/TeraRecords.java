@@ -58,12 +58,10 @@ public final class TeraRecords {
     buf[offset + 99] = (byte) 0xFF;
   }
 
-  /** The record's share of a data set's checksum: sums of these do not depend on order. */
-  public static long checksum(byte[] buf, int offset) {
-    return checksum(new CRC32C(), buf, offset);
-  }
-
-  /** The same, reusing {@code crc}: loops over millions of records need not allocate one each. */
+  /**
+   * The record's share of a data set's checksum: sums of these do not depend on order. {@code
+   * crc} is reset and reused, so loops over millions of records need not allocate one each.
+   */
   public static long checksum(CRC32C crc, byte[] buf, int offset) {
     crc.reset();
     crc.update(buf, offset, RECORD);

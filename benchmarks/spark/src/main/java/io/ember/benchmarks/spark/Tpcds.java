@@ -20,6 +20,7 @@ import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.util.ArrayList;
 import java.util.Collections;
+import java.util.Comparator;
 import java.util.HexFormat;
 import java.util.Iterator;
 import java.util.List;
@@ -30,6 +31,7 @@ import java.util.regex.Pattern;
 import java.util.stream.Collectors;
 import java.util.stream.IntStream;
 import java.util.stream.Stream;
+import java.util.stream.StreamSupport;
 import org.apache.spark.api.java.JavaRDD;
 import org.apache.spark.api.java.JavaSparkContext;
 import org.apache.spark.sql.Row;
@@ -126,18 +128,8 @@ public final class Tpcds {
   static Iterator<Row> generateChunk(Table table, double scale, int chunks, int chunk) {
     Session session = Session.getDefaultSession().withScale(scale).withParallelism(chunks)
         .withChunkNumber(chunk).withTable(table);
-    Iterator<List<List<String>>> results = Results.constructResults(table, session).iterator();
-    return new Iterator<>() {
-      @Override
-      public boolean hasNext() {
-        return results.hasNext();
-      }
-
-      @Override
-      public Row next() {
-        return toRow(table, results.next().get(0));
-      }
-    };
+    return StreamSupport.stream(Results.constructResults(table, session).spliterator(), false)
+        .map(r -> toRow(table, r.get(0))).iterator();
   }
 
   /**
@@ -256,8 +248,12 @@ public final class Tpcds {
       throw new IllegalArgumentException("a query runs at least once, not " + times + " times");
     }
     List<Outcome> runs = new ArrayList<>(times);
-    for (int i = 0; i < times && (runs.isEmpty() || runs.get(i - 1).error() == null); i++) {
-      runs.add(run(spark, query));
+    for (int i = 0; i < times; i++) {
+      Outcome o = run(spark, query);
+      runs.add(o);
+      if (o.error() != null) {
+        break;
+      }
     }
     return median(runs);
   }
@@ -279,7 +275,7 @@ public final class Tpcds {
       }
     }
     List<Outcome> byTime = new ArrayList<>(runs);
-    byTime.sort(java.util.Comparator.comparingDouble(Outcome::seconds));
+    byTime.sort(Comparator.comparingDouble(Outcome::seconds));
     return byTime.get(byTime.size() / 2);
   }
 
