@@ -2,8 +2,18 @@ package io.ember.cli;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.ember.client.ClientKeys;
+import io.ember.client.CreateOptions;
+import io.ember.client.EmberClient;
+import io.ember.client.EmberInputStream;
+import io.ember.client.EmberOutputStream;
+import io.ember.protocol.EmberConfig;
+import io.ember.protocol.EmberException;
+import io.ember.protocol.EmberKeys;
+import io.ember.protocol.ErrorCode;
 import java.io.BufferedReader;
 import java.io.ByteArrayOutputStream;
 import java.io.InputStreamReader;
@@ -14,6 +24,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Random;
 import java.util.concurrent.TimeUnit;
@@ -115,5 +126,61 @@ class MultiProcessClusterTest {
     assertTrue(lostErr.toString().matches(
         "(?s)ember fs cat: data node 1 \\(127\\.0\\.0\\.1:\\d+\\) lost: block 0 of /mp/in\\.bin "
             + "unavailable\\s*"), lostErr.toString());
+  }
+
+  private static void signal(Process p, String signal) throws Exception {
+    Process kill = new ProcessBuilder("kill", "-" + signal, Long.toString(p.pid())).start();
+    assertEquals(0, kill.waitFor(), "kill -" + signal + " " + p.pid());
+  }
+
+  @Test
+  void stalledDataNodeTimesReadsOutAndTheStreamReadsOnOnceItAnswers(@TempDir Path tmp)
+      throws Exception {
+    Path nnLog = tmp.resolve("namenode.log");
+    // The name node must not declare the node lost while it is stopped: this is a slow peer.
+    ember(nnLog, "namenode", "--host", "127.0.0.1", "--port", "0",
+        "-D", "ember.namenode.datanode-timeout=60s");
+    String namenode = "127.0.0.1:"
+        + awaitLine(nnLog, Pattern.compile("name node listening on 127\\.0\\.0\\.1:(\\d+)"));
+    Path dnLog = tmp.resolve("datanode.log");
+    Process dn = ember(dnLog, "datanode", "dram", "--capacity", "64m", "--namenode", namenode,
+        "--host", "127.0.0.1");
+    awaitLine(dnLog, Pattern.compile("(DRAM data node serving)"));
+    awaitLine(nnLog, Pattern.compile("(registered data node 1)"));
+
+    int block = 1 << 20;
+    byte[] content = new byte[4 * block];
+    new Random(8).nextBytes(content);
+    EmberConfig config = EmberConfig.defaults()
+        .with(EmberKeys.NAMENODE_ADDRESS, namenode)
+        .with(EmberKeys.RPC_TIMEOUT, "1s")
+        .with(ClientKeys.READ_AHEAD, "0"); // each block fetched when read, not before the stop
+    try (EmberClient client = EmberClient.connect(config)) {
+      try (EmberOutputStream out = client.create("/slow.bin", CreateOptions.DEFAULT)) {
+        out.write(content);
+      }
+      try (EmberInputStream in = client.open("/slow.bin")) {
+        byte[] buf = new byte[block];
+        assertEquals(block, in.read(buf, 0, block));
+        assertArrayEquals(Arrays.copyOfRange(content, 0, block), buf);
+        Arrays.fill(buf, (byte) 0);
+        signal(dn, "STOP");
+        try {
+          long t0 = System.nanoTime();
+          EmberException e = assertThrows(EmberException.class, () -> in.read(buf, 0, block));
+          assertEquals(ErrorCode.TIMEOUT, e.code(), e.getMessage());
+          assertTrue(e.getMessage().contains("block 1 of /slow.bin"), e.getMessage());
+          assertTrue(System.nanoTime() - t0 < TimeUnit.SECONDS.toNanos(10),
+              "the read waited past its timeout");
+        } finally {
+          signal(dn, "CONT");
+        }
+        // Whatever answer the node sends late arrives now; none may land in the array.
+        Thread.sleep(1_000);
+        assertArrayEquals(new byte[block], buf, "a failed read wrote the caller's array");
+        // The stream reads on from where it was once the node answers again.
+        assertArrayEquals(Arrays.copyOfRange(content, block, content.length), in.readAllBytes());
+      }
+    }
   }
 }
