@@ -7,6 +7,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -52,6 +53,11 @@ final class Suite implements Callable<Integer> {
       + "median time counts (default 1)")
   int tpcdsRepeat = 1;
 
+  @Option(names = "--tpcds-passes", description = "passes over the TPC-DS queries per shuffle, "
+      + "taken in turns (Spark, Ember, Ember, Spark, ...) so that a machine whose speed drifts "
+      + "weighs on every shuffle alike; a query's time is the median of all its runs (default 1)")
+  int tpcdsPasses = 1;
+
   @Option(names = "--no-kill", description = "skip the TeraSort pair that loses an executor")
   boolean noKill;
 
@@ -74,8 +80,8 @@ final class Suite implements Callable<Integer> {
       throw new IllegalArgumentException("--shuffles must start with spark: the ratios are "
           + "against Spark's own shuffle");
     }
-    if (tpcdsRepeat < 1) {
-      throw new IllegalArgumentException("--tpcds-repeat must be at least 1");
+    if (tpcdsRepeat < 1 || tpcdsPasses < 1) {
+      throw new IllegalArgumentException("--tpcds-repeat and --tpcds-passes must be at least 1");
     }
     boolean failed = false;
     try (BenchCluster c = cluster.open()) {
@@ -219,22 +225,25 @@ final class Suite implements Callable<Integer> {
     }
     boolean allSame = true;
     for (boolean joins : broadcasts) {
+      // Every run of every query, per shuffle, across passes.
+      Map<Shuffle, List<List<Tpcds.Outcome>>> runsByMode = new LinkedHashMap<>();
+      for (Shuffle mode : modes) {
+        List<List<Tpcds.Outcome>> perQuery = new ArrayList<>();
+        selected.forEach(q -> perQuery.add(new ArrayList<>()));
+        runsByMode.put(mode, perQuery);
+      }
+      List<Shuffle> reversed = new ArrayList<>(modes);
+      Collections.reverse(reversed);
+      for (int pass = 1; pass <= tpcdsPasses; pass++) {
+        for (Shuffle mode : pass % 2 == 1 ? modes : reversed) {
+          String label = mode.label() + (joins ? "" : ", broadcast joins off")
+              + (tpcdsPasses > 1 ? ", pass " + pass + "/" + tpcdsPasses : "");
+          runPass(c, root, mode, joins, selected, label, runsByMode.get(mode));
+        }
+      }
       Map<Shuffle, List<Tpcds.Outcome>> byMode = new LinkedHashMap<>();
       for (Shuffle mode : modes) {
-        String label = mode.label() + (joins ? "" : ", broadcast joins off");
-        List<Tpcds.Outcome> outcomes = new ArrayList<>();
-        try (SparkSession spark = c.session("tpcds-" + mode.label(), mode, joins,
-            cluster.dataClass)) {
-          awaitExecutors(JavaSparkContext.fromSparkContext(spark.sparkContext()));
-          Tpcds.register(spark, root);
-          int i = 0;
-          for (Tpcds.Query q : selected) {
-            Tpcds.Outcome o = Tpcds.run(spark, q, tpcdsRepeat);
-            outcomes.add(o);
-            out.printf("tpcds %s: %s %.2f s (%d/%d)%s%n", label, o.query(), o.seconds(), ++i,
-                selected.size(), o.error() == null ? "" : " FAILED: " + o.error());
-          }
-        }
+        List<Tpcds.Outcome> outcomes = runsByMode.get(mode).stream().map(Tpcds::median).toList();
         byMode.put(mode, outcomes);
         writeCsv(mode.label() + (joins ? "" : "-nobroadcast"), outcomes);
       }
@@ -244,6 +253,27 @@ final class Suite implements Callable<Integer> {
       report.subList(from, report.size()).forEach(out::println);
     }
     return allSame;
+  }
+
+  /** One shuffle's pass over the queries in a fresh application; adds each run to its query's. */
+  private void runPass(BenchCluster c, String root, Shuffle mode, boolean joins,
+      List<Tpcds.Query> selected, String label, List<List<Tpcds.Outcome>> runs) throws Exception {
+    try (SparkSession spark = c.session("tpcds-" + mode.label(), mode, joins,
+        cluster.dataClass)) {
+      awaitExecutors(JavaSparkContext.fromSparkContext(spark.sparkContext()));
+      Tpcds.register(spark, root);
+      for (int i = 0; i < selected.size(); i++) {
+        for (int r = 0; r < tpcdsRepeat; r++) {
+          Tpcds.Outcome o = Tpcds.run(spark, selected.get(i));
+          runs.get(i).add(o);
+          out.printf("tpcds %s: %s %.2f s (%d/%d)%s%n", label, o.query(), o.seconds(), i + 1,
+              selected.size(), o.error() == null ? "" : " FAILED: " + o.error());
+          if (o.error() != null) {
+            break;
+          }
+        }
+      }
+    }
   }
 
   private void writeCsv(String name, List<Tpcds.Outcome> outcomes) throws IOException {
@@ -261,7 +291,9 @@ final class Suite implements Callable<Integer> {
     List<Tpcds.Outcome> base = byMode.get(Shuffle.SPARK);
     report.add(String.format("TPC-DS SF%s, %d queries, broadcast joins %s%s:", tpcdsScale,
         base.size(), joins ? "on" : "off",
-        tpcdsRepeat > 1 ? ", median of " + tpcdsRepeat + " runs per query" : ""));
+        tpcdsRepeat * tpcdsPasses > 1 ? ", median of " + tpcdsRepeat * tpcdsPasses
+            + " runs per query" + (tpcdsPasses > 1 ? " in " + tpcdsPasses + " passes taken in turns"
+                : "") : ""));
     report.add("");
     report.add("| shuffle | total time | Spark's total / this | geometric mean of per-query "
         + "ratios (this / Spark's) | queries > 1.10 of Spark's time | slowest ratio | "
