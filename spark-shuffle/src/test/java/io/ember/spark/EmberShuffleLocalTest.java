@@ -206,6 +206,45 @@ class EmberShuffleLocalTest {
     }
   }
 
+  /**
+   * The reader's fetch-ahead window at its edges: a window smaller than any run (one run in
+   * flight at a time, each larger than the window) and reduce tasks of many more runs than may be
+   * in flight at once (the run count, not the bytes, limits the window).
+   */
+  @Test
+  void readsAtTheFetchWindowsEdgesGiveSparksResults() throws Exception {
+    Function<JavaSparkContext, String> manyMapOutputs = sc -> sc.parallelize(words(40_000, 7), 150)
+        .mapToPair(w -> new Tuple2<>(w, 1)).reduceByKey(Integer::sum, 3)
+        .sortByKey().collect().toString();
+    String expected;
+    try (JavaSparkContext sc = new JavaSparkContext(conf(false, false))) {
+      expected = manyMapOutputs.apply(sc);
+    }
+    for (String window : new String[] {"1k", "48m"}) {
+      try (JavaSparkContext sc = new JavaSparkContext(conf(true, false)
+          .set("spark.reducer.maxSizeInFlight", window))) {
+        long[] runsPerReduceTask = new long[1];
+        sc.sc().addSparkListener(new org.apache.spark.scheduler.SparkListener() {
+          @Override
+          public void onTaskEnd(org.apache.spark.scheduler.SparkListenerTaskEnd end) {
+            if (end.taskMetrics() != null) {
+              synchronized (runsPerReduceTask) {
+                runsPerReduceTask[0] = Math.max(runsPerReduceTask[0],
+                    end.taskMetrics().shuffleReadMetrics().remoteBlocksFetched());
+              }
+            }
+          }
+        });
+        assertEquals(expected, manyMapOutputs.apply(sc), "window " + window);
+        sc.sc().listenerBus().waitUntilEmpty();
+        synchronized (runsPerReduceTask) {
+          assertTrue(runsPerReduceTask[0] > 64, "a reduce task read only " + runsPerReduceTask[0]
+              + " map outputs, not more than may be in flight");
+        }
+      }
+    }
+  }
+
   @Test
   void jobsGiveSparksOwnResultsAndLeaveNothingBehind() throws Exception {
     for (boolean kryo : new boolean[] {false, true}) {
