@@ -138,7 +138,6 @@ public final class BenchCommand implements Callable<Integer> {
       int opSize, boolean buffered) throws Exception {
     byte[] buf = new byte[opSize];
     new java.util.Random(1).nextBytes(buf);
-    long ops = bytes / opSize;
     double[] emberW = new double[rounds];
     double[] emberR = new double[rounds];
     double[] rawW = new double[rounds];
@@ -149,55 +148,59 @@ public final class BenchCommand implements Callable<Integer> {
     // and until then the rounds measure the compiler as much as the code.
     long warmupEnd = System.nanoTime() + warmupSeconds * 1_000_000_000L;
     int warmups = 0;
-    for (int r = -1; r < rounds; r++) {
-      boolean warmup = r < 0;
-      if (warmup && warmups > 0 && System.nanoTime() > warmupEnd) {
-        continue;
-      }
-      String round = warmup ? "warm-up " + (++warmups) : String.format(Locale.ROOT,
-          "round %d/%d", r + 1, rounds);
-      note(String.format(Locale.ROOT, "throughput %s ops, %s: raw socket...", label, round));
-      double rw = raw.send(bytes, opSize);
-      double rr = raw.receive(bytes, opSize);
-      note(String.format(Locale.ROOT, "throughput %s ops, %s: Ember...", label, round));
-      String path = dir + "/t-" + opSize + "-" + r;
-      long t0 = System.nanoTime();
-      try (EmberOutputStream o = buffered
-          ? client.createBuffered(path, CreateOptions.DEFAULT)
-          : client.create(path, CreateOptions.DEFAULT)) {
-        for (long i = 0; i < ops; i++) {
-          o.write(buf, 0, opSize);
-        }
-      }
-      long t1 = System.nanoTime();
-      long t2 = System.nanoTime();
-      try (EmberInputStream in = client.open(path)) {
-        for (long i = 0; i < ops; i++) {
-          if (in.readNBytes(buf, 0, opSize) != opSize) {
-            throw new IllegalStateException("short read from " + path);
-          }
-        }
-      }
-      long t3 = System.nanoTime();
-      client.delete(path, false);
-      double ew = mibPerSec(bytes, t1 - t0);
-      double er = mibPerSec(bytes, t3 - t2);
-      note(String.format(Locale.ROOT, "throughput %s ops, %s: write %.0f vs raw %.0f MiB/s, "
-          + "read %.0f vs raw %.0f MiB/s", label, round, ew, rw, er, rr));
-      if (!warmup) {
-        rawW[r] = rw;
-        rawR[r] = rr;
-        emberW[r] = ew;
-        emberR[r] = er;
-      } else if (System.nanoTime() < warmupEnd) {
-        r--; // another warm-up round
-      }
+    do {
+      round(client, raw, dir, buf, bytes, buffered, label, -1, "warm-up " + (++warmups));
+    } while (System.nanoTime() < warmupEnd);
+    for (int r = 0; r < rounds; r++) {
+      Figures f = round(client, raw, dir, buf, bytes, buffered, label, r,
+          String.format(Locale.ROOT, "round %d/%d", r + 1, rounds));
+      emberW[r] = f.emberWrite();
+      rawW[r] = f.rawWrite();
+      emberR[r] = f.emberRead();
+      rawR[r] = f.rawRead();
     }
     String how = buffered ? " (buffered stream)" : "";
     row("write " + label + " ops" + how, median(emberW), median(rawW), "MiB/s",
         opSize >= (1 << 20) ? ">= 0.70" : "");
     row("read " + label + " ops" + how, median(emberR), median(rawR), "MiB/s",
         opSize >= (1 << 20) ? ">= 0.70" : "");
+  }
+
+  /** One round's throughput, MiB/s: Ember's and the raw socket's, writing then reading. */
+  private record Figures(double emberWrite, double rawWrite, double emberRead, double rawRead) {}
+
+  /** Moves {@code bytes} through the raw socket and then through an Ember file, in ops of buf. */
+  private Figures round(EmberClient client, RawSocketBaseline raw, String dir, byte[] buf,
+      long bytes, boolean buffered, String label, int index, String round) throws Exception {
+    int opSize = buf.length;
+    long ops = bytes / opSize;
+    note(String.format(Locale.ROOT, "throughput %s ops, %s: raw socket...", label, round));
+    double rw = raw.send(bytes, opSize);
+    double rr = raw.receive(bytes, opSize);
+    note(String.format(Locale.ROOT, "throughput %s ops, %s: Ember...", label, round));
+    String path = dir + "/t-" + opSize + "-" + index;
+    long t0 = System.nanoTime();
+    try (EmberOutputStream o = buffered
+        ? client.createBuffered(path, CreateOptions.DEFAULT)
+        : client.create(path, CreateOptions.DEFAULT)) {
+      for (long i = 0; i < ops; i++) {
+        o.write(buf, 0, opSize);
+      }
+    }
+    long t1 = System.nanoTime();
+    try (EmberInputStream in = client.open(path)) {
+      for (long i = 0; i < ops; i++) {
+        if (in.readNBytes(buf, 0, opSize) != opSize) {
+          throw new IllegalStateException("short read from " + path);
+        }
+      }
+    }
+    long t2 = System.nanoTime();
+    client.delete(path, false);
+    Figures f = new Figures(mibPerSec(bytes, t1 - t0), rw, mibPerSec(bytes, t2 - t1), rr);
+    note(String.format(Locale.ROOT, "throughput %s ops, %s: write %.0f vs raw %.0f MiB/s, "
+        + "read %.0f vs raw %.0f MiB/s", label, round, f.emberWrite(), rw, f.emberRead(), rr));
+    return f;
   }
 
   private void metadata(EmberClient client, String dir, int threadCount) throws Exception {

@@ -11,6 +11,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Function;
 import org.apache.spark.SparkConf;
 import org.apache.spark.api.java.JavaPairRDD;
@@ -223,24 +224,20 @@ class EmberShuffleLocalTest {
     for (String window : new String[] {"1k", "48m"}) {
       try (JavaSparkContext sc = new JavaSparkContext(conf(true, false)
           .set("spark.reducer.maxSizeInFlight", window))) {
-        long[] runsPerReduceTask = new long[1];
+        AtomicLong mostBlocksRead = new AtomicLong();
         sc.sc().addSparkListener(new org.apache.spark.scheduler.SparkListener() {
           @Override
           public void onTaskEnd(org.apache.spark.scheduler.SparkListenerTaskEnd end) {
             if (end.taskMetrics() != null) {
-              synchronized (runsPerReduceTask) {
-                runsPerReduceTask[0] = Math.max(runsPerReduceTask[0],
-                    end.taskMetrics().shuffleReadMetrics().remoteBlocksFetched());
-              }
+              mostBlocksRead.accumulateAndGet(
+                  end.taskMetrics().shuffleReadMetrics().remoteBlocksFetched(), Math::max);
             }
           }
         });
         assertEquals(expected, manyMapOutputs.apply(sc), "window " + window);
         sc.sc().listenerBus().waitUntilEmpty();
-        synchronized (runsPerReduceTask) {
-          assertTrue(runsPerReduceTask[0] > 64, "a reduce task read only " + runsPerReduceTask[0]
-              + " map outputs, not more than may be in flight");
-        }
+        assertTrue(mostBlocksRead.get() > 64, "a reduce task read only " + mostBlocksRead.get()
+            + " map outputs, not more than may be in flight");
       }
     }
   }

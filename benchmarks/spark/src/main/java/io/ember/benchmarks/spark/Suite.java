@@ -39,7 +39,8 @@ final class Suite implements Callable<Integer> {
       description = "shuffles to compare (default spark,ember-dram,ember-nvmf)")
   List<String> shuffles = List.of("spark", "ember-dram", "ember-nvmf");
 
-  @Option(names = "--broadcast", description = "TPC-DS broadcast joins: on, off or both (default both)")
+  @Option(names = "--broadcast",
+      description = "TPC-DS broadcast joins: on, off or both (default both)")
   String broadcast = "both";
 
   @Option(names = "--queries", description = "a regex of TPC-DS query names (default: all)")
@@ -216,7 +217,8 @@ final class Suite implements Callable<Integer> {
     if (tpcdsWarmup > 0) {
       // Every run has fresh executors, but the driver lives on: without this, whichever
       // shuffle ran first would also pay for compiling Spark's planner.
-      out.println("tpcds: warm-up, " + Math.min(tpcdsWarmup, selected.size()) + " queries untimed...");
+      out.println("tpcds: warm-up, " + Math.min(tpcdsWarmup, selected.size())
+          + " queries untimed...");
       try (SparkSession spark = c.session("tpcds-warmup", Shuffle.SPARK, true,
           cluster.dataClass)) {
         Tpcds.register(spark, root);
@@ -263,14 +265,10 @@ final class Suite implements Callable<Integer> {
       awaitExecutors(JavaSparkContext.fromSparkContext(spark.sparkContext()));
       Tpcds.register(spark, root);
       for (int i = 0; i < selected.size(); i++) {
-        for (int r = 0; r < tpcdsRepeat; r++) {
-          Tpcds.Outcome o = Tpcds.run(spark, selected.get(i));
+        for (Tpcds.Outcome o : Tpcds.runs(spark, selected.get(i), tpcdsRepeat)) {
           runs.get(i).add(o);
           out.printf("tpcds %s: %s %.2f s (%d/%d)%s%n", label, o.query(), o.seconds(), i + 1,
               selected.size(), o.error() == null ? "" : " FAILED: " + o.error());
-          if (o.error() != null) {
-            break;
-          }
         }
       }
     }
@@ -289,11 +287,11 @@ final class Suite implements Callable<Integer> {
   /** Adds one broadcast setting's TPC-DS table to the report; false if any result differed. */
   private boolean summarize(Map<Shuffle, List<Tpcds.Outcome>> byMode, boolean joins) {
     List<Tpcds.Outcome> base = byMode.get(Shuffle.SPARK);
+    int runsPerQuery = tpcdsRepeat * tpcdsPasses;
+    String how = runsPerQuery == 1 ? "" : ", median of " + runsPerQuery + " runs per query"
+        + (tpcdsPasses > 1 ? " in " + tpcdsPasses + " passes taken in turns" : "");
     report.add(String.format("TPC-DS SF%s, %d queries, broadcast joins %s%s:", tpcdsScale,
-        base.size(), joins ? "on" : "off",
-        tpcdsRepeat * tpcdsPasses > 1 ? ", median of " + tpcdsRepeat * tpcdsPasses
-            + " runs per query" + (tpcdsPasses > 1 ? " in " + tpcdsPasses + " passes taken in turns"
-                : "") : ""));
+        base.size(), joins ? "on" : "off", how));
     report.add("");
     report.add("| shuffle | total time | Spark's total / this | geometric mean of per-query "
         + "ratios (this / Spark's) | queries > 1.10 of Spark's time | slowest ratio | "

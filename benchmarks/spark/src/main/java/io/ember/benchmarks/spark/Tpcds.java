@@ -244,6 +244,16 @@ public final class Tpcds {
    * @throws IllegalArgumentException when {@code times} is below 1
    */
   public static Outcome run(SparkSession spark, Query query, int times) {
+    return median(runs(spark, query, times));
+  }
+
+  /**
+   * Runs the query {@code times} times in a row, stopping at the first failure.
+   *
+   * @return every run's outcome, in order
+   * @throws IllegalArgumentException when {@code times} is below 1
+   */
+  public static List<Outcome> runs(SparkSession spark, Query query, int times) {
     if (times < 1) {
       throw new IllegalArgumentException("a query runs at least once, not " + times + " times");
     }
@@ -255,7 +265,7 @@ public final class Tpcds {
         break;
       }
     }
-    return median(runs);
+    return runs;
   }
 
   /**
