@@ -2,6 +2,8 @@ package io.ember.cli;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -28,6 +30,7 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Random;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.AfterEach;
@@ -172,6 +175,22 @@ class MultiProcessClusterTest {
           assertTrue(e.getMessage().contains("block 1 of /slow.bin"), e.getMessage());
           assertTrue(System.nanoTime() - t0 < TimeUnit.SECONDS.toNanos(10),
               "the read waited past its timeout");
+          // A reader interrupted while it waits gives up the same way, and claims the copy too.
+          AtomicReference<Throwable> failure = new AtomicReference<>();
+          Thread reader = new Thread(() -> {
+            try {
+              in.read(buf, 0, block);
+            } catch (Throwable t) {
+              failure.set(t);
+            }
+          });
+          reader.start();
+          Thread.sleep(200);
+          reader.interrupt();
+          reader.join(5_000);
+          assertFalse(reader.isAlive(), "an interrupted read kept waiting");
+          EmberException interrupted = assertInstanceOf(EmberException.class, failure.get());
+          assertEquals(ErrorCode.CLOSED, interrupted.code(), interrupted.getMessage());
         } finally {
           signal(dn, "CONT");
         }
