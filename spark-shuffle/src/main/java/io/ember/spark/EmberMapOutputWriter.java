@@ -14,11 +14,12 @@ import org.apache.spark.shuffle.api.ShufflePartitionWriter;
 import org.apache.spark.shuffle.api.metadata.MapOutputCommitMessage;
 
 /**
- * One map task's output in Ember: the partitions one after another in {@code <mapTaskId>.data}
- * (written through a buffered stream, so Ember operations stay large), then {@code
- * <mapTaskId>.index} with their offsets and CRC32C checksums. Spark asks for partitions in
- * increasing order, each at most once. Every attempt of a map task has its own task id, so only
- * the attempt Spark registers is ever read.
+ * One map task's output in Ember, one file {@code <mapTaskId>.data}: the partitions one after
+ * another (written through a buffered stream, so Ember operations stay large), then their offsets
+ * and CRC32C checksums as a {@link ShuffleIndex} trailer. One file rather than data plus index
+ * saves the map task a create and a close on the name node, and a reducer a lookup. Spark asks
+ * for partitions in increasing order, each at most once. Every attempt of a map task has its own
+ * task id, so only the attempt Spark registers is ever read.
  */
 final class EmberMapOutputWriter implements ShuffleMapOutputWriter {
   private final EmberClient client;
@@ -62,15 +63,13 @@ final class EmberMapOutputWriter implements ShuffleMapOutputWriter {
 
   @Override
   public MapOutputCommitMessage commitAllPartitions(long[] sparkChecksums) throws IOException {
-    data().close();
     long[] offsets = new long[numPartitions + 1];
     for (int p = 0; p < numPartitions; p++) {
       offsets[p + 1] = offsets[p] + lengths[p];
     }
-    try (EmberOutputStream index = client.create(base + ShuffleIndex.INDEX,
-        new CreateOptions(storageClass, true))) {
-      index.write(new ShuffleIndex(offsets, checksums).encode());
-    }
+    EmberOutputStream out = data();
+    out.write(new ShuffleIndex(offsets, checksums).encodeTrailer());
+    out.close();
     return MapOutputCommitMessage.of(lengths.clone());
   }
 
@@ -83,14 +82,12 @@ final class EmberMapOutputWriter implements ShuffleMapOutputWriter {
     } catch (IOException ignored) {
       // the file is deleted next
     }
-    for (String suffix : new String[] {ShuffleIndex.DATA, ShuffleIndex.INDEX}) {
-      try {
-        client.delete(base + suffix, false);
-      } catch (EmberException e) {
-        if (e.code() != ErrorCode.NOT_FOUND) {
-          org.slf4j.LoggerFactory.getLogger(EmberMapOutputWriter.class)
-              .warn("Ember shuffle: cannot delete {}{}: {}", base, suffix, e.getMessage());
-        }
+    try {
+      client.delete(base + ShuffleIndex.DATA, false);
+    } catch (EmberException e) {
+      if (e.code() != ErrorCode.NOT_FOUND) {
+        org.slf4j.LoggerFactory.getLogger(EmberMapOutputWriter.class)
+            .warn("Ember shuffle: cannot delete {}{}: {}", base, ShuffleIndex.DATA, e.getMessage());
       }
     }
   }

@@ -18,6 +18,7 @@ import java.util.Map;
 import java.util.NoSuchElementException;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.zip.CRC32C;
 import org.apache.spark.InterruptibleIterator;
 import org.apache.spark.ShuffleDependency;
@@ -103,7 +104,8 @@ final class EmberShuffleReader<K, C> implements ShuffleReader<K, C> {
     }
     SerializerInstance serializer = dep.serializer().newInstance();
     Iterator<Product2<Object, Object>> records =
-        new RecordIterator(client, EmberShuffleDataIO.shuffleDir(root, shuffleId), segments,
+        new RecordIterator(client, EmberShuffleDataIO.shuffleDir(root, shuffleId),
+            dep.partitioner().numPartitions(), segments,
             serializer, env.conf().getSizeAsBytes("spark.reducer.maxSizeInFlight", "48m"));
     scala.collection.Iterator<Product2<K, C>> it =
         new InterruptibleIterator<>(context,
@@ -137,7 +139,11 @@ final class EmberShuffleReader<K, C> implements ShuffleReader<K, C> {
     private final List<List<Segment>> runs;
     private final SerializerInstance serializer;
     private final long maxBytesInFlight;
-    private final Map<Long, CompletableFuture<ShuffleIndex>> indexes = new HashMap<>();
+    private final int partitions;
+    private final Map<Long, CompletableFuture<MapOutput>> outputs = new HashMap<>();
+    /** Per map output: the runs this task reads of it, and their bytes as Spark reported them. */
+    private final Map<Long, Integer> runsOf = new HashMap<>();
+    private final Map<Long, Long> wanted = new HashMap<>();
     private final ArrayDeque<Pending> pending = new ArrayDeque<>();
     private int issued;
     private long bytesInFlight;
@@ -147,14 +153,30 @@ final class EmberShuffleReader<K, C> implements ShuffleReader<K, C> {
     /** A run's fetch under way, and the bytes it counts against the window. */
     private record Pending(List<Segment> run, long size, CompletableFuture<Fetched> data) {}
 
-    /** A run's bytes: partitions {@code run}'s first to last, starting at {@code from}. */
-    private record Fetched(ShuffleIndex index, long from, byte[] bytes) {}
+    /**
+     * A run's {@code size} bytes: partitions {@code run}'s first to last, in {@code bytes} (which
+     * starts at byte {@code from} of the file).
+     */
+    private record Fetched(ShuffleIndex index, long from, byte[] bytes, long size) {}
 
-    RecordIterator(EmberClient client, String dir, List<Segment> segments,
+    /** A map output's file, open, and its index; {@code whole} is all of it, if it was read. */
+    private record MapOutput(EmberInputStream in, ShuffleIndex index, byte[] whole,
+        AtomicInteger runsLeft) {}
+
+    /** Reads of a file this small take it whole: one round trip saved costs more than the bytes. */
+    private static final long WHOLE_READ_MIN = 256 << 10;
+
+    RecordIterator(EmberClient client, String dir, int partitions, List<Segment> segments,
         SerializerInstance serializer, long maxBytesInFlight) {
       this.client = client;
       this.dir = dir;
+      this.partitions = partitions;
       this.runs = runs(segments);
+      for (List<Segment> run : runs) {
+        long mapId = run.get(0).block().mapId();
+        runsOf.merge(mapId, 1, Integer::sum);
+        wanted.merge(mapId, run.stream().mapToLong(Segment::size).sum(), Long::sum);
+      }
       this.serializer = serializer;
       this.maxBytesInFlight = maxBytesInFlight;
     }
@@ -218,39 +240,66 @@ final class EmberShuffleReader<K, C> implements ShuffleReader<K, C> {
       return current.next();
     }
 
-    /** Reads a run's index (once per map output) and its bytes, without waiting. */
+    /**
+     * Opens a map output's file and reads its trailer, once per map output. A file of at most
+     * {@link #WHOLE_READ_MIN} bytes, or at most twice what this task wants of it, is read whole
+     * instead, which saves each of its runs a round trip.
+     */
+    private CompletableFuture<MapOutput> output(long mapId) {
+      return outputs.computeIfAbsent(mapId, id ->
+          client.openAsync(Paths.child(dir, id + ShuffleIndex.DATA)).thenCompose(in -> {
+            long length = in.length();
+            long trailer = ShuffleIndex.trailerSize(partitions);
+            if (length < trailer) {
+              throw new CompletionException(new IOException("map output " + id + " is "
+                  + length + " bytes, too short for its index of " + partitions
+                  + " partitions"));
+            }
+            boolean whole = length <= Math.max(WHOLE_READ_MIN, 2 * wanted.get(id));
+            long from = whole ? 0 : length - trailer;
+            byte[] bytes = new byte[Math.toIntExact(length - from)];
+            return readFully(in, from, bytes).thenApply(v -> {
+              ShuffleIndex ix;
+              try {
+                ix = ShuffleIndex.decodeTrailer(bytes, bytes.length);
+              } catch (IOException e) {
+                throw new CompletionException(e);
+              }
+              if (ix.partitions() != partitions || ix.offsets()[partitions] + trailer != length) {
+                throw new CompletionException(new IOException("map output " + id
+                    + " has an index of " + ix.partitions() + " partitions ending at byte "
+                    + ix.offsets()[ix.partitions()] + ", not of " + partitions + " ending at "
+                    + (length - trailer)));
+              }
+              return new MapOutput(in, ix, whole ? bytes : null,
+                  new AtomicInteger(runsOf.get(id)));
+            });
+          }));
+    }
+
+    /** Reads a run's bytes, opening its map output first if no run has yet; without waiting. */
     private CompletableFuture<Fetched> fetch(List<Segment> run) {
       ShuffleBlockId id = run.get(0).block();
       int lastPartition = run.get(run.size() - 1).block().reduceId();
-      CompletableFuture<ShuffleIndex> index = indexes.computeIfAbsent(id.mapId(), mapId ->
-          readWhole(Paths.child(dir, mapId + ShuffleIndex.INDEX)).thenApply(bytes -> {
-            try {
-              return ShuffleIndex.decode(bytes);
-            } catch (IOException e) {
-              throw new CompletionException(e);
-            }
-          }));
-      CompletableFuture<EmberInputStream> data =
-          client.openAsync(Paths.child(dir, id.mapId() + ShuffleIndex.DATA));
-      CompletableFuture<Fetched> fetched = index.thenCombine(data, Map::entry).thenCompose(e -> {
-        ShuffleIndex ix = e.getKey();
-        if (lastPartition >= ix.partitions()) {
-          throw new CompletionException(new IOException("map output " + id.mapId() + " has "
-              + ix.partitions() + " partitions, not " + (lastPartition + 1)));
-        }
+      CompletableFuture<MapOutput> output = output(id.mapId());
+      CompletableFuture<Fetched> fetched = output.thenCompose(out -> {
+        ShuffleIndex ix = out.index();
         long from = ix.offsets()[id.reduceId()];
-        byte[] bytes = new byte[Math.toIntExact(ix.offsets()[lastPartition + 1] - from)];
-        return readFully(e.getValue(), from, bytes).thenApply(v -> new Fetched(ix, from, bytes));
+        long size = ix.offsets()[lastPartition + 1] - from;
+        if (out.whole() != null) {
+          return CompletableFuture.completedFuture(new Fetched(ix, 0, out.whole(), size));
+        }
+        byte[] bytes = new byte[Math.toIntExact(size)];
+        return readFully(out.in(), from, bytes).thenApply(v -> new Fetched(ix, from, bytes, size));
       });
-      fetched.whenComplete((f, e) -> data.thenAccept(EmberInputStream::close));
+      // The file closes once its last run here is read. A task that stops early leaves it to the
+      // garbage collector, which is harmless: positioned reads hold no buffers.
+      fetched.whenComplete((f, e) -> output.thenAccept(out -> {
+        if (out.runsLeft().decrementAndGet() == 0) {
+          out.in().close();
+        }
+      }));
       return fetched;
-    }
-
-    private CompletableFuture<byte[]> readWhole(String path) {
-      return client.openAsync(path).thenCompose(in -> {
-        byte[] bytes = new byte[Math.toIntExact(in.length())];
-        return readFully(in, 0, bytes).whenComplete((v, e) -> in.close()).thenApply(v -> bytes);
-      });
     }
 
     private CompletableFuture<Void> readFully(EmberInputStream in, long from, byte[] bytes) {
@@ -299,7 +348,7 @@ final class EmberShuffleReader<K, C> implements ShuffleReader<K, C> {
           parts.add(serializer.deserializeStream(wrapped).asKeyValueIterator());
         }
         metrics.incRemoteBlocksFetched(run.size());
-        metrics.incRemoteBytesRead(f.bytes().length);
+        metrics.incRemoteBytesRead(f.size());
         return CollectionConverters.asScala(new Iterator<Tuple2<Object, Object>>() {
           private int at;
 

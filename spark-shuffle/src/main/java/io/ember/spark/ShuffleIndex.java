@@ -7,15 +7,15 @@ import java.io.IOException;
 
 /**
  * Where each partition of one map output starts in its data file, and the CRC32C of each
- * partition's bytes. Stored beside the data as {@code <mapTaskId>.index}: {@code int n | long
- * offsets[n + 1] | long crc[n]}.
+ * partition's bytes. Stored as the data file's trailer, after the partitions: {@code int n | long
+ * offsets[n + 1] | long crc[n] | int size}, where size is that of the fields before it, so a
+ * reader can check the trailer it read is one.
  *
  * @param offsets n + 1 offsets; partition p is [offsets[p], offsets[p + 1])
  * @param checksums the CRC32C of each partition
  */
 record ShuffleIndex(long[] offsets, long[] checksums) {
   static final String DATA = ".data";
-  static final String INDEX = ".index";
 
   int partitions() {
     return checksums.length;
@@ -35,6 +35,35 @@ record ShuffleIndex(long[] offsets, long[] checksums) {
       throw new IllegalStateException(e);
     }
     return bytes.toByteArray();
+  }
+
+  /** Bytes of the trailer of a map output with {@code partitions} partitions. */
+  static long trailerSize(int partitions) {
+    return 4L + 8L * (partitions + 1) + 8L * partitions + 4L;
+  }
+
+  byte[] encodeTrailer() {
+    byte[] index = encode();
+    byte[] trailer = java.util.Arrays.copyOf(index, index.length + 4);
+    java.nio.ByteBuffer.wrap(trailer).putInt(index.length, index.length);
+    return trailer;
+  }
+
+  /**
+   * Reads the trailer that ends at {@code end} in {@code bytes}, checking its sizes.
+   *
+   * @throws IOException when the bytes do not end in a well-formed trailer
+   */
+  static ShuffleIndex decodeTrailer(byte[] bytes, int end) throws IOException {
+    if (end < 4 || end > bytes.length) {
+      throw new IOException("shuffle map output of " + end + " bytes has no trailer");
+    }
+    int size = java.nio.ByteBuffer.wrap(bytes).getInt(end - 4);
+    if (size < 4 || size > end - 4) {
+      throw new IOException("shuffle map output trailer claims " + size + " bytes of "
+          + (end - 4));
+    }
+    return decode(java.util.Arrays.copyOfRange(bytes, end - 4 - size, end - 4));
   }
 
   /**

@@ -151,7 +151,7 @@ class EmberShuffleLocalTest {
       }
       String victim = null;
       for (io.ember.protocol.Messages.DirEntry f : probe.list(shuffleDir)) {
-        if (f.name().endsWith(".data") && f.status().length() > 100) {
+        if (f.name().endsWith(".data") && f.status().length() > 1000) {
           victim = shuffleDir + "/" + f.name();
           break;
         }
