@@ -163,8 +163,11 @@ final class EmberShuffleReader<K, C> implements ShuffleReader<K, C> {
     private record MapOutput(EmberInputStream in, ShuffleIndex index, byte[] whole,
         AtomicInteger runsLeft) {}
 
-    /** Reads of a file this small take it whole: one round trip saved costs more than the bytes. */
-    private static final long WHOLE_READ_MIN = 256 << 10;
+    /**
+     * Bytes beyond a task's runs worth reading to save a round trip: a reducer wanting half of a
+     * large file must not read it all (and wait for all of it before its first record).
+     */
+    private static final long WHOLE_READ_SLACK = 256 << 10;
 
     RecordIterator(EmberClient client, String dir, int partitions, List<Segment> segments,
         SerializerInstance serializer, long maxBytesInFlight) {
@@ -241,9 +244,9 @@ final class EmberShuffleReader<K, C> implements ShuffleReader<K, C> {
     }
 
     /**
-     * Opens a map output's file and reads its trailer, once per map output. A file of at most
-     * {@link #WHOLE_READ_MIN} bytes, or at most twice what this task wants of it, is read whole
-     * instead, which saves each of its runs a round trip.
+     * Opens a map output's file and reads its trailer, once per map output. A file is read whole
+     * instead, saving each of its runs a round trip, when that costs at most {@link
+     * #WHOLE_READ_SLACK} bytes more than the runs (as Spark reported their sizes).
      */
     private CompletableFuture<MapOutput> output(long mapId) {
       return outputs.computeIfAbsent(mapId, id ->
@@ -255,7 +258,7 @@ final class EmberShuffleReader<K, C> implements ShuffleReader<K, C> {
                   + length + " bytes, too short for its index of " + partitions
                   + " partitions"));
             }
-            boolean whole = length <= Math.max(WHOLE_READ_MIN, 2 * wanted.get(id));
+            boolean whole = length <= wanted.get(id) + WHOLE_READ_SLACK;
             long from = whole ? 0 : length - trailer;
             byte[] bytes = new byte[Math.toIntExact(length - from)];
             return readFully(in, from, bytes).thenApply(v -> {
