@@ -87,7 +87,7 @@ final class EmberMapOutputWriter implements ShuffleMapOutputWriter {
     } catch (EmberException e) {
       if (e.code() != ErrorCode.NOT_FOUND) {
         org.slf4j.LoggerFactory.getLogger(EmberMapOutputWriter.class)
-            .warn("Ember shuffle: cannot delete {}{}: {}", base, ShuffleIndex.DATA, e.getMessage());
+            .warn("Ember shuffle: cannot delete {}: {}", base + ShuffleIndex.DATA, e.getMessage());
       }
     }
   }

@@ -17,8 +17,8 @@ import org.apache.spark.shuffle.api.ShuffleMapOutputWriter;
 /**
  * Spark's shuffle storage plugin ({@code spark.shuffle.sort.io.plugin.class}) for Ember: every
  * map task's output goes to one Ember file that ends in its index, under a directory per
- * application and shuffle. Spark is told the storage is reliable, so losing an executor does not lose its map
- * output, and dynamic allocation works without the external shuffle service.
+ * application and shuffle. Spark is told the storage is reliable, so losing an executor does not
+ * lose its map output, and dynamic allocation works without the external shuffle service.
  */
 public final class EmberShuffleDataIO implements ShuffleDataIO {
   static final String ROOT_KEY = "ember.root";

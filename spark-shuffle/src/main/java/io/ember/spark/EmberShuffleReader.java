@@ -134,6 +134,12 @@ final class EmberShuffleReader<K, C> implements ShuffleReader<K, C> {
     /** Runs in flight at most, however small: each holds two open files on the way. */
     private static final int MAX_RUNS_IN_FLIGHT = 64;
 
+    /**
+     * Bytes beyond a task's runs worth reading to save a round trip: a reducer wanting half of a
+     * large file must not read it all (and wait for all of it before its first record).
+     */
+    private static final long WHOLE_READ_SLACK = 256 << 10;
+
     private final EmberClient client;
     private final String dir;
     private final List<List<Segment>> runs;
@@ -162,12 +168,6 @@ final class EmberShuffleReader<K, C> implements ShuffleReader<K, C> {
     /** A map output's file, open, and its index; {@code whole} is all of it, if it was read. */
     private record MapOutput(EmberInputStream in, ShuffleIndex index, byte[] whole,
         AtomicInteger runsLeft) {}
-
-    /**
-     * Bytes beyond a task's runs worth reading to save a round trip: a reducer wanting half of a
-     * large file must not read it all (and wait for all of it before its first record).
-     */
-    private static final long WHOLE_READ_SLACK = 256 << 10;
 
     RecordIterator(EmberClient client, String dir, int partitions, List<Segment> segments,
         SerializerInstance serializer, long maxBytesInFlight) {
@@ -264,7 +264,7 @@ final class EmberShuffleReader<K, C> implements ShuffleReader<K, C> {
             return readFully(in, from, bytes).thenApply(v -> {
               ShuffleIndex ix;
               try {
-                ix = ShuffleIndex.decodeTrailer(bytes, bytes.length);
+                ix = ShuffleIndex.decodeTrailer(bytes);
               } catch (IOException e) {
                 throw new CompletionException(e);
               }

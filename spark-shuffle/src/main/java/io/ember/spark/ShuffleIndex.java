@@ -21,8 +21,14 @@ record ShuffleIndex(long[] offsets, long[] checksums) {
     return checksums.length;
   }
 
-  byte[] encode() {
-    ByteArrayOutputStream bytes = new ByteArrayOutputStream(4 + 16 * checksums.length + 8);
+  /** Bytes of the trailer of a map output with {@code partitions} partitions. */
+  static long trailerSize(int partitions) {
+    return 4L + 8L * (partitions + 1) + 8L * partitions + 4L;
+  }
+
+  byte[] encodeTrailer() {
+    int indexSize = 4 + 16 * checksums.length + 8;
+    ByteArrayOutputStream bytes = new ByteArrayOutputStream(indexSize + 4);
     try (DataOutputStream out = new DataOutputStream(bytes)) {
       out.writeInt(checksums.length);
       for (long o : offsets) {
@@ -31,31 +37,21 @@ record ShuffleIndex(long[] offsets, long[] checksums) {
       for (long c : checksums) {
         out.writeLong(c);
       }
+      out.writeInt(indexSize);
     } catch (IOException e) {
       throw new IllegalStateException(e);
     }
     return bytes.toByteArray();
   }
 
-  /** Bytes of the trailer of a map output with {@code partitions} partitions. */
-  static long trailerSize(int partitions) {
-    return 4L + 8L * (partitions + 1) + 8L * partitions + 4L;
-  }
-
-  byte[] encodeTrailer() {
-    byte[] index = encode();
-    byte[] trailer = java.util.Arrays.copyOf(index, index.length + 4);
-    java.nio.ByteBuffer.wrap(trailer).putInt(index.length, index.length);
-    return trailer;
-  }
-
   /**
-   * Reads the trailer that ends at {@code end} in {@code bytes}, checking its sizes.
+   * Reads the trailer that ends {@code bytes}, checking its sizes.
    *
    * @throws IOException when the bytes do not end in a well-formed trailer
    */
-  static ShuffleIndex decodeTrailer(byte[] bytes, int end) throws IOException {
-    if (end < 4 || end > bytes.length) {
+  static ShuffleIndex decodeTrailer(byte[] bytes) throws IOException {
+    int end = bytes.length;
+    if (end < 4) {
       throw new IOException("shuffle map output of " + end + " bytes has no trailer");
     }
     int size = java.nio.ByteBuffer.wrap(bytes).getInt(end - 4);
@@ -71,7 +67,7 @@ record ShuffleIndex(long[] offsets, long[] checksums) {
    *
    * @throws IOException when the bytes are not a well-formed index
    */
-  static ShuffleIndex decode(byte[] bytes) throws IOException {
+  private static ShuffleIndex decode(byte[] bytes) throws IOException {
     DataInputStream in = new DataInputStream(new java.io.ByteArrayInputStream(bytes));
     int n = in.readInt();
     if (n < 0 || 4L + 8L * (n + 1) + 8L * n != bytes.length) {

@@ -132,7 +132,23 @@ class EmberShuffleLocalTest {
 
   @Test
   void corruptMapOutputFailsTheFetchAndSparkRecomputesIt() throws Exception {
-    // Uncompressed shuffle: no codec checksum, so only Ember's CRC32C stands between corrupt
+    // Flip one byte of partition data: same name, same length, other bytes.
+    replacingAMapOutputFailsTheFetchAndSparkRecomputesIt(bytes -> {
+      bytes[bytes.length / 2] ^= 0x5a;
+      return bytes;
+    });
+  }
+
+  @Test
+  void truncatedMapOutputFailsTheFetchAndSparkRecomputesIt() throws Exception {
+    // A file cut short: its last bytes, where the index's size should be, are partition data.
+    replacingAMapOutputFailsTheFetchAndSparkRecomputesIt(
+        bytes -> java.util.Arrays.copyOf(bytes, bytes.length / 2));
+  }
+
+  private void replacingAMapOutputFailsTheFetchAndSparkRecomputesIt(
+      java.util.function.UnaryOperator<byte[]> damage) throws Exception {
+    // Uncompressed shuffle: no codec checksum, so only Ember's own checks stand between damaged
     // bytes and the records.
     try (EmberClient probe = cluster.newClient();
          JavaSparkContext sc = new JavaSparkContext(conf(true, false)
@@ -140,7 +156,6 @@ class EmberShuffleLocalTest {
       JavaPairRDD<String, Integer> counts = sc.parallelize(words(20_000, 9), 4)
           .mapToPair(w -> new Tuple2<>(w, 1)).reduceByKey(Integer::sum, 5);
       String expected = counts.sortByKey().collect().toString();
-      // Flip one byte of one map output's data file: same name, same length, other bytes.
       String app = "/spark-shuffle/" + probe.list("/spark-shuffle").get(0).name();
       String shuffleDir = null;
       for (io.ember.protocol.Messages.DirEntry d : probe.list(app)) {
@@ -160,13 +175,12 @@ class EmberShuffleLocalTest {
       try (java.io.InputStream in = probe.open(victim)) {
         bytes = in.readAllBytes();
       }
-      bytes[bytes.length / 2] ^= 0x5a;
       probe.delete(victim, false);
       try (java.io.OutputStream out = probe.create(victim, io.ember.client.CreateOptions.DEFAULT)) {
-        out.write(bytes);
+        out.write(damage.apply(bytes));
       }
       int before = probe.list(shuffleDir).size();
-      // The second action reuses the registered map output, reads the corrupt partition, fails
+      // The second action reuses the registered map output, reads the damaged file, fails
       // the fetch, and Spark re-runs the map task: the result is still right.
       assertEquals(expected, counts.sortByKey().collect().toString());
       assertTrue(probe.list(shuffleDir).size() > before, "no map task was re-run");

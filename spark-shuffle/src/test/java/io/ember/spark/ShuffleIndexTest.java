@@ -24,9 +24,9 @@ class ShuffleIndexTest {
   void trailerReadsBackFromAWholeFileAndFromItsTailAlone() throws IOException {
     byte[] file = mapOutput();
     assertEquals(25 + ShuffleIndex.trailerSize(3), file.length);
-    ShuffleIndex whole = ShuffleIndex.decodeTrailer(file, file.length);
+    ShuffleIndex whole = ShuffleIndex.decodeTrailer(file);
     byte[] tail = java.util.Arrays.copyOfRange(file, 25, file.length);
-    ShuffleIndex fromTail = ShuffleIndex.decodeTrailer(tail, tail.length);
+    ShuffleIndex fromTail = ShuffleIndex.decodeTrailer(tail);
     for (ShuffleIndex read : new ShuffleIndex[] {whole, fromTail}) {
       assertArrayEquals(INDEX.offsets(), read.offsets());
       assertArrayEquals(INDEX.checksums(), read.checksums());
@@ -38,18 +38,18 @@ class ShuffleIndexTest {
     byte[] file = mapOutput();
     byte[] badSize = file.clone();
     ByteBuffer.wrap(badSize).putInt(badSize.length - 4, badSize.length);
-    assertThrows(IOException.class, () -> ShuffleIndex.decodeTrailer(badSize, badSize.length));
+    assertThrows(IOException.class, () -> ShuffleIndex.decodeTrailer(badSize));
 
     byte[] badCount = file.clone();
     ByteBuffer.wrap(badCount).putInt(25, 4);
     IOException count = assertThrows(IOException.class,
-        () -> ShuffleIndex.decodeTrailer(badCount, badCount.length));
+        () -> ShuffleIndex.decodeTrailer(badCount));
     assertEquals("shuffle index of 60 bytes claims 4 partitions", count.getMessage());
 
     byte[] badOrder = file.clone();
     ByteBuffer.wrap(badOrder).putLong(25 + 4 + 8, 11);
-    assertThrows(IOException.class, () -> ShuffleIndex.decodeTrailer(badOrder, badOrder.length));
+    assertThrows(IOException.class, () -> ShuffleIndex.decodeTrailer(badOrder));
 
-    assertThrows(IOException.class, () -> ShuffleIndex.decodeTrailer(new byte[3], 3));
+    assertThrows(IOException.class, () -> ShuffleIndex.decodeTrailer(new byte[3]));
   }
 }
