@@ -261,14 +261,38 @@ public final class EmberClient implements AutoCloseable {
     return createStream(path, options, (int) (long) config.get(ClientKeys.BUFFER_SIZE));
   }
 
+  /**
+   * Creates a file and opens it for writing through a buffer, as {@link #createBuffered} does,
+   * without waiting: a caller that starts this before it has bytes to write overlaps the name
+   * node's round trips (the create and the first block's allocation) with its own work.
+   *
+   * @return fails as {@link #createAsync}
+   */
+  public CompletableFuture<EmberOutputStream> createBufferedAsync(String path,
+      CreateOptions options) {
+    return createStreamAsync(path, options, (int) (long) config.get(ClientKeys.BUFFER_SIZE));
+  }
+
   private EmberOutputStream createStream(String path, CreateOptions options, int bufferSize)
       throws EmberException {
-    String canonical = Paths.normalize(path);
-    NodeStatus st = await(createAsync(canonical, NodeType.FILE, options));
-    int blockSize = st.blockSize();
-    return new EmberOutputStream(this, canonical, st.id(), blockSize,
-        Math.min(transferSize, blockSize), bufferSize,
-        config.get(ClientKeys.WRITE_WINDOW));
+    return await(createStreamAsync(path, options, bufferSize));
+  }
+
+  private CompletableFuture<EmberOutputStream> createStreamAsync(String path,
+      CreateOptions options, int bufferSize) {
+    String canonical;
+    try {
+      canonical = Paths.normalize(path);
+    } catch (EmberException e) {
+      return CompletableFuture.failedFuture(e);
+    }
+    return createAsync(canonical, NodeType.FILE, options).thenApply(st -> {
+      int blockSize = st.blockSize();
+      EmberOutputStream out = new EmberOutputStream(this, canonical, st.id(), blockSize,
+          Math.min(transferSize, blockSize), bufferSize, config.get(ClientKeys.WRITE_WINDOW));
+      out.allocateFirstBlock();
+      return out;
+    });
   }
 
   /**

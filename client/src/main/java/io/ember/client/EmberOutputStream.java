@@ -40,6 +40,7 @@ public final class EmberOutputStream extends OutputStream {
   private ByteBuf buffer;
   private int allocatedIndex = -1;
   private CompletableFuture<BlockLocation> allocated;
+  private boolean firstBlockAhead;
   private EmberException failure;
   private boolean closed;
 
@@ -261,8 +262,25 @@ public final class EmberOutputStream extends OutputStream {
     return done;
   }
 
+  /**
+   * Asks for block 0 before the first write needs it, so a small file's close waits for its write
+   * alone. The name node frees the block again if the file closes empty.
+   */
+  void allocateFirstBlock() {
+    allocatedIndex = 0;
+    allocated = client.allocateBlock(fileId, 0);
+    firstBlockAhead = true;
+  }
+
   private CompletableFuture<BlockLocation> block(int index) {
-    if (index != allocatedIndex) {
+    boolean retry = false;
+    if (firstBlockAhead) {
+      // An allocation asked ahead that failed (a full tier) is asked again when a write needs
+      // it: space may have been freed since.
+      firstBlockAhead = false;
+      retry = allocated.isCompletedExceptionally();
+    }
+    if (index != allocatedIndex || retry) {
       allocatedIndex = index;
       allocated = client.allocateBlock(fileId, index);
     }

@@ -2,6 +2,7 @@ package io.ember.minicluster;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -213,17 +214,41 @@ class FailureTest {
   }
 
   @Test
+  void firstBlockAskedAtCreateIsFreedByAnEmptyCloseAndAskedAgainAfterAFullTier()
+      throws Exception {
+    start(1, "512k"); // 8 blocks of 64 KiB
+    EmberClient c = cluster.newClient();
+    c.create("/empty", CreateOptions.DEFAULT).close();
+    assertEquals(0, c.lookup("/empty").length());
+    assertEquals(8, c.df().get(0).freeBlocks());
+    write(c, "/fill", data(8 * 65536, 1));
+    // Its first block is refused: the tier is full when the stream is made.
+    EmberOutputStream late = c.createBufferedAsync("/late", CreateOptions.DEFAULT).get();
+    c.delete("/fill", false);
+    byte[] bytes = data(1000, 2);
+    late.write(bytes);
+    late.close();
+    assertArrayEquals(bytes, read(c, "/late"));
+    assertEquals(7, c.df().get(0).freeBlocks());
+  }
+
+  @Test
   void restartedNameNodeGetsItsDataNodesBackAndClientsReconnect() throws Exception {
     start(2, "4m");
     EmberClient c = cluster.newClient();
     write(c, "/before", data(1000, 1));
+    long beforeId = c.lookup("/before").id();
+    assertArrayEquals(data(1000, 1), read(c, "/before"));
     cluster.restartNamenode();
     cluster.awaitLiveDatanodes(StorageClass.DRAM, 2, Duration.ofSeconds(10));
     // No operation log yet: the namespace starts empty after a restart.
     assertEquals(ErrorCode.NOT_FOUND,
         assertThrows(EmberException.class, () -> c.lookup("/before")).code());
     byte[] after = data(300_000, 2);
-    write(c, "/after", after);
+    EmberClient other = cluster.newClient();
+    write(other, "/after", after);
+    // c cached /before's block locations by file id; a new file must not reuse that id.
+    assertNotEquals(beforeId, c.lookup("/after").id());
     assertArrayEquals(after, read(c, "/after"));
   }
 

@@ -42,7 +42,11 @@ final class NameNodeState {
   private final Map<StorageClass, List<Datanode>> liveByClass = new TreeMap<>(
       (a, b) -> Integer.compare(a.id(), b.id()));
   private final Map<StorageClass, Integer> nextNode = new HashMap<>();
-  private long nextInodeId = 1;
+  /**
+   * Starts from the clock, so a restarted name node (which starts with an empty namespace) never
+   * hands out an id an earlier incarnation did: clients cache block locations by file id.
+   */
+  private long nextInodeId = System.currentTimeMillis() << 20;
   private long nextBlockId = 1;
   private int nextDatanodeId = 1;
 
@@ -277,6 +281,15 @@ final class NameNodeState {
         throw new EmberException(ErrorCode.INVALID_ARGUMENT,
             "length " + length + " of " + pathOf(file) + " does not match its "
                 + file.blocks.size() + " blocks of " + blockSize + " bytes");
+      }
+      // Writers ask for a block before their first write; one that wrote less leaves blocks it
+      // never filled, and they go back to their data nodes now.
+      long used = (length + blockSize - 1) / blockSize;
+      while (file.blocks.size() > used) {
+        Block unused = file.blocks.remove(file.blocks.size() - 1);
+        if (!unused.datanode().lost) {
+          unused.datanode().giveBack(unused.slot());
+        }
       }
       file.length = length;
       file.open = false;

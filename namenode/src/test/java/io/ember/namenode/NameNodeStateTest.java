@@ -187,6 +187,26 @@ class NameNodeStateTest {
   }
 
   @Test
+  void closeFreesBlocksBeyondTheLength() throws Exception {
+    nn.register(StorageClass.DRAM, "dram", "h:1", 4L * BS);
+    NodeStatus f = file("/f");
+    BlockLocation b0 = nn.allocateBlock(f.id(), 0);
+    nn.allocateBlock(f.id(), 1);
+    nn.allocateBlock(f.id(), 2);
+    assertEquals(1, usage(StorageClass.DRAM).freeBlocks());
+    nn.closeFile(f.id(), 10);
+    assertEquals(List.of(b0), nn.getBlocks(f.id(), 0, 10));
+    assertEquals(3, usage(StorageClass.DRAM).freeBlocks());
+    NodeStatus empty = file("/empty");
+    nn.allocateBlock(empty.id(), 0);
+    nn.closeFile(empty.id(), 0);
+    assertEquals(List.of(), nn.getBlocks(empty.id(), 0, 10));
+    assertEquals(3, usage(StorageClass.DRAM).freeBlocks());
+    nn.delete("/f", false);
+    assertEquals(4, usage(StorageClass.DRAM).freeBlocks());
+  }
+
+  @Test
   void fullClassFailsNamingClassAndSizeAndDeleteFreesBlocks() throws Exception {
     nn.register(StorageClass.DRAM, "dram", "h:1", 3L * BS);
     NodeStatus f = file("/f");
