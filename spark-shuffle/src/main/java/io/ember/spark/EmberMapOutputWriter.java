@@ -5,9 +5,11 @@ import io.ember.client.EmberClient;
 import io.ember.client.EmberOutputStream;
 import io.ember.protocol.EmberException;
 import io.ember.protocol.ErrorCode;
+import io.ember.protocol.Futures;
 import io.ember.protocol.StorageClass;
 import java.io.IOException;
 import java.io.OutputStream;
+import java.util.concurrent.CompletableFuture;
 import java.util.zip.CRC32C;
 import org.apache.spark.shuffle.api.ShuffleMapOutputWriter;
 import org.apache.spark.shuffle.api.ShufflePartitionWriter;
@@ -25,9 +27,14 @@ final class EmberMapOutputWriter implements ShuffleMapOutputWriter {
   private final EmberClient client;
   private final String base;
   private final int numPartitions;
-  private final StorageClass storageClass;
   private final long[] lengths;
   private final long[] checksums;
+  /**
+   * The file, asked for when the writer is made: Spark's bypass-merge writer (most SQL shuffles)
+   * makes it before it reads its first record, so the name node's answer and the first block's
+   * allocation arrive while the task computes.
+   */
+  private final CompletableFuture<EmberOutputStream> creating;
   private EmberOutputStream data;
   private int lastPartition = -1;
 
@@ -36,17 +43,17 @@ final class EmberMapOutputWriter implements ShuffleMapOutputWriter {
     this.client = client;
     this.base = base;
     this.numPartitions = numPartitions;
-    this.storageClass = storageClass;
     this.lengths = new long[numPartitions];
     this.checksums = new long[numPartitions];
     CRC32C empty = new CRC32C();
     java.util.Arrays.fill(checksums, empty.getValue());
+    this.creating = client.createBufferedAsync(base + ShuffleIndex.DATA,
+        new CreateOptions(storageClass, true));
   }
 
   private EmberOutputStream data() throws IOException {
     if (data == null) {
-      data = client.createBuffered(base + ShuffleIndex.DATA,
-          new CreateOptions(storageClass, true));
+      data = Futures.await(creating);
     }
     return data;
   }
@@ -76,11 +83,9 @@ final class EmberMapOutputWriter implements ShuffleMapOutputWriter {
   @Override
   public void abort(Throwable error) {
     try {
-      if (data != null) {
-        data.close();
-      }
+      data().close();
     } catch (IOException ignored) {
-      // the file is deleted next
+      // the file is deleted next, if it was created
     }
     try {
       client.delete(base + ShuffleIndex.DATA, false);
