@@ -22,8 +22,10 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.zip.CRC32C;
 import org.apache.spark.InterruptibleIterator;
 import org.apache.spark.ShuffleDependency;
+import org.apache.spark.SparkConf;
 import org.apache.spark.SparkEnv;
 import org.apache.spark.TaskContext;
+import org.apache.spark.io.CompressionCodec$;
 import org.apache.spark.serializer.SerializerInstance;
 import org.apache.spark.shuffle.BaseShuffleHandle;
 import org.apache.spark.shuffle.FetchFailedException;
@@ -105,8 +107,9 @@ final class EmberShuffleReader<K, C> implements ShuffleReader<K, C> {
     SerializerInstance serializer = dep.serializer().newInstance();
     Iterator<Product2<Object, Object>> records =
         new RecordIterator(client, EmberShuffleDataIO.shuffleDir(root, shuffleId),
-            dep.partitioner().numPartitions(), segments,
-            serializer, env.conf().getSizeAsBytes("spark.reducer.maxSizeInFlight", "48m"));
+            dep.partitioner().numPartitions(), segments, serializer,
+            env.conf().getSizeAsBytes("spark.reducer.maxSizeInFlight", "48m"),
+            concatenable(dep, env.conf()));
     scala.collection.Iterator<Product2<K, C>> it =
         new InterruptibleIterator<>(context,
             (scala.collection.Iterator) CollectionConverters.asScala(records));
@@ -123,6 +126,19 @@ final class EmberShuffleReader<K, C> implements ShuffleReader<K, C> {
       it = sorter.insertAllAndUpdateMetrics((scala.collection.Iterator) it);
     }
     return it instanceof InterruptibleIterator ? it : new InterruptibleIterator<>(context, it);
+  }
+
+  /**
+   * Whether adjacent partitions' bytes read as one stream: the conditions under which Spark's own
+   * reader fetches a coalesced range of partitions as one batch. Reading a run of a hundred
+   * partitions as one stream saves a decompressor and a deserializer per partition.
+   */
+  private static boolean concatenable(ShuffleDependency<?, ?, ?> dep, SparkConf conf) {
+    boolean compressed = conf.getBoolean("spark.shuffle.compress", true);
+    boolean codecConcatenates = !compressed || CompressionCodec$.MODULE$
+        .supportsConcatenationOfSerializedStreams(CompressionCodec$.MODULE$.createCodec(conf));
+    return dep.serializer().supportsRelocationOfSerializedObjects() && codecConcatenates
+        && !conf.getBoolean("spark.io.encryption.enabled", false);
   }
 
   /**
@@ -146,6 +162,7 @@ final class EmberShuffleReader<K, C> implements ShuffleReader<K, C> {
     private final SerializerInstance serializer;
     private final long maxBytesInFlight;
     private final int partitions;
+    private final boolean concatenable;
     private final Map<Long, CompletableFuture<MapOutput>> outputs = new HashMap<>();
     /** Per map output: the runs this task reads of it, and their bytes as Spark reported them. */
     private final Map<Long, Integer> runsOf = new HashMap<>();
@@ -170,8 +187,9 @@ final class EmberShuffleReader<K, C> implements ShuffleReader<K, C> {
         AtomicInteger runsLeft) {}
 
     RecordIterator(EmberClient client, String dir, int partitions, List<Segment> segments,
-        SerializerInstance serializer, long maxBytesInFlight) {
+        SerializerInstance serializer, long maxBytesInFlight, boolean concatenable) {
       this.client = client;
+      this.concatenable = concatenable;
       this.dir = dir;
       this.partitions = partitions;
       this.runs = runs(segments);
@@ -319,7 +337,8 @@ final class EmberShuffleReader<K, C> implements ShuffleReader<K, C> {
 
     /**
      * Takes a fetched run: waits for its bytes, checks each partition against its own checksum,
-     * and reads each as its own stream.
+     * and reads the run as one stream when its partitions' streams concatenate (else each as its
+     * own).
      */
     private scala.collection.Iterator<Tuple2<Object, Object>> open(Pending next) {
       List<Segment> run = next.run();
@@ -335,19 +354,27 @@ final class EmberShuffleReader<K, C> implements ShuffleReader<K, C> {
           metrics.incFetchWaitTime((System.nanoTime() - t0) / 1_000_000);
         }
         fetchAhead();
-        List<scala.collection.Iterator<Tuple2<Object, Object>>> parts = new ArrayList<>();
+        // Every partition is checked before any of its records is passed on.
         for (Segment s : run) {
           int p = s.block().reduceId();
-          int offset = (int) (f.index().offsets()[p] - f.from());
-          int size = (int) (f.index().offsets()[p + 1] - f.index().offsets()[p]);
           CRC32C crc = new CRC32C();
-          crc.update(f.bytes(), offset, size);
+          crc.update(f.bytes(), offsetOf(f, p), (int) (f.index().offsets()[p + 1]
+              - f.index().offsets()[p]));
           if (crc.getValue() != f.index().checksums()[p]) {
             throw new IOException("checksum mismatch in partition " + p + " of map output "
                 + id.mapId() + ": the bytes read are not the bytes written");
           }
-          InputStream wrapped = SparkEnv.get().serializerManager().wrapStream(s.block(),
-              new ByteArrayInputStream(f.bytes(), offset, size));
+        }
+        List<scala.collection.Iterator<Tuple2<Object, Object>>> parts = new ArrayList<>();
+        List<List<Segment>> streams = concatenable ? List.of(run)
+            : run.stream().map(List::of).toList();
+        for (List<Segment> stream : streams) {
+          int from = stream.get(0).block().reduceId();
+          int to = stream.get(stream.size() - 1).block().reduceId() + 1;
+          int offset = offsetOf(f, from);
+          int size = (int) (f.index().offsets()[to] - f.index().offsets()[from]);
+          InputStream wrapped = SparkEnv.get().serializerManager().wrapStream(
+              stream.get(0).block(), new ByteArrayInputStream(f.bytes(), offset, size));
           parts.add(serializer.deserializeStream(wrapped).asKeyValueIterator());
         }
         metrics.incRemoteBlocksFetched(run.size());
@@ -377,6 +404,11 @@ final class EmberShuffleReader<K, C> implements ShuffleReader<K, C> {
                 + id.reduceId() + "-" + run.get(run.size() - 1).block().reduceId()
                 + " of map output " + id.mapId() + ": " + e.getMessage(), e));
       }
+    }
+
+    /** Where partition {@code p} starts in a fetched run's bytes. */
+    private static int offsetOf(Fetched f, int p) {
+      return (int) (f.index().offsets()[p] - f.from());
     }
 
     /**
