@@ -250,7 +250,7 @@ final class Suite implements Callable<Integer> {
         writeCsv(mode.label() + (joins ? "" : "-nobroadcast"), outcomes);
       }
       int from = report.size();
-      allSame &= summarize(byMode, joins);
+      allSame &= summarize(byMode, runsByMode, joins);
       // Each table as soon as it is known, so a long suite that is stopped still has it.
       report.subList(from, report.size()).forEach(out::println);
     }
@@ -284,8 +284,22 @@ final class Suite implements Callable<Integer> {
     Files.writeString(cluster.workDir.resolve("tpcds-" + name + ".csv"), csv);
   }
 
+  /**
+   * Whether every run of a query took more than {@code factor} times the slowest of the
+   * baseline's runs: slower beyond the spread between runs, which on a busy two-core machine
+   * moves a short query's median by more than 10% between passes of the same shuffle.
+   */
+  static boolean slowerInEveryRun(List<Tpcds.Outcome> runs, List<Tpcds.Outcome> baseRuns,
+      double factor) {
+    double fastest = runs.stream().mapToDouble(Tpcds.Outcome::seconds).min().orElseThrow();
+    double baseSlowest = baseRuns.stream().mapToDouble(Tpcds.Outcome::seconds).max()
+        .orElseThrow();
+    return fastest > factor * baseSlowest;
+  }
+
   /** Adds one broadcast setting's TPC-DS table to the report; false if any result differed. */
-  private boolean summarize(Map<Shuffle, List<Tpcds.Outcome>> byMode, boolean joins) {
+  private boolean summarize(Map<Shuffle, List<Tpcds.Outcome>> byMode,
+      Map<Shuffle, List<List<Tpcds.Outcome>>> runsByMode, boolean joins) {
     List<Tpcds.Outcome> base = byMode.get(Shuffle.SPARK);
     int runsPerQuery = tpcdsRepeat * tpcdsPasses;
     String how = runsPerQuery == 1 ? "" : ", median of " + runsPerQuery + " runs per query"
@@ -294,9 +308,9 @@ final class Suite implements Callable<Integer> {
         base.size(), joins ? "on" : "off", how));
     report.add("");
     report.add("| shuffle | total time | Spark's total / this | geometric mean of per-query "
-        + "ratios (this / Spark's) | queries > 1.10 of Spark's time | slowest ratio | "
-        + "results differing from Spark's | failed |");
-    report.add("|---|---|---|---|---|---|---|---|");
+        + "ratios (this / Spark's) | queries > 1.10 of Spark's time | of those, > 1.10 in every "
+        + "run | slowest ratio | results differing from Spark's | failed |");
+    report.add("|---|---|---|---|---|---|---|---|---|");
     boolean same = true;
     double baseTotal = base.stream().mapToDouble(Tpcds.Outcome::seconds).sum();
     for (Map.Entry<Shuffle, List<Tpcds.Outcome>> e : byMode.entrySet()) {
@@ -307,6 +321,7 @@ final class Suite implements Callable<Integer> {
       double worst = 0;
       String worstQuery = "";
       List<String> differing = new ArrayList<>();
+      List<String> slowerEveryRun = new ArrayList<>();
       int failedQueries = 0;
       for (int i = 0; i < runs.size(); i++) {
         Tpcds.Outcome o = runs.get(i);
@@ -315,6 +330,10 @@ final class Suite implements Callable<Integer> {
         logSum += Math.log(ratio);
         if (ratio > 1.10) {
           slower++;
+          if (slowerInEveryRun(runsByMode.get(e.getKey()).get(i),
+              runsByMode.get(Shuffle.SPARK).get(i), 1.10)) {
+            slowerEveryRun.add(o.query());
+          }
         }
         if (ratio > worst) {
           worst = ratio;
@@ -327,8 +346,10 @@ final class Suite implements Callable<Integer> {
         }
       }
       same &= differing.isEmpty() && failedQueries == 0;
-      report.add(String.format("| %s | %.1f s | %.2f | %.3f | %d | %.2f (%s) | %s | %d |",
+      report.add(String.format("| %s | %.1f s | %.2f | %.3f | %d | %d%s | %.2f (%s) | %s | %d |",
           e.getKey().label(), total, baseTotal / total, Math.exp(logSum / runs.size()), slower,
+          slowerEveryRun.size(), slowerEveryRun.isEmpty() ? "" : " (" + String.join(" ",
+              slowerEveryRun) + ")",
           worst, worstQuery, differing.isEmpty() ? "none" : String.join(" ", differing),
           failedQueries));
     }
