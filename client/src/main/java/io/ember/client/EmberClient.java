@@ -280,19 +280,24 @@ public final class EmberClient implements AutoCloseable {
 
   private CompletableFuture<EmberOutputStream> createStreamAsync(String path,
       CreateOptions options, int bufferSize) {
-    String canonical;
+    return normalized(path).thenCompose(canonical ->
+        createAsync(canonical, NodeType.FILE, options).thenApply(st -> {
+          int blockSize = st.blockSize();
+          EmberOutputStream out = new EmberOutputStream(this, canonical, st.id(), blockSize,
+              Math.min(transferSize, blockSize), bufferSize,
+              config.get(ClientKeys.WRITE_WINDOW));
+          out.allocateFirstBlock();
+          return out;
+        }));
+  }
+
+  /** The path in canonical form, or INVALID_PATH as a failed future. */
+  private static CompletableFuture<String> normalized(String path) {
     try {
-      canonical = Paths.normalize(path);
+      return CompletableFuture.completedFuture(Paths.normalize(path));
     } catch (EmberException e) {
       return CompletableFuture.failedFuture(e);
     }
-    return createAsync(canonical, NodeType.FILE, options).thenApply(st -> {
-      int blockSize = st.blockSize();
-      EmberOutputStream out = new EmberOutputStream(this, canonical, st.id(), blockSize,
-          Math.min(transferSize, blockSize), bufferSize, config.get(ClientKeys.WRITE_WINDOW));
-      out.allocateFirstBlock();
-      return out;
-    });
   }
 
   /**
@@ -311,13 +316,7 @@ public final class EmberClient implements AutoCloseable {
    * @return fails with NOT_FOUND or INVALID_PATH, or NOT_A_FILE for a directory or multifile
    */
   public CompletableFuture<EmberInputStream> openAsync(String path) {
-    String canonical;
-    try {
-      canonical = Paths.normalize(path);
-    } catch (EmberException e) {
-      return CompletableFuture.failedFuture(e);
-    }
-    return lookupAsync(canonical).thenApply(st -> {
+    return normalized(path).thenCompose(canonical -> lookupAsync(canonical).thenApply(st -> {
       if (!st.isFile()) {
         throw new CompletionException(new EmberException(ErrorCode.NOT_A_FILE, canonical
             + " is a " + st.type().name().toLowerCase() + ", not a file"
@@ -325,7 +324,7 @@ public final class EmberClient implements AutoCloseable {
       }
       return new EmberInputStream(this, canonical, st, transferSize,
           config.get(ClientKeys.READ_AHEAD));
-    });
+    }));
   }
 
   /**

@@ -40,7 +40,6 @@ public final class EmberOutputStream extends OutputStream {
   private ByteBuf buffer;
   private int allocatedIndex = -1;
   private CompletableFuture<BlockLocation> allocated;
-  private boolean firstBlockAhead;
   private EmberException failure;
   private boolean closed;
 
@@ -269,18 +268,12 @@ public final class EmberOutputStream extends OutputStream {
   void allocateFirstBlock() {
     allocatedIndex = 0;
     allocated = client.allocateBlock(fileId, 0);
-    firstBlockAhead = true;
   }
 
   private CompletableFuture<BlockLocation> block(int index) {
-    boolean retry = false;
-    if (firstBlockAhead) {
-      // An allocation asked ahead that failed (a full tier) is asked again when a write needs
-      // it: space may have been freed since.
-      firstBlockAhead = false;
-      retry = allocated.isCompletedExceptionally();
-    }
-    if (index != allocatedIndex || retry) {
+    // A refused allocation (a full tier) is asked again when a write needs the block: the one
+    // asked ahead of the first write may have been refused before space was freed.
+    if (index != allocatedIndex || allocated.isCompletedExceptionally()) {
       allocatedIndex = index;
       allocated = client.allocateBlock(fileId, index);
     }

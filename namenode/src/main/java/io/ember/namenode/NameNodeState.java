@@ -286,10 +286,7 @@ final class NameNodeState {
       // never filled, and they go back to their data nodes now.
       long used = (length + blockSize - 1) / blockSize;
       while (file.blocks.size() > used) {
-        Block unused = file.blocks.remove(file.blocks.size() - 1);
-        if (!unused.datanode().lost) {
-          unused.datanode().giveBack(unused.slot());
-        }
+        giveBack(file.blocks.remove(file.blocks.size() - 1));
       }
       file.length = length;
       file.open = false;
@@ -528,17 +525,20 @@ final class NameNodeState {
   private void release(Inode node) {
     if (node instanceof Inode.File f) {
       files.remove(f.id);
-      for (Block b : f.blocks) {
-        if (!b.datanode().lost) {
-          b.datanode().giveBack(b.slot());
-        }
-      }
+      f.blocks.forEach(this::giveBack);
       f.blocks.clear();
     } else if (node instanceof Inode.Dir d) {
       for (Inode child : d.children.values()) {
         release(child);
       }
       d.children.clear();
+    }
+  }
+
+  /** Frees a block's slot; a lost data node's slots went with its registration. */
+  private void giveBack(Block b) {
+    if (!b.datanode().lost) {
+      b.datanode().giveBack(b.slot());
     }
   }
 

@@ -177,10 +177,20 @@ final class EmberShuffleReader<K, C> implements ShuffleReader<K, C> {
     private record Pending(List<Segment> run, long size, CompletableFuture<Fetched> data) {}
 
     /**
-     * A run's {@code size} bytes: partitions {@code run}'s first to last, in {@code bytes} (which
-     * starts at byte {@code from} of the file).
+     * A run's bytes: partitions {@code run}'s first to last, in {@code bytes} (which starts at
+     * byte {@code from} of the file, and holds the whole file when it was read whole).
      */
-    private record Fetched(ShuffleIndex index, long from, byte[] bytes, long size) {}
+    private record Fetched(ShuffleIndex index, long from, byte[] bytes) {
+      /** Where partition {@code p} starts in {@code bytes}. */
+      int offsetOf(int p) {
+        return (int) (index.offsets()[p] - from);
+      }
+
+      /** Bytes of partitions {@code first} to {@code last}. */
+      int sizeOf(int first, int last) {
+        return (int) (index.offsets()[last + 1] - index.offsets()[first]);
+      }
+    }
 
     /** A map output's file, open, and its index; {@code whole} is all of it, if it was read. */
     private record MapOutput(EmberInputStream in, ShuffleIndex index, byte[] whole,
@@ -305,13 +315,12 @@ final class EmberShuffleReader<K, C> implements ShuffleReader<K, C> {
       CompletableFuture<MapOutput> output = output(id.mapId());
       CompletableFuture<Fetched> fetched = output.thenCompose(out -> {
         ShuffleIndex ix = out.index();
-        long from = ix.offsets()[id.reduceId()];
-        long size = ix.offsets()[lastPartition + 1] - from;
         if (out.whole() != null) {
-          return CompletableFuture.completedFuture(new Fetched(ix, 0, out.whole(), size));
+          return CompletableFuture.completedFuture(new Fetched(ix, 0, out.whole()));
         }
-        byte[] bytes = new byte[Math.toIntExact(size)];
-        return readFully(out.in(), from, bytes).thenApply(v -> new Fetched(ix, from, bytes, size));
+        long from = ix.offsets()[id.reduceId()];
+        byte[] bytes = new byte[Math.toIntExact(ix.offsets()[lastPartition + 1] - from)];
+        return readFully(out.in(), from, bytes).thenApply(v -> new Fetched(ix, from, bytes));
       });
       // The file closes once its last run here is read. A task that stops early leaves it to the
       // garbage collector, which is harmless: positioned reads hold no buffers.
@@ -358,8 +367,7 @@ final class EmberShuffleReader<K, C> implements ShuffleReader<K, C> {
         for (Segment s : run) {
           int p = s.block().reduceId();
           CRC32C crc = new CRC32C();
-          crc.update(f.bytes(), offsetOf(f, p), (int) (f.index().offsets()[p + 1]
-              - f.index().offsets()[p]));
+          crc.update(f.bytes(), f.offsetOf(p), f.sizeOf(p, p));
           if (crc.getValue() != f.index().checksums()[p]) {
             throw new IOException("checksum mismatch in partition " + p + " of map output "
                 + id.mapId() + ": the bytes read are not the bytes written");
@@ -370,15 +378,15 @@ final class EmberShuffleReader<K, C> implements ShuffleReader<K, C> {
             : run.stream().map(List::of).toList();
         for (List<Segment> stream : streams) {
           int from = stream.get(0).block().reduceId();
-          int to = stream.get(stream.size() - 1).block().reduceId() + 1;
-          int offset = offsetOf(f, from);
-          int size = (int) (f.index().offsets()[to] - f.index().offsets()[from]);
+          int to = stream.get(stream.size() - 1).block().reduceId();
           InputStream wrapped = SparkEnv.get().serializerManager().wrapStream(
-              stream.get(0).block(), new ByteArrayInputStream(f.bytes(), offset, size));
+              stream.get(0).block(),
+              new ByteArrayInputStream(f.bytes(), f.offsetOf(from), f.sizeOf(from, to)));
           parts.add(serializer.deserializeStream(wrapped).asKeyValueIterator());
         }
         metrics.incRemoteBlocksFetched(run.size());
-        metrics.incRemoteBytesRead(f.size());
+        metrics.incRemoteBytesRead(f.sizeOf(id.reduceId(),
+            run.get(run.size() - 1).block().reduceId()));
         return CollectionConverters.asScala(new Iterator<Tuple2<Object, Object>>() {
           private int at;
 
@@ -404,11 +412,6 @@ final class EmberShuffleReader<K, C> implements ShuffleReader<K, C> {
                 + id.reduceId() + "-" + run.get(run.size() - 1).block().reduceId()
                 + " of map output " + id.mapId() + ": " + e.getMessage(), e));
       }
-    }
-
-    /** Where partition {@code p} starts in a fetched run's bytes. */
-    private static int offsetOf(Fetched f, int p) {
-      return (int) (f.index().offsets()[p] - f.from());
     }
 
     /**

@@ -21,13 +21,18 @@ record ShuffleIndex(long[] offsets, long[] checksums) {
     return checksums.length;
   }
 
+  /** Bytes of the index of {@code partitions} partitions: the trailer without its size field. */
+  private static long indexSize(int partitions) {
+    return 4L + 8L * (partitions + 1) + 8L * partitions;
+  }
+
   /** Bytes of the trailer of a map output with {@code partitions} partitions. */
   static long trailerSize(int partitions) {
-    return 4L + 8L * (partitions + 1) + 8L * partitions + 4L;
+    return indexSize(partitions) + 4;
   }
 
   byte[] encodeTrailer() {
-    int indexSize = 4 + 16 * checksums.length + 8;
+    int indexSize = (int) indexSize(partitions());
     ByteArrayOutputStream bytes = new ByteArrayOutputStream(indexSize + 4);
     try (DataOutputStream out = new DataOutputStream(bytes)) {
       out.writeInt(checksums.length);
@@ -70,7 +75,7 @@ record ShuffleIndex(long[] offsets, long[] checksums) {
   private static ShuffleIndex decode(byte[] bytes) throws IOException {
     DataInputStream in = new DataInputStream(new java.io.ByteArrayInputStream(bytes));
     int n = in.readInt();
-    if (n < 0 || 4L + 8L * (n + 1) + 8L * n != bytes.length) {
+    if (n < 0 || indexSize(n) != bytes.length) {
       throw new IOException("shuffle index of " + bytes.length + " bytes claims " + n
           + " partitions");
     }
