@@ -18,6 +18,8 @@ import org.apache.spark.scheduler.SparkListenerTaskEnd;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 import scala.Tuple2;
 
 /**
@@ -150,8 +152,14 @@ class EmberShuffleClusterTest {
     }
   }
 
-  @Test
-  void retriedMapTaskLeavesOnlyTheCommittedAttemptsOutput() throws Exception {
+  /**
+   * With map-side combine, Spark's sort writer makes the map output writer after consuming its
+   * input, so the failure never reaches Ember. Without, the bypass-merge writer makes it first,
+   * Ember creates the file at once, and the failure must abort (delete) it.
+   */
+  @ParameterizedTest(name = "map-side combine: {0}")
+  @ValueSource(booleans = {true, false})
+  void retriedMapTaskLeavesOnlyTheCommittedAttemptsOutput(boolean combine) throws Exception {
     // (Speculative copies cannot be tested here: Spark never runs one on the original's host,
     // and local-cluster executors share one host. Attempts have distinct ids either way.)
     SparkConf c = conf(true).set("spark.task.maxFailures", "4");
@@ -161,7 +169,7 @@ class EmberShuffleClusterTest {
     }
     try (JavaSparkContext sc = new JavaSparkContext(c);
          io.ember.client.EmberClient probe = cluster.newClient()) {
-      org.apache.spark.api.java.JavaPairRDD<Integer, Long> counts = sc.parallelize(data, 4)
+      org.apache.spark.api.java.JavaPairRDD<Integer, Long> pairs = sc.parallelize(data, 4)
           .mapPartitionsWithIndex((index, it) -> {
             List<Integer> all = new ArrayList<>();
             it.forEachRemaining(all::add);
@@ -175,16 +183,22 @@ class EmberShuffleClusterTest {
             }
             return it;
           }, true)
-          .mapToPair(t -> t)
-          .reduceByKey(Long::sum, 4);
+          .mapToPair(t -> t);
+      org.apache.spark.api.java.JavaPairRDD<Integer, Long> counts = combine
+          ? pairs.reduceByKey(Long::sum, 4)
+          : pairs.groupByKey(4).mapValues(ones -> {
+            long n = 0;
+            for (long one : ones) {
+              n += one;
+            }
+            return n;
+          });
       java.util.Map<Integer, Long> expected = new java.util.TreeMap<>();
       for (int x : data) {
         expected.merge(x % 101, 1L, Long::sum);
       }
       assertEquals(expected, new java.util.TreeMap<>(counts.collectAsMap()));
-      // Four map tasks, four outputs: only committed attempts leave output. (Spark's writers open
-      // the map output after consuming their input, so this failure never reached Ember; a
-      // failure while writing would make Spark call abort, which deletes the attempt's files.)
+      // Four map tasks, four outputs: only committed attempts leave output.
       String app = "/spark-shuffle/" + probe.list("/spark-shuffle").get(0).name();
       long dataFiles = 0;
       for (io.ember.protocol.Messages.DirEntry shuffle : probe.list(app)) {
