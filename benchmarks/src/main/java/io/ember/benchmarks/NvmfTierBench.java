@@ -96,8 +96,13 @@ public final class NvmfTierBench implements Callable<Integer> {
           NvmfHostOptions.builder().ioQueues(queues).ioQueueSize(64).build())) {
         int nsid = uri.nsid();
         int lba = bare.namespace(nsid).blockSize();
-        // The bare host works in the upper half of the namespace, Ember's blocks in the lower.
+        // The bare host works in the upper half of the namespace, Ember's blocks in the lower;
+        // it must stop short of the last LBA, where the data node records its registration.
         long bareBase = bare.namespace(nsid).sizeBytes() / 2 / lba;
+        if ((bareBase + 1) * lba + bytes > bare.namespace(nsid).sizeBytes()) {
+          throw new CommandLine.ParameterException(spec.commandLine(), "--size " + size
+              + " is more than half of NVMf target " + uri + "'s namespace, less one LBA");
+        }
         NvmfQueue q = bare.ioQueue(0);
         java.util.concurrent.atomic.AtomicInteger nextQueue = new java.util.concurrent.atomic.AtomicInteger();
         java.util.function.Supplier<NvmfQueue> anyQueue =

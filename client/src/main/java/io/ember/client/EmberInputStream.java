@@ -421,9 +421,22 @@ public final class EmberInputStream extends InputStream {
    * may be stale).
    */
   private <T> CompletableFuture<T> fromBlock(long pos, int len, BlockRead<T> read) {
+    return fromBlock(pos, len, read, true);
+  }
+
+  /**
+   * {@link #fromBlock(long, int, BlockRead)}; a location its endpoint refuses as stale (a data
+   * node restarted at that address, a target that came back under a new registration) is asked
+   * of the name node again, {@code once}.
+   */
+  private <T> CompletableFuture<T> fromBlock(long pos, int len, BlockRead<T> read, boolean once) {
     int index = (int) (pos / blockSize);
     int offset = (int) (pos % blockSize);
-    return client.blockLocation(fileId, index).thenCompose(block -> {
+    return client.blockLocation(fileId, index).exceptionallyCompose(e -> {
+      EmberException cause = EmberException.of(e);
+      return CompletableFuture.failedFuture(new EmberException(cause.code(),
+          "locating block " + index + " of " + path + " failed: " + cause.getMessage(), cause));
+    }).thenCompose(block -> {
       if (block.lost()) {
         client.invalidateBlocks(fileId);
         throw new CompletionException(new EmberException(ErrorCode.DATANODE_LOST,
@@ -436,6 +449,10 @@ public final class EmberInputStream extends InputStream {
         throw new CompletionException(e);
       }
       return read.start(block, endpoint, offset).handle((result, e) -> {
+        if (e != null && once && EmberException.of(e).code() == ErrorCode.STALE_LOCATION) {
+          client.invalidateBlocks(fileId);
+          return fromBlock(pos, len, read, false);
+        }
         if (e != null) {
           client.invalidateBlocks(fileId);
           EmberException cause = EmberException.of(e);
@@ -445,8 +462,8 @@ public final class EmberInputStream extends InputStream {
         }
         client.metrics().bytesRead.add(len);
         client.metrics().blockReads.increment();
-        return result;
-      });
+        return CompletableFuture.completedFuture(result);
+      }).thenCompose(f -> f);
     });
   }
 

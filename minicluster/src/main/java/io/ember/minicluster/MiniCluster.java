@@ -166,6 +166,23 @@ public final class MiniCluster implements AutoCloseable {
   }
 
   /**
+   * Replaces DRAM data node {@code index} with a new process's worth at the same address: it
+   * starts empty and registers as a new node, as a restarted data node would.
+   *
+   * @throws EmberException when the port cannot be bound again
+   */
+  public DramDataNode restartDatanode(int index) throws EmberException {
+    DramDataNode old = datanodes().get(index);
+    old.close();
+    DramDataNode dn = DramDataNode.start(config
+        .with(DramDataNodeKeys.BIND_HOST, "127.0.0.1")
+        .with(DramDataNodeKeys.PORT, String.valueOf(HostPort.parse(old.endpoint(), 0).port()))
+        .with(EmberKeys.NAMENODE_ADDRESS, namenodeAddress.toString()));
+    datanodes.set(index, dn);
+    return dn;
+  }
+
+  /**
    * Stops the name node and starts a new one on the same port. Its namespace starts empty (there is
    * no operation log yet); data nodes register again on their next heartbeat.
    *

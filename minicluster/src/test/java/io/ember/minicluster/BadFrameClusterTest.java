@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import io.ember.client.CreateOptions;
 import io.ember.client.EmberClient;
 import io.ember.client.EmberOutputStream;
+import io.ember.protocol.ErrorCode;
 import io.ember.protocol.Frame;
 import io.ember.protocol.HostPort;
 import io.ember.protocol.MessageType;
@@ -66,7 +67,7 @@ class BadFrameClusterTest {
 
   private static byte[] frame(int type, byte[] payload) {
     java.nio.ByteBuffer b = java.nio.ByteBuffer.allocate(4 + Frame.HEADER_BYTES + payload.length);
-    b.putInt(Frame.HEADER_BYTES + payload.length).put((byte) 1).put((byte) type).put((byte) 0)
+    b.putInt(Frame.HEADER_BYTES + payload.length).put((byte) Frame.VERSION).put((byte) type).put((byte) 0)
         .putLong(77).put(payload);
     return b.array();
   }
@@ -94,22 +95,32 @@ class BadFrameClusterTest {
   @Test
   void dataNodeSurvivesBadWritesAndHalfFrames() throws Exception {
     HostPort dn = datanode();
+    long inc = cluster.datanodes().get(0).incarnation();
     // BLOCK_WRITE whose length field lies about the data that follows.
-    java.nio.ByteBuffer lie = java.nio.ByteBuffer.allocate(12 + 3);
-    lie.putLong(0).putInt(1000).put(new byte[3]);
+    java.nio.ByteBuffer lie = java.nio.ByteBuffer.allocate(20 + 3);
+    lie.putLong(inc).putLong(0).putInt(1000).put(new byte[3]);
     assertEquals(2, errorCodeOfReply(dn, frame(MessageType.BLOCK_WRITE.code(), lie.array())));
     // A write far outside the region.
-    java.nio.ByteBuffer far = java.nio.ByteBuffer.allocate(12 + 4);
-    far.putLong(1L << 40).putInt(4).put(new byte[4]);
+    java.nio.ByteBuffer far = java.nio.ByteBuffer.allocate(20 + 4);
+    far.putLong(inc).putLong(1L << 40).putInt(4).put(new byte[4]);
     assertEquals(23, errorCodeOfReply(dn, frame(MessageType.BLOCK_WRITE.code(), far.array())));
     // A read asking for more than the region.
-    java.nio.ByteBuffer big = java.nio.ByteBuffer.allocate(12);
-    big.putLong(0).putInt(Integer.MAX_VALUE);
+    java.nio.ByteBuffer big = java.nio.ByteBuffer.allocate(20);
+    big.putLong(inc).putLong(0).putInt(Integer.MAX_VALUE);
     assertEquals(23, errorCodeOfReply(dn, frame(MessageType.BLOCK_READ.code(), big.array())));
+    // A read and a write naming contents this node does not hold.
+    java.nio.ByteBuffer other = java.nio.ByteBuffer.allocate(20);
+    other.putLong(inc + 1).putLong(0).putInt(8);
+    assertEquals(ErrorCode.STALE_LOCATION.code(),
+        errorCodeOfReply(dn, frame(MessageType.BLOCK_READ.code(), other.array())));
+    java.nio.ByteBuffer otherWrite = java.nio.ByteBuffer.allocate(20 + 4);
+    otherWrite.putLong(inc + 1).putLong(0).putInt(4).put(new byte[4]);
+    assertEquals(ErrorCode.STALE_LOCATION.code(),
+        errorCodeOfReply(dn, frame(MessageType.BLOCK_WRITE.code(), otherWrite.array())));
     // Half a 1 MiB write, then the client vanishes.
     try (Socket s = new Socket(dn.host(), dn.port())) {
       DataOutputStream out = new DataOutputStream(s.getOutputStream());
-      out.writeInt(Frame.HEADER_BYTES + 12 + (1 << 20));
+      out.writeInt(Frame.HEADER_BYTES + 20 + (1 << 20));
       out.write(new byte[Frame.HEADER_BYTES - 0]);
       out.write(new byte[50_000]);
       out.flush();

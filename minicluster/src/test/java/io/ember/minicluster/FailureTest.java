@@ -239,6 +239,10 @@ class FailureTest {
     write(c, "/before", data(1000, 1));
     long beforeId = c.lookup("/before").id();
     assertArrayEquals(data(1000, 1), read(c, "/before"));
+    write(c, "/open", data(300_000, 3));
+    EmberInputStream open = c.open("/open");
+    byte[] head = new byte[10];
+    open.readFully(0, head, 0, head.length);
     cluster.restartNamenode();
     cluster.awaitLiveDatanodes(StorageClass.DRAM, 2, Duration.ofSeconds(10));
     // No operation log yet: the namespace starts empty after a restart.
@@ -250,6 +254,48 @@ class FailureTest {
     // c cached /before's block locations by file id; a new file must not reuse that id.
     assertNotEquals(beforeId, c.lookup("/after").id());
     assertArrayEquals(after, read(c, "/after"));
+    // A stream opened before the restart holds locations the data nodes no longer vouch for
+    // (they registered anew, and /after may sit at the same addresses): it fails, naming why,
+    // rather than read what is there now.
+    byte[] rest = new byte[200_000];
+    EmberException gone = assertThrows(EmberException.class,
+        () -> open.readFully(100_000, rest, 0, rest.length));
+    assertTrue(gone.getMessage().contains("/open"), gone.getMessage());
+    open.close();
+  }
+
+  @Test
+  void dataNodeRestartedAtItsAddressRefusesLocationsAClientCachedFromBefore() throws Exception {
+    start(1, "1m");
+    EmberClient reader = cluster.newClient();
+    EmberClient writer = cluster.newClient();
+    write(writer, "/before", data(100_000, 1));
+    assertArrayEquals(data(100_000, 1), read(reader, "/before")); // the reader caches its blocks
+    BlockLocation old = writer.blockLocations("/before").get(0);
+    cluster.restartDatanode(0);
+    awaitLost(writer, 1); // at once: a new node registered at its address
+    byte[] after = data(100_000, 2);
+    write(writer, "/after", after);
+    BlockLocation reused = writer.blockLocations("/after").get(0);
+    assertEquals(old.endpoint(), reused.endpoint());
+    assertEquals(old.address(), reused.address(), "the new node hands out the same addresses");
+    // Through its cache the reader would get /after's bytes; the data node refuses the old
+    // registration's location, and the name node says the block is lost.
+    EmberException e = assertThrows(EmberException.class, () -> read(reader, "/before"));
+    assertEquals(ErrorCode.DATANODE_LOST, e.code(), e.getMessage());
+    assertTrue(e.getMessage().contains("block 0 of /before unavailable"), e.getMessage());
+    assertArrayEquals(after, read(reader, "/after"));
+    // A writer holding a location of the old registration is refused too, not written through.
+    EmberOutputStream late = writer.create("/late", CreateOptions.DEFAULT);
+    late.write(data(1000, 3));
+    late.flush();
+    cluster.restartDatanode(0);
+    awaitLost(writer, 2);
+    EmberException refused = assertThrows(EmberException.class, () -> {
+      late.write(data(1000, 4));
+      late.close();
+    });
+    assertTrue(refused.getMessage().contains("ask the name node again"), refused.getMessage());
   }
 
   @Test

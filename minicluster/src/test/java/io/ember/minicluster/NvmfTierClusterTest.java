@@ -17,12 +17,14 @@ import io.ember.protocol.ErrorCode;
 import io.ember.protocol.Messages.ClassUsage;
 import io.ember.protocol.StorageClass;
 import java.io.InputStream;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.Random;
 import java.util.function.BooleanSupplier;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 /** The NVMf tier in a cluster: spill from DRAM, a target that dies, deallocation on delete. */
 class NvmfTierClusterTest {
@@ -93,18 +95,18 @@ class NvmfTierClusterTest {
     EmberClient c = cluster.newClient();
     CreateOptions nvmf = CreateOptions.DEFAULT.withStorageClass(StorageClass.NVMF);
     try (EmberOutputStream out = c.create("/a", nvmf)) {
-      out.write(data(16 * 65536, 2)); // every block of the target
+      out.write(data(15 * 65536, 2)); // every block of the target: the last LBA is its stamp
     }
     List<BlockLocation> blocks = c.blockLocations("/a");
     c.delete("/a", false);
     // Freed blocks wait for the data node to deallocate them, then come back.
     await(() -> {
       try {
-        return usage(c, StorageClass.NVMF).freeBlocks() == 16;
+        return usage(c, StorageClass.NVMF).freeBlocks() == 15;
       } catch (EmberException e) {
         return false;
       }
-    }, "the 16 freed blocks to be deallocated and returned");
+    }, "the 15 freed blocks to be deallocated and returned");
     // Deallocated blocks read as zeroes on this target: the bytes were gone before reuse.
     io.ember.client.spi.StorageEndpoint raw = new io.ember.datanode.nvmf.NvmfTier().open(
         new io.ember.client.spi.TierContext(cluster.config(), null,
@@ -142,6 +144,16 @@ class NvmfTierClusterTest {
     try (EmberOutputStream out = c.create("/before", nvmf)) {
       out.write(data(100_000, 1));
     }
+    // A reader that cached /before's locations, and is connected to the target, before it goes.
+    EmberClient reader = cluster.newClient();
+    try (InputStream in = reader.open("/before")) {
+      assertArrayEquals(data(100_000, 1), in.readAllBytes());
+    }
+    BlockLocation old = c.blockLocations("/before").get(0);
+    // A writer that wrote part of its file before the target goes, and more after it is back.
+    EmberOutputStream idle = c.create("/idle", nvmf);
+    idle.write(data(1000, 3));
+    idle.flush();
     first.close();
     await(() -> {
       try {
@@ -177,11 +189,90 @@ class NvmfTierClusterTest {
           in.readAllBytes();
         }
       }).code());
+      // The new registration placed /after where /before was. Through its cached location the
+      // reader would read /after's bytes; the target's stamp names the new registration, so the
+      // reader asks the name node again, which says the block is lost.
+      assertEquals(old.address(), c.blockLocations("/after").get(0).address());
+      EmberException stale = assertThrows(EmberException.class, () -> {
+        try (InputStream in = reader.open("/before")) {
+          in.readAllBytes();
+        }
+      });
+      assertEquals(ErrorCode.DATANODE_LOST, stale.code(), stale.getMessage());
+      // The idle writer's block is one of the old registration's: its write is refused, not
+      // written over /after's bytes.
+      EmberException refused = assertThrows(EmberException.class, () -> {
+        idle.write(data(1000, 4));
+        idle.close();
+      });
+      assertTrue(refused.getMessage().contains("no longer holds the blocks of"),
+          refused.getMessage());
+      try (InputStream in = c.open("/after")) {
+        assertArrayEquals(after, in.readAllBytes());
+      }
     } finally {
       cluster.close();
       cluster = null;
       second.close();
     }
+  }
+
+  @Test
+  void targetThatComesBackWithItsContentsGivesItsBlocksBack(@TempDir Path dir) throws Exception {
+    String nqn = "nqn.2026-11.io.ember:kept";
+    Path file = dir.resolve("ns.img");
+    io.ember.nvmf.target.NvmfTarget first = fileTarget(nqn, file, 0);
+    int port = first.port();
+    cluster = MiniCluster.builder().dramDatanodes(0).blockSize("64k")
+        .set(NameNodeKeys.DATANODE_TIMEOUT, "600ms")
+        .nvmfDatanode(first.uri(nqn) + "/1").build();
+    EmberClient c = cluster.newClient();
+    byte[] kept = data(150_000, 7);
+    try (EmberOutputStream out = c.create("/kept",
+        CreateOptions.DEFAULT.withStorageClass(StorageClass.NVMF))) {
+      out.write(kept);
+    }
+    first.close();
+    await(() -> {
+      try {
+        return usage(c, StorageClass.NVMF).lostNodes() == 1;
+      } catch (EmberException e) {
+        return false;
+      }
+    }, "the NVMf data node to be marked lost when its target went away");
+    assertEquals(ErrorCode.DATANODE_LOST, assertThrows(EmberException.class, () -> {
+      try (InputStream in = c.open("/kept")) {
+        in.readAllBytes();
+      }
+    }).code());
+    // Back from the same file: the stamp is still there, so the node registers as itself.
+    io.ember.nvmf.target.NvmfTarget second = fileTarget(nqn, file, port);
+    try {
+      await(() -> {
+        try {
+          return usage(c, StorageClass.NVMF).liveNodes() == 1
+              && usage(c, StorageClass.NVMF).lostNodes() == 0;
+        } catch (EmberException e) {
+          return false;
+        }
+      }, "the NVMf data node to get its blocks back");
+      try (InputStream in = c.open("/kept")) {
+        assertArrayEquals(kept, in.readAllBytes());
+      }
+    } finally {
+      cluster.close();
+      cluster = null;
+      second.close();
+    }
+  }
+
+  private static io.ember.nvmf.target.NvmfTarget fileTarget(String nqn, Path file, int port)
+      throws Exception {
+    return io.ember.nvmf.target.NvmfTarget.builder()
+        .listen("127.0.0.1", port)
+        .subsystem(new io.ember.nvmf.target.Subsystem(nqn).namespace(1,
+            new io.ember.nvmf.target.FileNamespace(file, 8 << 20, 4096, false)))
+        .build().start();
   }
 
   @Test

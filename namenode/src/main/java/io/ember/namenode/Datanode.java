@@ -20,6 +20,8 @@ final class Datanode {
   final long incarnation;
   volatile long lastHeartbeatNanos;
   boolean lost;
+  /** Another node registered at this endpoint since: this one never comes back. */
+  boolean superseded;
   /** Blocks below this index were handed out at least once. */
   private long nextFresh;
   /** Freed block indexes, oldest first: reuse is delayed as long as fresh blocks last. */

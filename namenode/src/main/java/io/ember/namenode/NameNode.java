@@ -149,7 +149,7 @@ public final class NameNode implements AutoCloseable {
         case REGISTER_DATANODE: {
           Messages.RegisterRequest r = Messages.RegisterRequest.decode(in);
           return state.register(r.storageClass(), r.tier(), r.endpoint(), r.capacityBytes(),
-              r.trimOnFree(), r.incarnation());
+              r.trimOnFree(), r.incarnation(), r.reviveOnly());
         }
         case HEARTBEAT: {
           Messages.HeartbeatRequest r = Messages.HeartbeatRequest.decode(in);

@@ -331,8 +331,8 @@ final class NameNodeState {
   private BlockLocation location(Inode.File file, int index) {
     Block b = file.blocks.get(index);
     Datanode dn = b.datanode();
-    return new BlockLocation(index, b.blockId(), dn.id, dn.storageClass, dn.tier, dn.endpoint,
-        b.address(), dn.blockSize, dn.lost);
+    return new BlockLocation(index, b.blockId(), dn.id, dn.incarnation, dn.storageClass, dn.tier,
+        dn.endpoint, b.address(), dn.blockSize, dn.lost);
   }
 
   // ---- data nodes ------------------------------------------------------------------------
@@ -344,16 +344,25 @@ final class NameNodeState {
 
   RegisterResponse register(StorageClass sc, String tier, String endpoint, long capacityBytes,
       boolean trimOnFree) throws EmberException {
-    return register(sc, tier, endpoint, capacityBytes, trimOnFree, 0);
+    return register(sc, tier, endpoint, capacityBytes, trimOnFree, 0, false);
+  }
+
+  RegisterResponse register(StorageClass sc, String tier, String endpoint, long capacityBytes,
+      boolean trimOnFree, long incarnation) throws EmberException {
+    return register(sc, tier, endpoint, capacityBytes, trimOnFree, incarnation, false);
   }
 
   /**
    * Registers a data node. One that registers again with the incarnation it had (it was marked
    * lost because its heartbeats were late, or the answer to its registration was lost) keeps its
-   * id, and its blocks are available again; anything else is a new node.
+   * id, and its blocks are available again; anything else is a new node, unless {@code
+   * reviveOnly}, which is refused instead.
+   *
+   * @throws EmberException {@link ErrorCode#UNKNOWN_DATANODE} for {@code reviveOnly} when no
+   *     node of that incarnation can come back at this endpoint
    */
   RegisterResponse register(StorageClass sc, String tier, String endpoint, long capacityBytes,
-      boolean trimOnFree, long incarnation) throws EmberException {
+      boolean trimOnFree, long incarnation, boolean reviveOnly) throws EmberException {
     if (tier.isBlank() || endpoint.isBlank()) {
       throw new EmberException(ErrorCode.INVALID_ARGUMENT,
           "a data node must name its tier and endpoint");
@@ -363,8 +372,10 @@ final class NameNodeState {
     try {
       if (incarnation != 0) {
         for (Datanode known : datanodes.values()) {
+          // A superseded node's addresses may hold a newer node's files by now.
           if (known.incarnation == incarnation && known.endpoint.equals(endpoint)
-              && known.storageClass.equals(sc) && known.blockCount == blocks) {
+              && known.storageClass.equals(sc) && known.blockCount == blocks
+              && !known.superseded) {
             if (known.lost) {
               known.revive(clock.getAsLong());
               liveByClass.computeIfAbsent(sc, k -> new ArrayList<>()).add(known);
@@ -372,6 +383,21 @@ final class NameNodeState {
                   known.describe());
             }
             return new RegisterResponse(known.id, blockSize, blocks);
+          }
+        }
+      }
+      if (reviveOnly) {
+        throw new EmberException(ErrorCode.UNKNOWN_DATANODE, "no data node of these contents can "
+            + "come back at " + endpoint + ": register as a new node");
+      }
+      // Whatever served this endpoint before is gone (a restarted process, a target that came
+      // back empty): its blocks must read as lost now, not when its heartbeats time out, or the
+      // new node's blocks at the same addresses would be handed out while the old ones look live.
+      for (Datanode known : datanodes.values()) {
+        if (known.endpoint.equals(endpoint) && !known.superseded) {
+          known.superseded = true;
+          if (!known.lost) {
+            markLost(known, "a new data node registered at its endpoint");
           }
         }
       }
@@ -434,16 +460,20 @@ final class NameNodeState {
         if (dn.lost || clock.getAsLong() - dn.lastHeartbeatNanos <= datanodeTimeoutNanos) {
           continue;
         }
-        dn.lost = true;
-        liveByClass.get(dn.storageClass).remove(dn);
-        nextNode.put(dn.storageClass, 0);
-        LOG.warn("{} lost: no heartbeat for {} ms; its blocks are unavailable", dn.describe(),
-            datanodeTimeoutNanos / 1_000_000);
+        markLost(dn, "no heartbeat for " + datanodeTimeoutNanos / 1_000_000 + " ms");
       }
     } finally {
       lock.writeLock().unlock();
     }
     return expired.size();
+  }
+
+  /** Takes a node out of allocation; its blocks read as lost. Call under the write lock. */
+  private void markLost(Datanode dn, String why) {
+    dn.lost = true;
+    liveByClass.get(dn.storageClass).remove(dn);
+    nextNode.put(dn.storageClass, 0);
+    LOG.warn("{} lost: {}; its blocks are unavailable", dn.describe(), why);
   }
 
   List<ClassUsage> usage() {

@@ -356,6 +356,46 @@ class NameNodeStateTest {
     assertTrue(nn.getBlocks(f.id(), 0, 1).get(0).lost());
   }
 
+  @Test
+  void newNodeAtALiveNodesEndpointMakesTheOldOneLostAtOnce() throws Exception {
+    int a = nn.register(StorageClass.NVMF, "nvmf", "t", 4L * BS, true, 42).datanodeId();
+    NodeStatus f = oneBlockFile("/f");
+    // The target came back empty before the old registration's heartbeats timed out.
+    int b = nn.register(StorageClass.NVMF, "nvmf", "t", 4L * BS, true, 43).datanodeId();
+    assertNotEquals(a, b);
+    assertTrue(nn.getBlocks(f.id(), 0, 1).get(0).lost());
+    assertEquals(1, usage(StorageClass.NVMF).liveNodes());
+    assertEquals(1, usage(StorageClass.NVMF).lostNodes());
+    assertCode(ErrorCode.UNKNOWN_DATANODE, () -> nn.heartbeat(a));
+    // Only the new node's blocks are handed out, though they share the old ones' addresses.
+    NodeStatus g = file("/g");
+    for (int i = 0; i < 4; i++) {
+      assertEquals(b, nn.allocateBlock(g.id(), i).datanodeId());
+    }
+    assertCode(ErrorCode.NO_CAPACITY, () -> nn.allocateBlock(g.id(), 4));
+    // Even if the old contents turned up again at that endpoint, they are not the old node's.
+    assertCode(ErrorCode.UNKNOWN_DATANODE,
+        () -> nn.register(StorageClass.NVMF, "nvmf", "t", 4L * BS, true, 42, true));
+    assertTrue(nn.getBlocks(f.id(), 0, 1).get(0).lost());
+  }
+
+  @Test
+  void reviveOnlyRegistrationComesBackOrIsRefused() throws Exception {
+    int a = nn.register(StorageClass.NVMF, "nvmf", "t", 4L * BS, true, 42).datanodeId();
+    NodeStatus f = oneBlockFile("/f");
+    assertEquals(42, nn.getBlocks(f.id(), 0, 1).get(0).incarnation());
+    clock.addAndGet(Duration.ofSeconds(11).toNanos());
+    nn.expireDatanodes();
+    // Contents this name node never knew (it restarted, say) are not taken under a new id.
+    assertCode(ErrorCode.UNKNOWN_DATANODE,
+        () -> nn.register(StorageClass.NVMF, "nvmf", "t", 4L * BS, true, 7, true));
+    assertEquals(0, usage(StorageClass.NVMF).liveNodes());
+    // Known ones are.
+    assertEquals(a, nn.register(StorageClass.NVMF, "nvmf", "t", 4L * BS, true, 42, true)
+        .datanodeId());
+    assertFalse(nn.getBlocks(f.id(), 0, 1).get(0).lost());
+  }
+
   private ClassUsage usage(StorageClass sc) {
     return nn.usage().stream().filter(u -> u.storageClass().equals(sc)).findFirst().orElseThrow();
   }

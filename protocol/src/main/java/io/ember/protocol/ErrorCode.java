@@ -46,6 +46,11 @@ public enum ErrorCode {
   UNKNOWN_DATANODE(22, true),
   /** A block address or length falls outside the data node's region. Nothing applied. */
   OUT_OF_RANGE(23, true),
+  /**
+   * A block location names contents its endpoint no longer holds (a data node restarted at that
+   * address, a target that came back empty): ask the name node again. Nothing applied.
+   */
+  STALE_LOCATION(24, true),
   /** The operation did not answer within the configured time; it may still apply. */
   TIMEOUT(30, false),
   /** The connection closed before the answer came; the operation may or may not have applied. */

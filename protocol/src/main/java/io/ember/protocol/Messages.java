@@ -279,22 +279,31 @@ public final class Messages {
    * trimOnFree}, freed blocks go back to the data node to be deallocated (through heartbeats)
    * before they are reused. {@code incarnation} names the storage's contents: a node that
    * registers again with the incarnation it had (its heartbeats were late, not its data gone)
-   * gets its id and its blocks back; 0 claims nothing. Answered by a {@link RegisterResponse}.
+   * gets its id and its blocks back; 0 claims nothing. With {@code reviveOnly} the node offers
+   * only that: a name node that does not know the incarnation refuses with {@code
+   * UNKNOWN_DATANODE} rather than take the contents under a new id, and the node registers again
+   * under a new incarnation. Answered by a {@link RegisterResponse}.
    */
   public record RegisterRequest(
       StorageClass storageClass, String tier, String endpoint, long capacityBytes,
-      boolean trimOnFree, long incarnation)
+      boolean trimOnFree, long incarnation, boolean reviveOnly)
       implements Message {
     /** A registration that claims no earlier contents. */
     public RegisterRequest(StorageClass storageClass, String tier, String endpoint,
         long capacityBytes, boolean trimOnFree) {
-      this(storageClass, tier, endpoint, capacityBytes, trimOnFree, 0);
+      this(storageClass, tier, endpoint, capacityBytes, trimOnFree, 0, false);
     }
 
-    /** The same registration for storage whose contents are {@code incarnation}. */
+    /** The same registration as a new node whose storage's contents are {@code incarnation}. */
     public RegisterRequest withIncarnation(long incarnation) {
       return new RegisterRequest(storageClass, tier, endpoint, capacityBytes, trimOnFree,
-          incarnation);
+          incarnation, false);
+    }
+
+    /** The same registration, asking only to be the known node of {@code incarnation} again. */
+    public RegisterRequest reviving(long incarnation) {
+      return new RegisterRequest(storageClass, tier, endpoint, capacityBytes, trimOnFree,
+          incarnation, true);
     }
 
     @Override
@@ -305,6 +314,7 @@ public final class Messages {
       out.writeLong(capacityBytes);
       out.writeBoolean(trimOnFree);
       out.writeLong(incarnation);
+      out.writeBoolean(reviveOnly);
     }
 
     /** Reads the body. */
@@ -315,8 +325,9 @@ public final class Messages {
       long capacity = Wire.readLong(in, "capacity", 0, Long.MAX_VALUE);
       boolean trim = Wire.readBoolean(in, "trim on free");
       long incarnation = Wire.readLong(in, "incarnation", Long.MIN_VALUE, Long.MAX_VALUE);
+      boolean reviveOnly = Wire.readBoolean(in, "revive only");
       Wire.expectEnd(in, "REGISTER_DATANODE");
-      return new RegisterRequest(sc, tier, endpoint, capacity, trim, incarnation);
+      return new RegisterRequest(sc, tier, endpoint, capacity, trim, incarnation, reviveOnly);
     }
   }
 
@@ -401,11 +412,15 @@ public final class Messages {
 
   /**
    * BLOCK_WRITE: {@code data} goes to the data node's region at {@code address}. The message owns
-   * one reference to {@code data}, handed to the frame writer on send.
+   * one reference to {@code data}, handed to the frame writer on send. {@code incarnation} is the
+   * one the block's location names: a data node serving other contents (restarted at the same
+   * address, or registered anew after a name node restart) refuses the write.
    */
-  public record BlockWriteRequest(long address, ByteBuf data) implements Message {
+  public record BlockWriteRequest(long incarnation, long address, ByteBuf data)
+      implements Message {
     @Override
     public void encode(ByteBuf out) {
+      out.writeLong(incarnation);
       out.writeLong(address);
       out.writeInt(data.readableBytes());
     }
@@ -420,30 +435,36 @@ public final class Messages {
      * release.
      */
     public static BlockWriteRequest decode(ByteBuf in) throws MalformedFrameException {
+      long incarnation = Wire.readLong(in, "incarnation");
       long address = Wire.readLong(in, "address", 0, Long.MAX_VALUE);
       int length = Wire.readInt(in, "data length", 0, Integer.MAX_VALUE);
       if (length != in.readableBytes()) {
         throw new MalformedFrameException(
             "BLOCK_WRITE says " + length + " data bytes, frame holds " + in.readableBytes());
       }
-      return new BlockWriteRequest(address, in.readRetainedSlice(length));
+      return new BlockWriteRequest(incarnation, address, in.readRetainedSlice(length));
     }
   }
 
-  /** BLOCK_READ: {@code length} bytes from {@code address}; the answer is the raw bytes. */
-  public record BlockReadRequest(long address, int length) implements Message {
+  /**
+   * BLOCK_READ: {@code length} bytes from {@code address}; the answer is the raw bytes. Refused,
+   * like {@link BlockWriteRequest}, by a data node whose contents are not {@code incarnation}.
+   */
+  public record BlockReadRequest(long incarnation, long address, int length) implements Message {
     @Override
     public void encode(ByteBuf out) {
+      out.writeLong(incarnation);
       out.writeLong(address);
       out.writeInt(length);
     }
 
     /** Reads the body. */
     public static BlockReadRequest decode(ByteBuf in) throws MalformedFrameException {
+      long incarnation = Wire.readLong(in, "incarnation");
       long address = Wire.readLong(in, "address", 0, Long.MAX_VALUE);
       int length = Wire.readInt(in, "length", 0, Integer.MAX_VALUE);
       Wire.expectEnd(in, "BLOCK_READ");
-      return new BlockReadRequest(address, length);
+      return new BlockReadRequest(incarnation, address, length);
     }
   }
 

@@ -21,7 +21,13 @@ import org.slf4j.LoggerFactory;
  * loaded machine) registers again as the same node and gets its blocks back. While {@code
  * healthy} says no (an NVMf target that went away), no heartbeat is sent, so the name node marks
  * the node lost; once healthy again the node registers as a new node, since it cannot vouch
- * for what the target holds.
+ * for what the target holds, unless its {@link Stamp} shows the storage still records its
+ * incarnation (the contents survived), in which case it asks to come back under it.
+ *
+ * <p>Every registration first offers the incarnation the storage records, asking only to come
+ * back ({@link Messages.RegisterRequest#reviving}); a name node that does not know it (it
+ * restarted) refuses, and the node records a new incarnation on the storage and registers as a
+ * new node. So a block location names contents the storage holds, never an older node's.
  */
 public final class NameNodeLink implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(NameNodeLink.class);
@@ -31,9 +37,9 @@ public final class NameNodeLink implements AutoCloseable {
   private final RpcClients connections;
   private final Messages.RegisterRequest registration;
   /** Names the contents this node serves; a new one when it cannot vouch for them any more. */
-  private volatile long incarnation = newIncarnation();
   private final Function<List<Long>, List<Long>> trimmer;
   private final BooleanSupplier healthy;
+  private final Stamp stamp;
   private final ScheduledExecutorService timer;
   private final long intervalMillis;
   private final LifeCycle lifeCycle;
@@ -50,7 +56,66 @@ public final class NameNodeLink implements AutoCloseable {
    */
   public NameNodeLink(EmberConfig config, String name, Messages.RegisterRequest registration,
       Function<List<Long>, List<Long>> trimmer, BooleanSupplier healthy) {
+    this(config, name, registration, trimmer, healthy, new MemoryStamp());
+  }
+
+  /**
+   * Where a data node records which incarnation its storage's contents belong to. Clients that
+   * reach the storage without the data node check it against the incarnation their block
+   * locations name.
+   */
+  public interface Stamp {
+    /**
+     * The incarnation the storage records, or 0 when it records none.
+     *
+     * @throws EmberException when the storage cannot be asked; the node does not register
+     */
+    long held() throws EmberException;
+
+    /**
+     * Records {@code incarnation}, which replaces {@code replacing} (0 for none), before the node
+     * registers under it.
+     *
+     * @throws EmberException when it cannot; the node does not register until it can
+     */
+    void record(long incarnation, long replacing) throws EmberException;
+
+    /** The node could not serve its blocks for a while; storage that cannot tell forgets. */
+    default void cannotVouch() {}
+  }
+
+  /**
+   * A stamp kept in the data node's memory, for storage that lives and dies with the process
+   * (DRAM): forgotten when the node could not serve its blocks.
+   */
+  public static final class MemoryStamp implements Stamp {
+    private volatile long incarnation;
+
+    @Override
+    public long held() {
+      return incarnation;
+    }
+
+    @Override
+    public void record(long incarnation, long replacing) {
+      this.incarnation = incarnation;
+    }
+
+    @Override
+    public void cannotVouch() {
+      incarnation = 0;
+    }
+  }
+
+  /**
+   * A link as above whose storage records its incarnation in {@code stamp}.
+   *
+   * @param stamp where the storage records its incarnation (heartbeat thread)
+   */
+  public NameNodeLink(EmberConfig config, String name, Messages.RegisterRequest registration,
+      Function<List<Long>, List<Long>> trimmer, BooleanSupplier healthy, Stamp stamp) {
     this.name = name;
+    this.stamp = stamp;
     this.namenode = HostPort.parse(config.get(EmberKeys.NAMENODE_ADDRESS),
         EmberKeys.DEFAULT_NAMENODE_PORT);
     this.registration = registration;
@@ -73,8 +138,8 @@ public final class NameNodeLink implements AutoCloseable {
     try {
       register();
     } catch (EmberException e) {
-      LOG.warn("{}: name node {} not reachable yet ({}); retrying every {} ms", name, namenode,
-          e.getMessage(), intervalMillis);
+      LOG.warn("{}: not registered with name node {} yet ({}); retrying every {} ms", name,
+          namenode, e.getMessage(), intervalMillis);
     }
     timer.scheduleWithFixedDelay(this::beat, intervalMillis, intervalMillis,
         TimeUnit.MILLISECONDS);
@@ -92,9 +157,31 @@ public final class NameNodeLink implements AutoCloseable {
   }
 
   private void register() throws EmberException {
-    Messages.RegisterResponse r = Futures.await(connections.get(namenode, "name node")
-        .thenCompose(c -> c.call(MessageType.REGISTER_DATANODE,
-            registration.withIncarnation(incarnation), Messages.RegisterResponse::decode)));
+    long held = stamp.held();
+    if (held != 0) {
+      try {
+        registered(send(registration.reviving(held)));
+        return;
+      } catch (EmberException e) {
+        if (e.code() != ErrorCode.UNKNOWN_DATANODE) {
+          throw e;
+        }
+        LOG.info("{}: the name node does not know the contents it holds; registering as a new "
+            + "node", name);
+      }
+    }
+    long fresh = newIncarnation();
+    stamp.record(fresh, held);
+    registered(send(registration.withIncarnation(fresh)));
+  }
+
+  private Messages.RegisterResponse send(Messages.RegisterRequest request) throws EmberException {
+    return Futures.await(connections.get(namenode, "name node")
+        .thenCompose(c -> c.call(MessageType.REGISTER_DATANODE, request,
+            Messages.RegisterResponse::decode)));
+  }
+
+  private void registered(Messages.RegisterResponse r) {
     blockSize = r.blockSize();
     datanodeId = r.datanodeId();
     trimmed = List.of();
@@ -110,7 +197,7 @@ public final class NameNodeLink implements AutoCloseable {
           datanodeId = -1;
         }
         // Whatever comes back (a restarted target, say) may not hold what was written.
-        incarnation = newIncarnation();
+        stamp.cannotVouch();
         return;
       }
       if (datanodeId < 0) {

@@ -32,6 +32,8 @@ public final class DramDataNode implements AutoCloseable {
   private final RpcServer server;
   private final String endpoint;
   private final NameNodeLink link;
+  /** The incarnation of this node's contents; reads and writes must name it. */
+  private final NameNodeLink.MemoryStamp stamp = new NameNodeLink.MemoryStamp();
   private final LifeCycle lifeCycle = new LifeCycle("DRAM data node");
 
   private DramDataNode(EmberConfig config) throws EmberException {
@@ -44,7 +46,7 @@ public final class DramDataNode implements AutoCloseable {
     // DRAM blocks need no deallocation: the name node frees them at once.
     link = new NameNodeLink(config, "DRAM data node at " + endpoint,
         new Messages.RegisterRequest(StorageClass.DRAM, TIER, endpoint, region.capacity(), false),
-        slots -> slots, () -> true);
+        slots -> slots, () -> true, stamp);
     link.start();
     lifeCycle.started();
   }
@@ -68,6 +70,11 @@ public final class DramDataNode implements AutoCloseable {
   /** The id the name node gave this node, or -1 before registration. */
   public int datanodeId() {
     return link.datanodeId();
+  }
+
+  /** The incarnation block locations of this node name, or 0 before it registers. */
+  public long incarnation() {
+    return stamp.held();
   }
 
   /** The region's size in bytes. */
@@ -101,6 +108,20 @@ public final class DramDataNode implements AutoCloseable {
     }
   }
 
+  /**
+   * Refuses a location from an earlier registration at this address (a process that restarted
+   * here, or this one before the name node restarted): those bytes are gone or no longer known,
+   * and the name node may have given the same addresses to new files since.
+   */
+  private void checkServes(long incarnation) throws EmberException {
+    long serving = stamp.held();
+    if (incarnation != serving) {
+      throw new EmberException(ErrorCode.STALE_LOCATION, "the location is of contents " + endpoint
+          + " no longer holds (" + (serving == 0 ? "it is not registered yet"
+              : "it restarted, or registered anew") + "): ask the name node again");
+    }
+  }
+
   private final class Service implements RpcService {
     @Override
     public Message handle(Channel channel, MessageType type, ByteBuf in) throws EmberException {
@@ -108,6 +129,7 @@ public final class DramDataNode implements AutoCloseable {
         case BLOCK_WRITE: {
           Messages.BlockWriteRequest r = Messages.BlockWriteRequest.decode(in);
           try {
+            checkServes(r.incarnation());
             region.write(r.address(), r.data());
           } finally {
             r.data().release();
@@ -116,6 +138,7 @@ public final class DramDataNode implements AutoCloseable {
         }
         case BLOCK_READ: {
           Messages.BlockReadRequest r = Messages.BlockReadRequest.decode(in);
+          checkServes(r.incarnation());
           return new Messages.DataResponse(region.read(r.address(), r.length()));
         }
         default:

@@ -44,8 +44,8 @@ public final class DramTier implements StorageTier {
               data.release();
               throw e instanceof CompletionException ce ? ce : new CompletionException(e);
             }
-            return c.call(MessageType.BLOCK_WRITE,
-                new Messages.BlockWriteRequest(block.address() + offset, data),
+            return c.call(MessageType.BLOCK_WRITE, new Messages.BlockWriteRequest(
+                block.incarnation(), block.address() + offset, data),
                 ResponseDecoder.EMPTY);
           })
           .thenCompose(f -> f);
@@ -54,7 +54,7 @@ public final class DramTier implements StorageTier {
     @Override
     public CompletableFuture<ByteBuf> read(BlockLocation block, int offset, int length) {
       return connection(block).thenCompose(c -> c.call(MessageType.BLOCK_READ,
-          new Messages.BlockReadRequest(block.address() + offset, length),
+          new Messages.BlockReadRequest(block.incarnation(), block.address() + offset, length),
           ByteBuf::retainedSlice));
     }
 

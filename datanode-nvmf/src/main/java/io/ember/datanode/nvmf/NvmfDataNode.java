@@ -20,7 +20,6 @@ import io.ember.protocol.Messages;
 import io.ember.protocol.NameNodeLink;
 import io.ember.protocol.StorageClass;
 import java.io.IOException;
-import java.nio.ByteBuffer;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -36,7 +35,9 @@ import org.slf4j.LoggerFactory;
  * the data path: clients talk to the target directly. Freed blocks come back through heartbeats
  * and are deallocated on the target (Dataset Management) before the name node reuses them. When
  * the target stops answering, heartbeats stop and the name node marks the blocks lost; when it
- * answers again, the node reconnects and registers anew.
+ * answers again, the node reconnects and registers anew. The namespace's last LBA records the
+ * incarnation the node registered with ({@link TargetStamp}): clients check it, since they reach
+ * the target without the node, and a target that kept its contents gets its blocks back.
  *
  * <p>Without a target URI it starts an embedded target backed by a file or by memory.
  */
@@ -57,6 +58,8 @@ public final class NvmfDataNode implements AutoCloseable {
   private final LifeCycle lifeCycle = new LifeCycle("NVMf data node");
   private volatile NvmfController controller;
   private volatile boolean dsmWarned;
+  /** The incarnation this node last recorded on the target, or 0 before it did. */
+  private volatile long stamped;
 
   private NvmfDataNode(EmberConfig config) throws EmberException {
     lifeCycle.beginStart();
@@ -93,10 +96,10 @@ public final class NvmfDataNode implements AutoCloseable {
     }
     String endpoint = new NvmfUri(uri.transport(), uri.host(), uri.port(), uri.subsystemNqn(),
         nsid).toString();
+    // The last LBA holds the stamp, so it is left out of the blocks.
     link = new NameNodeLink(config, "NVMf data node for " + endpoint,
-        new Messages.RegisterRequest(StorageClass.NVMF, TIER, endpoint, namespace.sizeBytes(),
-            true),
-        this::deallocate, this::healthy);
+        new Messages.RegisterRequest(StorageClass.NVMF, TIER, endpoint, capacity(), true),
+        this::deallocate, this::healthy, new Stamp());
     link.start();
     LOG.info("NVMf data node: {} bytes of {} (LBA {} bytes)", namespace.sizeBytes(), endpoint,
         namespace.blockSize());
@@ -124,9 +127,9 @@ public final class NvmfDataNode implements AutoCloseable {
     return embedded;
   }
 
-  /** The namespace's size in bytes. */
+  /** The bytes of the namespace this node registers: all but the last LBA, which is its stamp. */
   public long capacity() {
-    return namespace.sizeBytes();
+    return namespace.sizeBytes() - namespace.blockSize();
   }
 
   /** The id the name node gave this node, or -1 while unregistered. */
@@ -150,14 +153,16 @@ public final class NvmfDataNode implements AutoCloseable {
     }
   }
 
-  /** Reads one LBA: the target answers, or this node is unhealthy (and tries to reconnect). */
+  /**
+   * Reads the stamp: the target answers and still holds this node's registration, or this node is
+   * unhealthy (and tries to reconnect). A target that answers again after going away but no longer
+   * holds the stamp lost its contents, however short the outage was.
+   */
   private boolean healthy() {
     NvmfController c = controller;
     if (c != null) {
-      ByteBuffer probe = ByteBuffer.allocateDirect(namespace.blockSize());
       try {
-        c.ioQueue(0).read(nsid, 0, probe).get(5, TimeUnit.SECONDS);
-        return true;
+        return holdsStamp(c);
       } catch (Exception e) {
         LOG.warn("NVMf target {} does not answer: {}", uri, e.getMessage());
         controller = null;
@@ -165,11 +170,78 @@ public final class NvmfDataNode implements AutoCloseable {
       }
     }
     try {
-      controller = NvmfHost.connect(uri, options);
-      LOG.info("NVMf target {} answers again", uri);
-      return true;
+      c = NvmfHost.connect(uri, options);
     } catch (NvmfException e) {
       return false;
+    }
+    controller = c;
+    LOG.info("NVMf target {} answers again", uri);
+    try {
+      return holdsStamp(c);
+    } catch (Exception e) {
+      return false;
+    }
+  }
+
+  private boolean holdsStamp(NvmfController c) throws Exception {
+    long held = TargetStamp.read(c.ioQueue(0), namespace).get(5, TimeUnit.SECONDS);
+    long expected = stamped;
+    if (expected != 0 && held != expected) {
+      // Unhealthy once: heartbeats stop, and the node registers again under whatever the target
+      // records now, or as a new node.
+      LOG.warn("NVMf target {} no longer holds this node's stamp: its contents are gone", uri);
+      stamped = 0;
+      return false;
+    }
+    return true;
+  }
+
+  /** The incarnation recorded in the target's last LBA ({@link TargetStamp}). */
+  private final class Stamp implements NameNodeLink.Stamp {
+    @Override
+    public long held() throws EmberException {
+      long held = await(TargetStamp.read(connected().ioQueue(0), namespace), "read");
+      // What the node serves if the name node takes it back; the health probe watches it.
+      stamped = held;
+      return held;
+    }
+
+    @Override
+    public void record(long incarnation, long replacing) throws EmberException {
+      NvmfController c = connected();
+      await(TargetStamp.write(c.ioQueue(0), namespace, incarnation)
+          .thenCompose(v -> c.ioQueue(0).flush(nsid)), "record");
+      stamped = incarnation;
+      if (replacing != 0) {
+        // Clients trust a stamp they read for a while without reading it again; until they all
+        // have read this one, none of this registration's locations may exist.
+        try {
+          Thread.sleep(2 * TargetStamp.TRUSTED_FOR.toMillis());
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+          throw new EmberException(ErrorCode.CLOSED, "interrupted registering " + uri, e);
+        }
+      }
+    }
+
+    private NvmfController connected() throws EmberException {
+      NvmfController c = controller;
+      if (c == null) {
+        throw new EmberException(ErrorCode.UNREACHABLE, "NVMf target " + uri + " is not connected");
+      }
+      return c;
+    }
+
+    private <T> T await(CompletableFuture<T> f, String what) throws EmberException {
+      try {
+        return f.get(10, TimeUnit.SECONDS);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new EmberException(ErrorCode.CLOSED, "interrupted stamping " + uri, e);
+      } catch (Exception e) {
+        throw new EmberException(ErrorCode.UNREACHABLE, "cannot " + what + " the registration "
+            + "stamp on NVMf target " + uri + ": " + e.getMessage(), e);
+      }
     }
   }
 

@@ -4,6 +4,7 @@ import io.ember.client.ClientMetrics;
 import io.ember.client.spi.StorageEndpoint;
 import io.ember.client.spi.StorageTier;
 import io.ember.client.spi.TierContext;
+import io.ember.nvmf.IdentifyNamespace;
 import io.ember.nvmf.NvmfController;
 import io.ember.nvmf.NvmfException;
 import io.ember.nvmf.NvmfHost;
@@ -69,7 +70,7 @@ public final class NvmfTier implements StorageTier {
 
     @Override
     public CompletableFuture<Void> write(BlockLocation block, int offset, ByteBuf data) {
-      return target(block).handle((t, e) -> {
+      return serving(block).handle((t, e) -> {
         if (e != null) {
           data.release();
           throw e instanceof CompletionException ce ? ce : new CompletionException(e);
@@ -80,7 +81,7 @@ public final class NvmfTier implements StorageTier {
 
     @Override
     public CompletableFuture<Void> readInto(BlockLocation block, int offset, ByteBuffer dst) {
-      return target(block).thenCompose(t -> t.canReadInto(block.address() + offset, dst)
+      return serving(block).thenCompose(t -> t.canReadInto(block.address() + offset, dst)
               ? t.queue().read(t.nsid, (block.address() + offset) / t.sectorSize, dst)
               : StorageEndpoint.super.readInto(block, offset, dst))
           .exceptionallyCompose(e -> failed(block, e));
@@ -88,7 +89,7 @@ public final class NvmfTier implements StorageTier {
 
     @Override
     public CompletableFuture<ByteBuf> read(BlockLocation block, int offset, int length) {
-      return target(block).thenCompose(t -> t.read(block.address() + offset, length))
+      return serving(block).thenCompose(t -> t.read(block.address() + offset, length))
           .exceptionallyCompose(e -> failed(block, e));
     }
 
@@ -108,6 +109,30 @@ public final class NvmfTier implements StorageTier {
       }
       return CompletableFuture.failedFuture(new EmberException(ErrorCode.INTERNAL,
           "NVMf target " + block.endpoint() + ": " + cause, cause));
+    }
+
+    /**
+     * The target of {@code block}, once its stamp says it holds the contents the location names.
+     * A target that came back empty holds others (its data node registered anew, and the name
+     * node may have placed other files at the same addresses), so the command is refused before
+     * it reads another file's bytes or writes over them.
+     */
+    private CompletableFuture<Target> serving(BlockLocation block) {
+      CompletableFuture<Target> connected = target(block);
+      if (connected.isDone() && !connected.isCompletedExceptionally()
+          && connected.join().trusts(block.incarnation())) {
+        return connected;
+      }
+      return connected.thenCompose(t -> t.trusts(block.incarnation())
+          ? CompletableFuture.completedFuture(t)
+          : t.readStamp().thenApply(held -> {
+            if (held != block.incarnation()) {
+              throw new CompletionException(new EmberException(ErrorCode.STALE_LOCATION,
+                  "NVMf target " + block.endpoint() + " no longer holds the blocks of "
+                      + block.describeNode() + " (it came back empty): ask the name node again"));
+            }
+            return t;
+          }));
     }
 
     private CompletableFuture<Target> target(BlockLocation block) {
@@ -132,7 +157,14 @@ public final class NvmfTier implements StorageTier {
             NvmfUri uri = NvmfUri.parse(endpoint);
             NvmfController c = NvmfHost.connect(uri, options);
             int nsid = uri.nsid() != 0 ? uri.nsid() : c.namespaces().get(0).nsid();
-            return new Target(c, nsid, c.namespace(nsid).blockSize(), metrics);
+            Target t = new Target(c, c.namespace(nsid), metrics);
+            try {
+              t.readStamp().join();
+            } catch (RuntimeException e) {
+              c.close();
+              throw e;
+            }
+            return t;
           } catch (NvmfException | RuntimeException e) {
             throw new CompletionException(new EmberException(ErrorCode.UNREACHABLE,
                 "cannot reach NVMf target " + endpoint + ": " + e.getMessage(), e));
@@ -157,17 +189,44 @@ public final class NvmfTier implements StorageTier {
   /** One connected target namespace. */
   static final class Target {
     final NvmfController controller;
+    final IdentifyNamespace namespace;
     final int nsid;
     final int sectorSize;
     private final ClientMetrics metrics;
     private final SectorLocks locks = new SectorLocks();
     private final AtomicInteger nextQueue = new AtomicInteger();
+    /** The incarnation the target's {@link TargetStamp} recorded when last read. */
+    private volatile long stamp;
+    /** When the read of {@link #stamp} was sent ({@link System#nanoTime()}). */
+    private volatile long stampAskedNanos;
+    /** The stamp read in flight, shared by the commands that wait for it. */
+    private CompletableFuture<Long> stampRead;
 
-    Target(NvmfController controller, int nsid, int sectorSize, ClientMetrics metrics) {
+    Target(NvmfController controller, IdentifyNamespace namespace, ClientMetrics metrics) {
       this.controller = controller;
-      this.nsid = nsid;
-      this.sectorSize = sectorSize;
+      this.namespace = namespace;
+      this.nsid = namespace.nsid();
+      this.sectorSize = namespace.blockSize();
       this.metrics = metrics;
+    }
+
+    /** Whether the stamp, read recently enough to act on, says the target holds these contents. */
+    boolean trusts(long incarnation) {
+      return stamp == incarnation
+          && System.nanoTime() - stampAskedNanos < TargetStamp.TRUSTED_FOR.toNanos();
+    }
+
+    /** Reads the stamp again, or joins a read already on its way. */
+    synchronized CompletableFuture<Long> readStamp() {
+      if (stampRead == null || stampRead.isDone()) {
+        long asked = System.nanoTime();
+        stampRead = TargetStamp.read(queue(), namespace).thenApply(held -> {
+          stamp = held;
+          stampAskedNanos = asked;
+          return held;
+        });
+      }
+      return stampRead;
     }
 
     NvmfQueue queue() {
