@@ -22,6 +22,7 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Random;
 import java.util.function.BooleanSupplier;
+import java.util.function.Predicate;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -45,6 +46,27 @@ class NvmfTierClusterTest {
 
   private static ClassUsage usage(EmberClient c, StorageClass sc) throws EmberException {
     return c.df().stream().filter(u -> u.storageClass().equals(sc)).findFirst().orElseThrow();
+  }
+
+  /** Waits until the NVMf class's usage (live and lost nodes, free blocks) satisfies {@code ok}. */
+  private static void awaitNvmf(EmberClient c, Predicate<ClassUsage> ok, String what)
+      throws InterruptedException {
+    await(() -> {
+      try {
+        return ok.test(usage(c, StorageClass.NVMF));
+      } catch (EmberException e) {
+        return false;
+      }
+    }, what);
+  }
+
+  /** Reads {@code path} whole through {@code c}, which must fail; returns the failure. */
+  private static EmberException readFails(EmberClient c, String path) {
+    return assertThrows(EmberException.class, () -> {
+      try (InputStream in = c.open(path)) {
+        in.readAllBytes();
+      }
+    });
   }
 
   private static void await(BooleanSupplier condition, String what) throws InterruptedException {
@@ -100,13 +122,7 @@ class NvmfTierClusterTest {
     List<BlockLocation> blocks = c.blockLocations("/a");
     c.delete("/a", false);
     // Freed blocks wait for the data node to deallocate them, then come back.
-    await(() -> {
-      try {
-        return usage(c, StorageClass.NVMF).freeBlocks() == 15;
-      } catch (EmberException e) {
-        return false;
-      }
-    }, "the 15 freed blocks to be deallocated and returned");
+    awaitNvmf(c, u -> u.freeBlocks() == 15, "the 15 freed blocks to be deallocated and returned");
     // Deallocated blocks read as zeroes on this target: the bytes were gone before reuse.
     io.ember.client.spi.StorageEndpoint raw = new io.ember.datanode.nvmf.NvmfTier().open(
         new io.ember.client.spi.TierContext(cluster.config(), null,
@@ -130,11 +146,8 @@ class NvmfTierClusterTest {
   @Test
   void dataNodeRegistersAgainWhenItsTargetComesBack() throws Exception {
     String nqn = "nqn.2026-11.io.ember:comeback";
-    io.ember.nvmf.target.NvmfTarget first = io.ember.nvmf.target.NvmfTarget.builder()
-        .listen("127.0.0.1", 0)
-        .subsystem(new io.ember.nvmf.target.Subsystem(nqn)
-            .namespace(1, new io.ember.nvmf.target.MemoryNamespace(8 << 20, 4096)))
-        .build().start();
+    io.ember.nvmf.target.NvmfTarget first =
+        target(nqn, 0, new io.ember.nvmf.target.MemoryNamespace(8 << 20, 4096));
     int port = first.port();
     cluster = MiniCluster.builder().dramDatanodes(0).blockSize("64k")
         .set(NameNodeKeys.DATANODE_TIMEOUT, "600ms")
@@ -155,27 +168,13 @@ class NvmfTierClusterTest {
     idle.write(data(1000, 3));
     idle.flush();
     first.close();
-    await(() -> {
-      try {
-        return usage(c, StorageClass.NVMF).lostNodes() == 1;
-      } catch (EmberException e) {
-        return false;
-      }
-    }, "the NVMf data node to be marked lost when its target went away");
+    awaitNvmf(c, u -> u.lostNodes() == 1,
+        "the NVMf data node to be marked lost when its target went away");
     // The target comes back on the same port (empty: its namespace was memory).
-    io.ember.nvmf.target.NvmfTarget second = io.ember.nvmf.target.NvmfTarget.builder()
-        .listen("127.0.0.1", port)
-        .subsystem(new io.ember.nvmf.target.Subsystem(nqn)
-            .namespace(1, new io.ember.nvmf.target.MemoryNamespace(8 << 20, 4096)))
-        .build().start();
+    io.ember.nvmf.target.NvmfTarget second =
+        target(nqn, port, new io.ember.nvmf.target.MemoryNamespace(8 << 20, 4096));
     try {
-      await(() -> {
-        try {
-          return usage(c, StorageClass.NVMF).liveNodes() == 1;
-        } catch (EmberException e) {
-          return false;
-        }
-      }, "the NVMf data node to register again");
+      awaitNvmf(c, u -> u.liveNodes() == 1, "the NVMf data node to register again");
       byte[] after = data(200_000, 2);
       try (EmberOutputStream out = c.create("/after", nvmf)) {
         out.write(after);
@@ -184,20 +183,12 @@ class NvmfTierClusterTest {
         assertArrayEquals(after, in.readAllBytes());
       }
       // The old file's blocks belonged to the lost registration and stay unavailable.
-      assertEquals(ErrorCode.DATANODE_LOST, assertThrows(EmberException.class, () -> {
-        try (InputStream in = c.open("/before")) {
-          in.readAllBytes();
-        }
-      }).code());
+      assertEquals(ErrorCode.DATANODE_LOST, readFails(c, "/before").code());
       // The new registration placed /after where /before was. Through its cached location the
       // reader would read /after's bytes; the target's stamp names the new registration, so the
       // reader asks the name node again, which says the block is lost.
       assertEquals(old.address(), c.blockLocations("/after").get(0).address());
-      EmberException stale = assertThrows(EmberException.class, () -> {
-        try (InputStream in = reader.open("/before")) {
-          in.readAllBytes();
-        }
-      });
+      EmberException stale = readFails(reader, "/before");
       assertEquals(ErrorCode.DATANODE_LOST, stale.code(), stale.getMessage());
       // The idle writer's block is one of the old registration's: its write is refused, not
       // written over /after's bytes.
@@ -233,29 +224,14 @@ class NvmfTierClusterTest {
       out.write(kept);
     }
     first.close();
-    await(() -> {
-      try {
-        return usage(c, StorageClass.NVMF).lostNodes() == 1;
-      } catch (EmberException e) {
-        return false;
-      }
-    }, "the NVMf data node to be marked lost when its target went away");
-    assertEquals(ErrorCode.DATANODE_LOST, assertThrows(EmberException.class, () -> {
-      try (InputStream in = c.open("/kept")) {
-        in.readAllBytes();
-      }
-    }).code());
+    awaitNvmf(c, u -> u.lostNodes() == 1,
+        "the NVMf data node to be marked lost when its target went away");
+    assertEquals(ErrorCode.DATANODE_LOST, readFails(c, "/kept").code());
     // Back from the same file: the stamp is still there, so the node registers as itself.
     io.ember.nvmf.target.NvmfTarget second = fileTarget(nqn, file, port);
     try {
-      await(() -> {
-        try {
-          return usage(c, StorageClass.NVMF).liveNodes() == 1
-              && usage(c, StorageClass.NVMF).lostNodes() == 0;
-        } catch (EmberException e) {
-          return false;
-        }
-      }, "the NVMf data node to get its blocks back");
+      awaitNvmf(c, u -> u.liveNodes() == 1 && u.lostNodes() == 0,
+          "the NVMf data node to get its blocks back");
       try (InputStream in = c.open("/kept")) {
         assertArrayEquals(kept, in.readAllBytes());
       }
@@ -268,10 +244,15 @@ class NvmfTierClusterTest {
 
   private static io.ember.nvmf.target.NvmfTarget fileTarget(String nqn, Path file, int port)
       throws Exception {
+    return target(nqn, port, new io.ember.nvmf.target.FileNamespace(file, 8 << 20, 4096, false));
+  }
+
+  /** An embedded target on loopback {@code port} (0: any) exporting {@code ns} as namespace 1. */
+  private static io.ember.nvmf.target.NvmfTarget target(String nqn, int port,
+      io.ember.nvmf.target.Namespace ns) throws Exception {
     return io.ember.nvmf.target.NvmfTarget.builder()
         .listen("127.0.0.1", port)
-        .subsystem(new io.ember.nvmf.target.Subsystem(nqn).namespace(1,
-            new io.ember.nvmf.target.FileNamespace(file, 8 << 20, 4096, false)))
+        .subsystem(new io.ember.nvmf.target.Subsystem(nqn).namespace(1, ns))
         .build().start();
   }
 
@@ -306,18 +287,8 @@ class NvmfTierClusterTest {
     try (InputStream in = c.open("/dram-file")) {
       assertArrayEquals(safe, in.readAllBytes());
     }
-    await(() -> {
-      try {
-        return usage(c, StorageClass.NVMF).lostNodes() == 1;
-      } catch (EmberException ex) {
-        return false;
-      }
-    }, "the NVMf data node to be marked lost");
-    EmberException lost = assertThrows(EmberException.class, () -> {
-      try (InputStream in = c.open("/nvmf-done")) {
-        in.readAllBytes();
-      }
-    });
+    awaitNvmf(c, u -> u.lostNodes() == 1, "the NVMf data node to be marked lost");
+    EmberException lost = readFails(c, "/nvmf-done");
     assertEquals(ErrorCode.DATANODE_LOST, lost.code());
     assertTrue(lost.getMessage().contains("block 0 of /nvmf-done unavailable"), lost.getMessage());
   }
