@@ -18,7 +18,7 @@ import io.netty.util.ReferenceCountUtil;
  * @param payload the body
  */
 public record Frame(int version, int type, int flags, long requestId, ByteBuf payload) {
-  /** The protocol version this build speaks (2: block reads and writes name the contents they expect). */
+  /** The protocol version this build speaks (2: block reads and writes name their contents). */
   public static final int VERSION = 2;
   /** Bytes after the length field and before the payload. */
   public static final int HEADER_BYTES = 1 + 1 + 1 + 8;

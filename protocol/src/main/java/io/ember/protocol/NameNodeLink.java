@@ -36,7 +36,6 @@ public final class NameNodeLink implements AutoCloseable {
   private final HostPort namenode;
   private final RpcClients connections;
   private final Messages.RegisterRequest registration;
-  /** Names the contents this node serves; a new one when it cannot vouch for them any more. */
   private final Function<List<Long>, List<Long>> trimmer;
   private final BooleanSupplier healthy;
   private final Stamp stamp;

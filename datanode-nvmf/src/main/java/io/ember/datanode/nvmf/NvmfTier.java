@@ -129,7 +129,8 @@ public final class NvmfTier implements StorageTier {
             if (held != block.incarnation()) {
               throw new CompletionException(new EmberException(ErrorCode.STALE_LOCATION,
                   "NVMf target " + block.endpoint() + " no longer holds the blocks of "
-                      + block.describeNode() + " (it came back empty): ask the name node again"));
+                      + block.describeNode() + " (it came back empty, or its data node "
+                      + "registered anew): ask the name node again"));
             }
             return t;
           }));
@@ -213,7 +214,7 @@ public final class NvmfTier implements StorageTier {
     /** Whether the stamp, read recently enough to act on, says the target holds these contents. */
     boolean trusts(long incarnation) {
       return stamp == incarnation
-          && System.nanoTime() - stampAskedNanos < TargetStamp.TRUSTED_FOR.toNanos();
+          && System.nanoTime() - stampAskedNanos < TargetStamp.TRUSTED_FOR_NANOS;
     }
 
     /** Reads the stamp again, or joins a read already on its way. */

@@ -24,6 +24,8 @@ final class TargetStamp {
    * a stamp waits twice this before it registers, so no client still holds the old one by then.
    */
   static final Duration TRUSTED_FOR = Duration.ofSeconds(1);
+  /** {@link #TRUSTED_FOR}, for the check every command makes. */
+  static final long TRUSTED_FOR_NANOS = TRUSTED_FOR.toNanos();
 
   private static final byte[] MAGIC = "EMBRINC1".getBytes(StandardCharsets.US_ASCII);
 
