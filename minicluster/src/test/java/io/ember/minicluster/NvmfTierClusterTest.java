@@ -257,6 +257,41 @@ class NvmfTierClusterTest {
   }
 
   @Test
+  void streamOpenedBeforeANameNodeRestartIsRefusedByTheRestampedTarget() throws Exception {
+    cluster = MiniCluster.builder().dramDatanodes(0).blockSize("64k")
+        .set(NvmfDataNodeKeys.EMBEDDED_SIZE, "8m").nvmfDatanode("").build();
+    EmberClient c = cluster.newClient();
+    CreateOptions nvmf = CreateOptions.DEFAULT.withStorageClass(StorageClass.NVMF);
+    try (EmberOutputStream out = c.create("/open", nvmf)) {
+      out.write(data(300_000, 8));
+    }
+    // The stream holds /open's locations, and the client trusts the target's stamp.
+    io.ember.client.EmberInputStream open = c.open("/open");
+    byte[] head = new byte[10];
+    open.readFully(0, head, 0, head.length);
+    BlockLocation old = c.blockLocations("/open").get(0);
+    cluster.restartNamenode();
+    // The new name node does not know the target's contents: the data node stamps a new
+    // incarnation, waits out the clients' trust in the old one, and registers anew.
+    cluster.awaitLiveDatanodes(StorageClass.NVMF, 1, Duration.ofSeconds(15));
+    byte[] after = data(300_000, 9);
+    EmberClient other = cluster.newClient();
+    try (EmberOutputStream out = other.create("/after", nvmf)) {
+      out.write(after);
+    }
+    assertEquals(old.address(), other.blockLocations("/after").get(0).address());
+    // Through its locations the stream would read /after's bytes; the stamp refuses them.
+    byte[] rest = new byte[200_000];
+    EmberException refused = assertThrows(EmberException.class,
+        () -> open.readFully(100_000, rest, 0, rest.length));
+    assertTrue(refused.getMessage().contains("/open"), refused.getMessage());
+    open.close();
+    try (InputStream in = c.open("/after")) {
+      assertArrayEquals(after, in.readAllBytes());
+    }
+  }
+
+  @Test
   void targetThatDiesMidWriteFailsTheWriterAndDramFilesStayReadable() throws Exception {
     cluster = MiniCluster.builder().blockSize("64k").dramCapacity("4m")
         .set(NvmfDataNodeKeys.EMBEDDED_SIZE, "16m")
