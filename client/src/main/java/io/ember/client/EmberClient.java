@@ -316,15 +316,22 @@ public final class EmberClient implements AutoCloseable {
    * @return fails with NOT_FOUND or INVALID_PATH, or NOT_A_FILE for a directory or multifile
    */
   public CompletableFuture<EmberInputStream> openAsync(String path) {
-    return normalized(path).thenCompose(canonical -> lookupAsync(canonical).thenApply(st -> {
-      if (!st.isFile()) {
-        throw new CompletionException(new EmberException(ErrorCode.NOT_A_FILE, canonical
-            + " is a " + st.type().name().toLowerCase() + ", not a file"
-            + (st.type() == NodeType.MULTIFILE ? " (use openMultiFile)" : "")));
-      }
-      return new EmberInputStream(this, canonical, st, transferSize,
-          config.get(ClientKeys.READ_AHEAD));
-    }));
+    return normalized(path).thenCompose(canonical -> call(MessageType.OPEN,
+        new Messages.OpenRequest(canonical, BLOCKS_PER_FETCH), Messages.OpenResponse::decode)
+        .thenApply(opened -> streamOf(canonical, opened)));
+  }
+
+  private EmberInputStream streamOf(String path, Messages.OpenResponse opened) {
+    NodeStatus st = opened.status();
+    if (!st.isFile()) {
+      throw new CompletionException(new EmberException(ErrorCode.NOT_A_FILE, path + " is a "
+          + st.type().name().toLowerCase() + ", not a file"
+          + (st.type() == NodeType.MULTIFILE ? " (use openMultiFile)" : "")));
+    }
+    // The first blocks' locations come with the status, so a first read needs no round trip to
+    // the name node of its own.
+    blockCache.put(st.id(), opened.blocks());
+    return new EmberInputStream(this, path, st, transferSize, config.get(ClientKeys.READ_AHEAD));
   }
 
   /**

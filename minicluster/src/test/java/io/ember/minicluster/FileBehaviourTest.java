@@ -234,6 +234,24 @@ abstract class FileBehaviourTest {
   }
 
   @Test
+  void aFirstReadNeedsOneCallToTheNameNode() throws Exception {
+    byte[] data = random(22, 3 * 65536 + 5);
+    try (EmberOutputStream out = client.create("/rw/one-call", options())) {
+      out.write(data);
+    }
+    try (EmberClient fresh = cluster.newClient()) {
+      long connecting = fresh.metrics().metadataCalls();
+      try (InputStream in = fresh.open("/rw/one-call")) {
+        assertArrayEquals(data, in.readAllBytes());
+      }
+      // The open, which brings the locations.
+      assertEquals(connecting + 1, fresh.metrics().metadataCalls());
+      assertEquals(0, fresh.metrics().blockCacheMisses());
+      assertEquals(4, fresh.metrics().blockCacheHits());
+    }
+  }
+
+  @Test
   void closedStreamRefusesWritesAndClosedFileTakesNoMoreBlocks() throws Exception {
     EmberOutputStream out = client.create("/rw/closed", options());
     out.write(new byte[10]);

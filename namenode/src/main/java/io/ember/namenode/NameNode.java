@@ -116,6 +116,10 @@ public final class NameNode implements AutoCloseable {
         }
         case LOOKUP:
           return state.lookup(Messages.PathRequest.decode(in).path());
+        case OPEN: {
+          Messages.OpenRequest r = Messages.OpenRequest.decode(in);
+          return state.open(r.path(), r.maxBlocks());
+        }
         case LIST: {
           Messages.ListRequest r = Messages.ListRequest.decode(in);
           return state.list(r.path(), r.startAfter(), r.limit());

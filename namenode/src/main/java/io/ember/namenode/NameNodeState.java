@@ -6,6 +6,7 @@ import io.ember.protocol.ErrorCode;
 import io.ember.protocol.Messages.ClassUsage;
 import io.ember.protocol.Messages.DirEntry;
 import io.ember.protocol.Messages.ListResponse;
+import io.ember.protocol.Messages.OpenResponse;
 import io.ember.protocol.Messages.RegisterResponse;
 import io.ember.protocol.NodeStatus;
 import io.ember.protocol.NodeType;
@@ -133,6 +134,23 @@ final class NameNodeState {
     }
   }
 
+  /**
+   * A path's status and, for a closed file, its first {@code maxBlocks} block locations, read
+   * under one lock so they agree. A file still being written has none: its blocks may yet be
+   * given back at its close, and readers see none of its bytes until then.
+   */
+  OpenResponse open(String path, int maxBlocks) throws EmberException {
+    List<String> parts = Paths.components(path);
+    lock.readLock().lock();
+    try {
+      Inode node = resolve(parts);
+      return new OpenResponse(status(node), node instanceof Inode.File file && !file.open
+          ? locations(file, 0, maxBlocks) : List.of());
+    } finally {
+      lock.readLock().unlock();
+    }
+  }
+
   ListResponse list(String path, String startAfter, int limit) throws EmberException {
     List<String> parts = Paths.components(path);
     lock.readLock().lock();
@@ -254,16 +272,19 @@ final class NameNodeState {
   List<BlockLocation> getBlocks(long fileId, int start, int maxCount) throws EmberException {
     lock.readLock().lock();
     try {
-      Inode.File file = file(fileId);
-      int end = (int) Math.min(file.blocks.size(), (long) start + maxCount);
-      List<BlockLocation> out = new ArrayList<>(Math.max(0, end - start));
-      for (int i = start; i < end; i++) {
-        out.add(location(file, i));
-      }
-      return out;
+      return locations(file(fileId), start, maxCount);
     } finally {
       lock.readLock().unlock();
     }
+  }
+
+  private List<BlockLocation> locations(Inode.File file, int start, int maxCount) {
+    int end = (int) Math.min(file.blocks.size(), (long) start + maxCount);
+    List<BlockLocation> out = new ArrayList<>(Math.max(0, end - start));
+    for (int i = start; i < end; i++) {
+      out.add(location(file, i));
+    }
+    return out;
   }
 
   NodeStatus closeFile(long fileId, long length) throws EmberException {

@@ -12,6 +12,7 @@ import io.ember.protocol.ErrorCode;
 import io.ember.protocol.Messages.ClassUsage;
 import io.ember.protocol.Messages.DirEntry;
 import io.ember.protocol.Messages.ListResponse;
+import io.ember.protocol.Messages.OpenResponse;
 import io.ember.protocol.NodeStatus;
 import io.ember.protocol.NodeType;
 import io.ember.protocol.StorageClass;
@@ -184,6 +185,30 @@ class NameNodeStateTest {
     assertEquals(List.of(b0, b1), nn.getBlocks(f.id(), 0, 10));
     assertEquals(List.of(b1), nn.getBlocks(f.id(), 1, 10));
     assertCode(ErrorCode.NOT_FOUND, () -> nn.getBlocks(12345, 0, 1));
+  }
+
+  @Test
+  void openAnswersStatusWithFirstLocationsOfClosedFilesOnly() throws Exception {
+    nn.register(StorageClass.DRAM, "dram", "h:1", 10L * BS);
+    NodeStatus f = file("/f");
+    for (int i = 0; i < 3; i++) {
+      nn.allocateBlock(f.id(), i);
+    }
+    OpenResponse writing = nn.open("/f", 10);
+    assertTrue(writing.status().open());
+    assertEquals(List.of(), writing.blocks()); // the close may give some of them back
+    nn.closeFile(f.id(), 2L * BS);
+    OpenResponse closed = nn.open("/f", 10);
+    assertEquals(nn.lookup("/f"), closed.status());
+    assertEquals(nn.getBlocks(f.id(), 0, 10), closed.blocks());
+    assertEquals(2, closed.blocks().size());
+    assertEquals(nn.getBlocks(f.id(), 0, 1), nn.open("/f", 1).blocks());
+    assertEquals(List.of(), nn.open("/f", 0).blocks());
+    dir("/d");
+    assertEquals(NodeType.DIRECTORY, nn.open("/d", 10).status().type());
+    assertEquals(List.of(), nn.open("/d", 10).blocks());
+    assertCode(ErrorCode.NOT_FOUND, () -> nn.open("/missing", 10));
+    assertCode(ErrorCode.NOT_FOUND, () -> nn.open("/f/g", 10));
   }
 
   @Test

@@ -16,6 +16,7 @@ public enum MessageType {
   DF(18),
   REGISTER_DATANODE(19),
   HEARTBEAT(20),
+  OPEN(21),
   // Data node.
   BLOCK_WRITE(40),
   BLOCK_READ(41);

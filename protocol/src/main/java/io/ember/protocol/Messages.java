@@ -12,7 +12,7 @@ import java.util.List;
 public final class Messages {
   /** Most entries in one LIST answer; bigger directories are paged. */
   public static final int MAX_LIST_ENTRIES = 4096;
-  /** Most locations in one GET_BLOCKS answer. */
+  /** Most locations in one GET_BLOCKS or OPEN answer. */
   public static final int MAX_BLOCKS_PER_CALL = 1024;
   /** Most storage classes in a DF answer. */
   public static final int MAX_CLASSES = 256;
@@ -185,22 +185,71 @@ public final class Messages {
   public record BlocksResponse(List<BlockLocation> blocks) implements Message {
     @Override
     public void encode(ByteBuf out) {
-      out.writeInt(blocks.size());
-      for (BlockLocation b : blocks) {
-        b.encode(out);
-      }
+      encodeBlocks(out, blocks);
     }
 
     /** Reads the body. */
     public static BlocksResponse decode(ByteBuf in) throws MalformedFrameException {
-      int n = Wire.readCount(in, "block count", MAX_BLOCKS_PER_CALL, BlockLocation.MIN_BYTES);
-      List<BlockLocation> blocks = new ArrayList<>(n);
-      for (int i = 0; i < n; i++) {
-        blocks.add(BlockLocation.decode(in));
-      }
+      List<BlockLocation> blocks = decodeBlocks(in);
       Wire.expectEnd(in, "GET_BLOCKS answer");
       return new BlocksResponse(blocks);
     }
+  }
+
+  /**
+   * OPEN: a path's status and, for a closed file, the locations of up to {@code maxBlocks} of its
+   * first blocks, so a reader starts reading after one round trip rather than two.
+   */
+  public record OpenRequest(String path, int maxBlocks) implements Message {
+    @Override
+    public void encode(ByteBuf out) {
+      Wire.writeString(out, path);
+      out.writeInt(maxBlocks);
+    }
+
+    /** Reads the body. */
+    public static OpenRequest decode(ByteBuf in) throws MalformedFrameException {
+      String path = Wire.readString(in, "path", Paths.MAX_PATH_BYTES);
+      int max = Wire.readInt(in, "max blocks", 0, MAX_BLOCKS_PER_CALL);
+      Wire.expectEnd(in, "OPEN");
+      return new OpenRequest(path, max);
+    }
+  }
+
+  /**
+   * The answer to OPEN: the entry's status, and its first block locations (none for a directory,
+   * a multifile or a file still being written).
+   */
+  public record OpenResponse(NodeStatus status, List<BlockLocation> blocks) implements Message {
+    @Override
+    public void encode(ByteBuf out) {
+      status.encode(out);
+      encodeBlocks(out, blocks);
+    }
+
+    /** Reads the body. */
+    public static OpenResponse decode(ByteBuf in) throws MalformedFrameException {
+      NodeStatus status = NodeStatus.decode(in);
+      List<BlockLocation> blocks = decodeBlocks(in);
+      Wire.expectEnd(in, "OPEN answer");
+      return new OpenResponse(status, blocks);
+    }
+  }
+
+  private static void encodeBlocks(ByteBuf out, List<BlockLocation> blocks) {
+    out.writeInt(blocks.size());
+    for (BlockLocation b : blocks) {
+      b.encode(out);
+    }
+  }
+
+  private static List<BlockLocation> decodeBlocks(ByteBuf in) throws MalformedFrameException {
+    int n = Wire.readCount(in, "block count", MAX_BLOCKS_PER_CALL, BlockLocation.MIN_BYTES);
+    List<BlockLocation> blocks = new ArrayList<>(n);
+    for (int i = 0; i < n; i++) {
+      blocks.add(BlockLocation.decode(in));
+    }
+    return blocks;
   }
 
   /** CLOSE_FILE: publish a file's length; the file takes no more writes. */

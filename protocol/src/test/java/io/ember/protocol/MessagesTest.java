@@ -40,6 +40,9 @@ class MessagesTest {
           (Decoder) Messages.GetBlocksRequest::decode},
       new Object[] {new Messages.BlocksResponse(List.of(BLOCK, BLOCK)),
           (Decoder) Messages.BlocksResponse::decode},
+      new Object[] {new Messages.OpenRequest("/o/p", 64), (Decoder) Messages.OpenRequest::decode},
+      new Object[] {new Messages.OpenResponse(STATUS, List.of(BLOCK, BLOCK)),
+          (Decoder) Messages.OpenResponse::decode},
       new Object[] {new Messages.CloseFileRequest(5, 1000),
           (Decoder) Messages.CloseFileRequest::decode},
       new Object[] {new Messages.DfResponse(List.of(
