@@ -165,12 +165,14 @@ public class EmberFileSystem extends FileSystem {
   public FSDataInputStream open(Path f, int bufferSize) throws IOException {
     String path = emberPath(f);
     try {
-      NodeStatus st = client.lookup(path);
-      if (!st.isFile()) {
-        throw new FileNotFoundException("cannot open " + path + ": it is a directory");
-      }
       return new FSDataInputStream(new EmberFsInputStream(client.open(path), statistics));
     } catch (EmberException e) {
+      if (e.code() == ErrorCode.NOT_A_FILE) {
+        FileNotFoundException dir =
+            new FileNotFoundException("cannot open " + path + ": it is a directory");
+        dir.initCause(e);
+        throw dir;
+      }
       throw translate(e);
     }
   }
