@@ -7,8 +7,9 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * Block locations of recently read files, least recently used first out. A file's locations do
- * not change once it is closed, so entries are dropped only when a read through them fails.
+ * Block locations of recently opened or read files, least recently used first out. A file's
+ * locations do not change once it is closed, so entries are dropped only when a read through them
+ * fails.
  */
 final class BlockCache {
   private final int maxFiles;

@@ -230,7 +230,7 @@ abstract class FileBehaviourTest {
       assertArrayEquals(data, in.readAllBytes());
     }
     assertEquals(misses, client.metrics().blockCacheMisses());
-    assertEquals(calls + 1, client.metrics().metadataCalls()); // the open's lookup only
+    assertEquals(calls + 1, client.metrics().metadataCalls()); // the open only
   }
 
   @Test
