@@ -10,6 +10,11 @@ import io.ember.client.EmberClient;
 import io.ember.client.EmberOutputStream;
 import io.ember.datanode.nvmf.NvmfDataNodeKeys;
 import io.ember.namenode.NameNodeKeys;
+import io.ember.nvmf.target.FileNamespace;
+import io.ember.nvmf.target.MemoryNamespace;
+import io.ember.nvmf.target.Namespace;
+import io.ember.nvmf.target.NvmfTarget;
+import io.ember.nvmf.target.Subsystem;
 import io.ember.protocol.BlockLocation;
 import io.ember.protocol.EmberException;
 import io.ember.protocol.EmberKeys;
@@ -19,6 +24,7 @@ import io.ember.protocol.StorageClass;
 import java.io.InputStream;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
 import java.util.function.BooleanSupplier;
@@ -30,12 +36,15 @@ import org.junit.jupiter.api.io.TempDir;
 /** The NVMf tier in a cluster: spill from DRAM, a target that dies, deallocation on delete. */
 class NvmfTierClusterTest {
   private MiniCluster cluster;
+  /** Targets a test started itself, closed after the cluster whose data nodes use them. */
+  private final List<NvmfTarget> targets = new ArrayList<>();
 
   @AfterEach
   void stop() {
     if (cluster != null) {
       cluster.close();
     }
+    targets.forEach(NvmfTarget::close);
   }
 
   private static byte[] data(int n, long seed) {
@@ -146,8 +155,7 @@ class NvmfTierClusterTest {
   @Test
   void dataNodeRegistersAgainWhenItsTargetComesBack() throws Exception {
     String nqn = "nqn.2026-11.io.ember:comeback";
-    io.ember.nvmf.target.NvmfTarget first =
-        target(nqn, 0, new io.ember.nvmf.target.MemoryNamespace(8 << 20, 4096));
+    NvmfTarget first = target(nqn, 0, new MemoryNamespace(8 << 20, 4096));
     int port = first.port();
     cluster = MiniCluster.builder().dramDatanodes(0).blockSize("64k")
         .set(NameNodeKeys.DATANODE_TIMEOUT, "600ms")
@@ -171,40 +179,33 @@ class NvmfTierClusterTest {
     awaitNvmf(c, u -> u.lostNodes() == 1,
         "the NVMf data node to be marked lost when its target went away");
     // The target comes back on the same port (empty: its namespace was memory).
-    io.ember.nvmf.target.NvmfTarget second =
-        target(nqn, port, new io.ember.nvmf.target.MemoryNamespace(8 << 20, 4096));
-    try {
-      awaitNvmf(c, u -> u.liveNodes() == 1, "the NVMf data node to register again");
-      byte[] after = data(200_000, 2);
-      try (EmberOutputStream out = c.create("/after", nvmf)) {
-        out.write(after);
-      }
-      try (InputStream in = c.open("/after")) {
-        assertArrayEquals(after, in.readAllBytes());
-      }
-      // The old file's blocks belonged to the lost registration and stay unavailable.
-      assertEquals(ErrorCode.DATANODE_LOST, readFails(c, "/before").code());
-      // The new registration placed /after where /before was. Through its cached location the
-      // reader would read /after's bytes; the target's stamp names the new registration, so the
-      // reader asks the name node again, which says the block is lost.
-      assertEquals(old.address(), c.blockLocations("/after").get(0).address());
-      EmberException stale = readFails(reader, "/before");
-      assertEquals(ErrorCode.DATANODE_LOST, stale.code(), stale.getMessage());
-      // The idle writer's block is one of the old registration's: its write is refused, not
-      // written over /after's bytes.
-      EmberException refused = assertThrows(EmberException.class, () -> {
-        idle.write(data(1000, 4));
-        idle.close();
-      });
-      assertTrue(refused.getMessage().contains("no longer holds the blocks of"),
-          refused.getMessage());
-      try (InputStream in = c.open("/after")) {
-        assertArrayEquals(after, in.readAllBytes());
-      }
-    } finally {
-      cluster.close();
-      cluster = null;
-      second.close();
+    target(nqn, port, new MemoryNamespace(8 << 20, 4096));
+    awaitNvmf(c, u -> u.liveNodes() == 1, "the NVMf data node to register again");
+    byte[] after = data(200_000, 2);
+    try (EmberOutputStream out = c.create("/after", nvmf)) {
+      out.write(after);
+    }
+    try (InputStream in = c.open("/after")) {
+      assertArrayEquals(after, in.readAllBytes());
+    }
+    // The old file's blocks belonged to the lost registration and stay unavailable.
+    assertEquals(ErrorCode.DATANODE_LOST, readFails(c, "/before").code());
+    // The new registration placed /after where /before was. Through its cached location the
+    // reader would read /after's bytes; the target's stamp names the new registration, so the
+    // reader asks the name node again, which says the block is lost.
+    assertEquals(old.address(), c.blockLocations("/after").get(0).address());
+    EmberException stale = readFails(reader, "/before");
+    assertEquals(ErrorCode.DATANODE_LOST, stale.code(), stale.getMessage());
+    // The idle writer's block is one of the old registration's: its write is refused, not
+    // written over /after's bytes.
+    EmberException refused = assertThrows(EmberException.class, () -> {
+      idle.write(data(1000, 4));
+      idle.close();
+    });
+    assertTrue(refused.getMessage().contains("no longer holds the blocks of"),
+        refused.getMessage());
+    try (InputStream in = c.open("/after")) {
+      assertArrayEquals(after, in.readAllBytes());
     }
   }
 
@@ -212,7 +213,7 @@ class NvmfTierClusterTest {
   void targetThatComesBackWithItsContentsGivesItsBlocksBack(@TempDir Path dir) throws Exception {
     String nqn = "nqn.2026-11.io.ember:kept";
     Path file = dir.resolve("ns.img");
-    io.ember.nvmf.target.NvmfTarget first = fileTarget(nqn, file, 0);
+    NvmfTarget first = fileTarget(nqn, file, 0);
     int port = first.port();
     cluster = MiniCluster.builder().dramDatanodes(0).blockSize("64k")
         .set(NameNodeKeys.DATANODE_TIMEOUT, "600ms")
@@ -228,32 +229,29 @@ class NvmfTierClusterTest {
         "the NVMf data node to be marked lost when its target went away");
     assertEquals(ErrorCode.DATANODE_LOST, readFails(c, "/kept").code());
     // Back from the same file: the stamp is still there, so the node registers as itself.
-    io.ember.nvmf.target.NvmfTarget second = fileTarget(nqn, file, port);
-    try {
-      awaitNvmf(c, u -> u.liveNodes() == 1 && u.lostNodes() == 0,
-          "the NVMf data node to get its blocks back");
-      try (InputStream in = c.open("/kept")) {
-        assertArrayEquals(kept, in.readAllBytes());
-      }
-    } finally {
-      cluster.close();
-      cluster = null;
-      second.close();
+    fileTarget(nqn, file, port);
+    awaitNvmf(c, u -> u.liveNodes() == 1 && u.lostNodes() == 0,
+        "the NVMf data node to get its blocks back");
+    try (InputStream in = c.open("/kept")) {
+      assertArrayEquals(kept, in.readAllBytes());
     }
   }
 
-  private static io.ember.nvmf.target.NvmfTarget fileTarget(String nqn, Path file, int port)
-      throws Exception {
-    return target(nqn, port, new io.ember.nvmf.target.FileNamespace(file, 8 << 20, 4096, false));
+  private NvmfTarget fileTarget(String nqn, Path file, int port) throws Exception {
+    return target(nqn, port, new FileNamespace(file, 8 << 20, 4096, false));
   }
 
-  /** An embedded target on loopback {@code port} (0: any) exporting {@code ns} as namespace 1. */
-  private static io.ember.nvmf.target.NvmfTarget target(String nqn, int port,
-      io.ember.nvmf.target.Namespace ns) throws Exception {
-    return io.ember.nvmf.target.NvmfTarget.builder()
+  /**
+   * An embedded target on loopback {@code port} (0: any) exporting {@code ns} as namespace 1,
+   * closed after the test.
+   */
+  private NvmfTarget target(String nqn, int port, Namespace ns) throws Exception {
+    NvmfTarget t = NvmfTarget.builder()
         .listen("127.0.0.1", port)
-        .subsystem(new io.ember.nvmf.target.Subsystem(nqn).namespace(1, ns))
+        .subsystem(new Subsystem(nqn).namespace(1, ns))
         .build().start();
+    targets.add(t);
+    return t;
   }
 
   @Test
