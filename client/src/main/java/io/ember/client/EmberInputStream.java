@@ -449,13 +449,12 @@ public final class EmberInputStream extends InputStream {
         throw new CompletionException(e);
       }
       return read.start(block, endpoint, offset).handle((result, e) -> {
-        if (e != null && once && EmberException.of(e).code() == ErrorCode.STALE_LOCATION) {
-          client.invalidateBlocks(fileId);
-          return fromBlock(pos, len, read, false);
-        }
         if (e != null) {
           client.invalidateBlocks(fileId);
           EmberException cause = EmberException.of(e);
+          if (once && cause.code() == ErrorCode.STALE_LOCATION) {
+            return fromBlock(pos, len, read, false);
+          }
           throw new CompletionException(new EmberException(cause.code(), "reading block " + index
               + " of " + path + " from " + block.describeNode() + " failed: "
               + cause.getMessage(), cause));

@@ -42,7 +42,7 @@ class NameNodeLinkTest {
       EmberConfig linkConfig = config.with(EmberKeys.NAMENODE_ADDRESS, address.toString());
       try (NameNodeLink link = new NameNodeLink(linkConfig, "test node",
           new Messages.RegisterRequest(StorageClass.DRAM, "dram", "127.0.0.1:1", 8L << 20, false),
-          slots -> List.of(), healthy::get)) {
+          slots -> List.of(), healthy::get, new NameNodeLink.MemoryStamp())) {
         link.start();
         int id = link.datanodeId();
         assertTrue(id >= 0);

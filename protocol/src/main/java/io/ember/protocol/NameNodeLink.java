@@ -47,18 +47,6 @@ public final class NameNodeLink implements AutoCloseable {
   private List<Long> trimmed = List.of();
 
   /**
-   * A link that registers {@code registration} with the name node of {@code config}.
-   *
-   * @param name how logs name this data node, e.g. "DRAM data node at 127.0.0.1:4000"
-   * @param trimmer deallocates the given block slots and returns those it did (heartbeat thread)
-   * @param healthy whether the node can serve its blocks now (heartbeat thread)
-   */
-  public NameNodeLink(EmberConfig config, String name, Messages.RegisterRequest registration,
-      Function<List<Long>, List<Long>> trimmer, BooleanSupplier healthy) {
-    this(config, name, registration, trimmer, healthy, new MemoryStamp());
-  }
-
-  /**
    * Where a data node records which incarnation its storage's contents belong to. Clients that
    * reach the storage without the data node check it against the incarnation their block
    * locations name.
@@ -85,7 +73,8 @@ public final class NameNodeLink implements AutoCloseable {
 
   /**
    * A stamp kept in the data node's memory, for storage that lives and dies with the process
-   * (DRAM): forgotten when the node could not serve its blocks.
+   * (DRAM). It is forgotten if the node's health check ever fails, since memory cannot tell
+   * whether its contents survived.
    */
   public static final class MemoryStamp implements Stamp {
     private volatile long incarnation;
@@ -107,8 +96,11 @@ public final class NameNodeLink implements AutoCloseable {
   }
 
   /**
-   * A link as above whose storage records its incarnation in {@code stamp}.
+   * A link that registers {@code registration} with the name node of {@code config}.
    *
+   * @param name how logs name this data node, e.g. "DRAM data node at 127.0.0.1:4000"
+   * @param trimmer deallocates the given block slots and returns those it did (heartbeat thread)
+   * @param healthy whether the node can serve its blocks now (heartbeat thread)
    * @param stamp where the storage records its incarnation (heartbeat thread)
    */
   public NameNodeLink(EmberConfig config, String name, Messages.RegisterRequest registration,

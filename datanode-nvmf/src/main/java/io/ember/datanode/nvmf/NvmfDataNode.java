@@ -15,6 +15,7 @@ import io.ember.protocol.EmberConfig;
 import io.ember.protocol.EmberException;
 import io.ember.protocol.EmberKeys;
 import io.ember.protocol.ErrorCode;
+import io.ember.protocol.Futures;
 import io.ember.protocol.LifeCycle;
 import io.ember.protocol.Messages;
 import io.ember.protocol.NameNodeLink;
@@ -234,13 +235,13 @@ public final class NvmfDataNode implements AutoCloseable {
 
     private <T> T await(CompletableFuture<T> f, String what) throws EmberException {
       try {
-        return f.get(10, TimeUnit.SECONDS);
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-        throw new EmberException(ErrorCode.CLOSED, "interrupted stamping " + uri, e);
-      } catch (Exception e) {
-        throw new EmberException(ErrorCode.UNREACHABLE, "cannot " + what + " the registration "
-            + "stamp on NVMf target " + uri + ": " + e.getMessage(), e);
+        return Futures.await(f, Duration.ofSeconds(10));
+      } catch (EmberException e) {
+        // Whatever the target answered, the node cannot register through it now.
+        ErrorCode code =
+            Thread.currentThread().isInterrupted() ? ErrorCode.CLOSED : ErrorCode.UNREACHABLE;
+        throw new EmberException(code, "cannot " + what + " the registration stamp on NVMf "
+            + "target " + uri + ": " + e.getMessage(), e);
       }
     }
   }
