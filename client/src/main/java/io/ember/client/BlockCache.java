@@ -9,11 +9,19 @@ import java.util.Map;
 /**
  * Block locations of recently opened or read files, least recently used first out. A file's
  * locations do not change once it is closed, so entries are dropped only when a read through them
- * fails.
+ * fails; but a file can be deleted and its blocks reused, so each location keeps when it was asked
+ * for, and storage that cannot check generations trusts it only for a while.
  */
 final class BlockCache {
+  /** A location and the {@link System#nanoTime()} at which the name node was asked for it. */
+  record Cached(BlockLocation location, long askedNanos) {
+    boolean askedWithin(long nanos, long nowNanos) {
+      return nowNanos - askedNanos < nanos;
+    }
+  }
+
   private final int maxFiles;
-  private final Map<Long, BlockLocation[]> files;
+  private final Map<Long, Cached[]> files;
 
   BlockCache(int maxFiles) {
     this.maxFiles = maxFiles;
@@ -21,29 +29,30 @@ final class BlockCache {
       private static final long serialVersionUID = 1L;
 
       @Override
-      protected boolean removeEldestEntry(Map.Entry<Long, BlockLocation[]> eldest) {
+      protected boolean removeEldestEntry(Map.Entry<Long, Cached[]> eldest) {
         return size() > BlockCache.this.maxFiles;
       }
     };
   }
 
-  synchronized BlockLocation get(long fileId, int index) {
-    BlockLocation[] known = files.get(fileId);
+  synchronized Cached get(long fileId, int index) {
+    Cached[] known = files.get(fileId);
     return known != null && index < known.length ? known[index] : null;
   }
 
-  synchronized void put(long fileId, List<BlockLocation> blocks) {
+  /** Caches {@code blocks} of a file, asked of the name node at {@code askedNanos}. */
+  synchronized void put(long fileId, List<BlockLocation> blocks, long askedNanos) {
     if (maxFiles == 0 || blocks.isEmpty()) {
       return;
     }
     int last = blocks.get(blocks.size() - 1).index();
-    BlockLocation[] known = files.get(fileId);
+    Cached[] known = files.get(fileId);
     if (known == null || known.length <= last) {
-      known = known == null ? new BlockLocation[last + 1] : Arrays.copyOf(known, last + 1);
+      known = known == null ? new Cached[last + 1] : Arrays.copyOf(known, last + 1);
       files.put(fileId, known);
     }
     for (BlockLocation b : blocks) {
-      known[b.index()] = b;
+      known[b.index()] = new Cached(b, askedNanos);
     }
   }
 

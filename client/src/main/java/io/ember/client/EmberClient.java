@@ -55,6 +55,7 @@ import java.util.concurrent.ConcurrentHashMap;
 public final class EmberClient implements AutoCloseable {
   private static final int LIST_PAGE = 1024;
   private static final int BLOCKS_PER_FETCH = 64;
+  private static final long UNCHECKED_TRUST_NANOS = BlockLocation.UNCHECKED_TRUST.toNanos();
 
   private final EmberConfig config;
   private final HostPort namenode;
@@ -316,12 +317,14 @@ public final class EmberClient implements AutoCloseable {
    * @return fails with NOT_FOUND or INVALID_PATH, or NOT_A_FILE for a directory or multifile
    */
   public CompletableFuture<EmberInputStream> openAsync(String path) {
-    return normalized(path).thenCompose(canonical -> call(MessageType.OPEN,
-        new Messages.OpenRequest(canonical, BLOCKS_PER_FETCH), Messages.OpenResponse::decode)
-        .thenApply(opened -> streamOf(canonical, opened)));
+    return normalized(path).thenCompose(canonical -> {
+      long asked = System.nanoTime();
+      return call(MessageType.OPEN, new Messages.OpenRequest(canonical, BLOCKS_PER_FETCH),
+          Messages.OpenResponse::decode).thenApply(opened -> streamOf(canonical, opened, asked));
+    });
   }
 
-  private EmberInputStream streamOf(String path, Messages.OpenResponse opened) {
+  private EmberInputStream streamOf(String path, Messages.OpenResponse opened, long askedNanos) {
     NodeStatus st = opened.status();
     if (!st.isFile()) {
       throw new CompletionException(new EmberException(ErrorCode.NOT_A_FILE, path + " is a "
@@ -330,7 +333,7 @@ public final class EmberClient implements AutoCloseable {
     }
     // The first blocks' locations come with the status, so a first read needs no round trip to
     // the name node of its own.
-    blockCache.put(st.id(), opened.blocks());
+    blockCache.put(st.id(), opened.blocks(), askedNanos);
     return new EmberInputStream(this, path, st, transferSize, config.get(ClientKeys.READ_AHEAD));
   }
 
@@ -452,12 +455,18 @@ public final class EmberClient implements AutoCloseable {
         NodeStatus::decode);
   }
 
-  /** The location of block {@code index} of a file, from the cache or the name node. */
+  /**
+   * The location of block {@code index} of a file, from the cache or the name node. A cached
+   * location of storage that cannot check generations (NVMf) is used only for {@link
+   * BlockLocation#UNCHECKED_TRUST} after it was asked for; then the name node is asked again, so a
+   * file deleted meanwhile fails to be found, and a reused block is never read as this file's.
+   */
   CompletableFuture<BlockLocation> blockLocation(long fileId, int index) {
-    BlockLocation cached = blockCache.get(fileId, index);
-    if (cached != null) {
+    BlockCache.Cached cached = blockCache.get(fileId, index);
+    if (cached != null && (cached.askedWithin(UNCHECKED_TRUST_NANOS, System.nanoTime())
+        || checksGenerations(cached.location()))) {
       metrics.blockCacheHits.increment();
-      return CompletableFuture.completedFuture(cached);
+      return CompletableFuture.completedFuture(cached.location());
     }
     metrics.blockCacheMisses.increment();
     return fetchBlocks(fileId, index).thenApply(page -> {
@@ -473,12 +482,21 @@ public final class EmberClient implements AutoCloseable {
     blockCache.invalidate(fileId);
   }
 
+  private boolean checksGenerations(BlockLocation block) {
+    try {
+      return endpoint(block).checksGenerations();
+    } catch (EmberException e) {
+      return false; // the read will fail on the same lookup, with its message
+    }
+  }
+
   private CompletableFuture<List<BlockLocation>> fetchBlocks(long fileId, int start) {
+    long asked = System.nanoTime();
     return call(MessageType.GET_BLOCKS,
         new Messages.GetBlocksRequest(fileId, start, BLOCKS_PER_FETCH),
         Messages.BlocksResponse::decode)
         .thenApply(r -> {
-          blockCache.put(fileId, r.blocks());
+          blockCache.put(fileId, r.blocks(), asked);
           return r.blocks();
         });
   }

@@ -92,35 +92,38 @@ class BadFrameClusterTest {
     assertClusterWorks("after-namenode-garbage");
   }
 
+  /**
+   * A BLOCK_READ ({@code dataBytes} -1) or BLOCK_WRITE body for block 1 of generation 1, saying
+   * {@code length} bytes, followed by {@code dataBytes} bytes.
+   */
+  private static byte[] blockRequest(long incarnation, long address, int length, int dataBytes) {
+    java.nio.ByteBuffer b = java.nio.ByteBuffer.allocate(36 + Math.max(0, dataBytes));
+    b.putLong(incarnation).putLong(1).putLong(1).putLong(address).putInt(length);
+    return b.array();
+  }
+
   @Test
   void dataNodeSurvivesBadWritesAndHalfFrames() throws Exception {
     HostPort dn = datanode();
     long inc = cluster.datanodes().get(0).incarnation();
     // BLOCK_WRITE whose length field lies about the data that follows.
-    java.nio.ByteBuffer lie = java.nio.ByteBuffer.allocate(20 + 3);
-    lie.putLong(inc).putLong(0).putInt(1000).put(new byte[3]);
-    assertEquals(2, errorCodeOfReply(dn, frame(MessageType.BLOCK_WRITE.code(), lie.array())));
+    assertEquals(2, errorCodeOfReply(dn, frame(MessageType.BLOCK_WRITE.code(),
+        blockRequest(inc, 0, 1000, 3))));
     // A write far outside the region.
-    java.nio.ByteBuffer far = java.nio.ByteBuffer.allocate(20 + 4);
-    far.putLong(inc).putLong(1L << 40).putInt(4).put(new byte[4]);
-    assertEquals(23, errorCodeOfReply(dn, frame(MessageType.BLOCK_WRITE.code(), far.array())));
+    assertEquals(23, errorCodeOfReply(dn, frame(MessageType.BLOCK_WRITE.code(),
+        blockRequest(inc, 1L << 40, 4, 4))));
     // A read asking for more than the region.
-    java.nio.ByteBuffer big = java.nio.ByteBuffer.allocate(20);
-    big.putLong(inc).putLong(0).putInt(Integer.MAX_VALUE);
-    assertEquals(23, errorCodeOfReply(dn, frame(MessageType.BLOCK_READ.code(), big.array())));
+    assertEquals(23, errorCodeOfReply(dn, frame(MessageType.BLOCK_READ.code(),
+        blockRequest(inc, 0, Integer.MAX_VALUE, -1))));
     // A read and a write naming contents this node does not hold.
-    java.nio.ByteBuffer other = java.nio.ByteBuffer.allocate(20);
-    other.putLong(inc + 1).putLong(0).putInt(8);
-    assertEquals(ErrorCode.STALE_LOCATION.code(),
-        errorCodeOfReply(dn, frame(MessageType.BLOCK_READ.code(), other.array())));
-    java.nio.ByteBuffer otherWrite = java.nio.ByteBuffer.allocate(20 + 4);
-    otherWrite.putLong(inc + 1).putLong(0).putInt(4).put(new byte[4]);
-    assertEquals(ErrorCode.STALE_LOCATION.code(),
-        errorCodeOfReply(dn, frame(MessageType.BLOCK_WRITE.code(), otherWrite.array())));
+    assertEquals(ErrorCode.STALE_LOCATION.code(), errorCodeOfReply(dn,
+        frame(MessageType.BLOCK_READ.code(), blockRequest(inc + 1, 0, 8, -1))));
+    assertEquals(ErrorCode.STALE_LOCATION.code(), errorCodeOfReply(dn,
+        frame(MessageType.BLOCK_WRITE.code(), blockRequest(inc + 1, 0, 4, 4))));
     // Half a 1 MiB write, then the client vanishes.
     try (Socket s = new Socket(dn.host(), dn.port())) {
       DataOutputStream out = new DataOutputStream(s.getOutputStream());
-      out.writeInt(Frame.HEADER_BYTES + 20 + (1 << 20));
+      out.writeInt(Frame.HEADER_BYTES + 36 + (1 << 20));
       out.write(new byte[Frame.HEADER_BYTES - 0]);
       out.write(new byte[50_000]);
       out.flush();

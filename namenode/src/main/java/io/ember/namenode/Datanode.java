@@ -1,5 +1,6 @@
 package io.ember.namenode;
 
+import io.ember.protocol.BlockLocation;
 import io.ember.protocol.StorageClass;
 import java.util.ArrayDeque;
 
@@ -30,6 +31,14 @@ final class Datanode {
   private final ArrayDeque<Long> toTrim = new ArrayDeque<>();
   /** Sent to the data node, not yet reported deallocated. */
   private final java.util.Set<Long> trimming = new java.util.HashSet<>();
+  /**
+   * Deallocated, but not reusable before {@link BlockLocation#UNCHECKED_REUSE_DELAY} has passed:
+   * storage that trims cannot check generations, so a client may still use a location it checked
+   * with the name node before the free. Pairs of slot and the time (the name node's clock) after
+   * which it is free, oldest first.
+   */
+  private final ArrayDeque<long[]> cooling = new ArrayDeque<>();
+  private static final long REUSE_DELAY_NANOS = BlockLocation.UNCHECKED_REUSE_DELAY.toNanos();
 
   Datanode(int id, StorageClass storageClass, String tier, String endpoint, int blockSize,
       long blockCount, boolean trimOnFree, long incarnation, long nowNanos) {
@@ -57,14 +66,29 @@ final class Datanode {
     trimming.clear();
   }
 
-  long freeBlocks() {
-    return blockCount - nextFresh + freed.size();
+  long freeBlocks(long nowNanos) {
+    return blockCount - nextFresh + freed.size() + cooledCount(nowNanos);
+  }
+
+  /** Cooling blocks whose delay has passed: free, though not yet moved to {@link #freed}. */
+  private long cooledCount(long now) {
+    long cooled = 0;
+    for (long[] c : cooling) {
+      if (now - c[1] < 0) {
+        break;
+      }
+      cooled++;
+    }
+    return cooled;
   }
 
   /** Takes a free block's index, or -1. */
-  long take() {
+  long take(long now) {
     if (nextFresh < blockCount) {
       return nextFresh++;
+    }
+    while (!cooling.isEmpty() && now - cooling.peekFirst()[1] >= 0) {
+      freed.addLast(cooling.pollFirst()[0]);
     }
     Long i = freed.pollFirst();
     return i == null ? -1 : i;
@@ -79,10 +103,11 @@ final class Datanode {
   }
 
   /** Blocks the data node reports deallocated become free; returns the next ones to trim. */
-  java.util.List<Long> trimmed(java.util.List<Long> done, int max) {
+  java.util.List<Long> trimmed(java.util.List<Long> done, int max, long nowNanos) {
+    long reusableAt = nowNanos + REUSE_DELAY_NANOS;
     for (Long slot : done) {
       if (trimming.remove(slot)) {
-        freed.addLast(slot);
+        cooling.addLast(new long[] {slot, reusableAt});
       }
     }
     java.util.List<Long> next = new java.util.ArrayList<>();
@@ -92,11 +117,6 @@ final class Datanode {
       next.add(slot);
     }
     return next;
-  }
-
-  /** Blocks freed but not yet deallocated by the data node. */
-  long trimPending() {
-    return toTrim.size() + trimming.size();
   }
 
   String describe() {

@@ -49,6 +49,8 @@ final class NameNodeState {
    */
   private long nextInodeId = System.currentTimeMillis() << 20;
   private long nextBlockId = 1;
+  /** Generation stamps only grow, so a slot's newest allocation has the largest. */
+  private long nextGeneration = 1;
   private int nextDatanodeId = 1;
 
   NameNodeState(int blockSize, List<StorageClass> spillOrder, Duration datanodeTimeout,
@@ -332,10 +334,10 @@ final class NameNodeState {
       int startAt = nextNode.getOrDefault(sc, 0);
       for (int k = 0; k < n; k++) {
         Datanode dn = nodes.get((startAt + k) % n);
-        long slot = dn.take();
+        long slot = dn.take(clock.getAsLong());
         if (slot >= 0) {
           nextNode.put(sc, (startAt + k + 1) % n);
-          return new Block(nextBlockId++, dn, slot);
+          return new Block(nextBlockId++, nextGeneration++, dn, slot);
         }
       }
     }
@@ -352,8 +354,8 @@ final class NameNodeState {
   private BlockLocation location(Inode.File file, int index) {
     Block b = file.blocks.get(index);
     Datanode dn = b.datanode();
-    return new BlockLocation(index, b.blockId(), dn.id, dn.incarnation, dn.storageClass, dn.tier,
-        dn.endpoint, b.address(), dn.blockSize, dn.lost);
+    return new BlockLocation(index, b.blockId(), b.generation(), dn.id, dn.incarnation,
+        dn.storageClass, dn.tier, dn.endpoint, b.address(), dn.blockSize, dn.lost);
   }
 
   // ---- data nodes ------------------------------------------------------------------------
@@ -452,7 +454,7 @@ final class NameNodeState {
             "data node " + datanodeId + " is not registered (or was marked lost): register again");
       }
       dn.lastHeartbeatNanos = clock.getAsLong();
-      return dn.trimmed(trimmed, io.ember.protocol.Messages.MAX_TRIM_SLOTS);
+      return dn.trimmed(trimmed, io.ember.protocol.Messages.MAX_TRIM_SLOTS, dn.lastHeartbeatNanos);
     } finally {
       lock.writeLock().unlock();
     }
@@ -507,7 +509,7 @@ final class NameNodeState {
           a[3]++;
         } else {
           a[0] += dn.blockCount;
-          a[1] += dn.freeBlocks();
+          a[1] += dn.freeBlocks(clock.getAsLong());
           a[2]++;
         }
       }

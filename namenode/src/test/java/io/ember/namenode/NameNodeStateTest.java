@@ -286,6 +286,21 @@ class NameNodeStateTest {
   }
 
   @Test
+  void aReusedSlotGetsANewerGenerationAndANewBlockId() throws Exception {
+    nn.register(StorageClass.DRAM, "dram", "h:1", BS);
+    NodeStatus f = file("/f");
+    BlockLocation first = nn.allocateBlock(f.id(), 0);
+    assertEquals(first, nn.allocateBlock(f.id(), 0)); // asked again, the same allocation
+    nn.delete("/f", false);
+    NodeStatus g = file("/g");
+    BlockLocation second = nn.allocateBlock(g.id(), 0);
+    assertEquals(first.address(), second.address());
+    assertTrue(second.generation() > first.generation());
+    assertNotEquals(first.blockId(), second.blockId());
+    assertEquals(second.generation(), nn.getBlocks(g.id(), 0, 1).get(0).generation());
+  }
+
+  @Test
   void blocksOfTrimmingNodesAreReusedOnlyAfterTheNodeDeallocatedThem() throws Exception {
     int dn = nn.register(StorageClass.NVMF, "nvmf", "t", 2L * BS, true).datanodeId();
     NodeStatus f = nn.create("/f", NodeType.FILE, StorageClass.NVMF, false);
@@ -300,6 +315,10 @@ class NameNodeStateTest {
     assertEquals(List.of(), nn.heartbeat(dn, List.of())); // handed out once
     assertCode(ErrorCode.NO_CAPACITY, () -> nn.allocateBlock(g.id(), 0));
     nn.heartbeat(dn, List.of(a, 12345L)); // an unknown slot is ignored
+    // Deallocated, but a reader may still use a location it checked just before the delete.
+    assertEquals(0, usage(StorageClass.NVMF).freeBlocks());
+    assertCode(ErrorCode.NO_CAPACITY, () -> nn.allocateBlock(g.id(), 0));
+    clock.addAndGet(BlockLocation.UNCHECKED_REUSE_DELAY.toNanos());
     assertEquals(1, usage(StorageClass.NVMF).freeBlocks());
     assertEquals(a, nn.allocateBlock(g.id(), 0).address() / BS);
   }
@@ -354,6 +373,7 @@ class NameNodeStateTest {
     List<Long> again = nn.heartbeat(a, List.of());
     assertEquals(1, again.size());
     nn.heartbeat(a, again);
+    clock.addAndGet(BlockLocation.UNCHECKED_REUSE_DELAY.toNanos());
     assertEquals(3, usage(StorageClass.NVMF).freeBlocks());
     // The revived node takes new blocks again.
     NodeStatus h = file("/h");

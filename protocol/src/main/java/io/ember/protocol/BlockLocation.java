@@ -1,12 +1,16 @@
 package io.ember.protocol;
 
 import io.netty.buffer.ByteBuf;
+import java.time.Duration;
 
 /**
  * Where one block of a file lives.
  *
  * @param index the block's position in its file
  * @param blockId the cluster-wide block id
+ * @param generation the block's generation stamp, new at each allocation: a data node that can
+ *     check it refuses a read or write that names another generation than the one it holds, so
+ *     a location kept past its file's delete never reaches the file that reused the block
  * @param datanodeId the data node that registered the block
  * @param incarnation names the contents of the data node's storage when it registered (0 for
  *     none); an NVMf target records it, so a client can tell a target that came back empty
@@ -20,6 +24,7 @@ import io.netty.buffer.ByteBuf;
 public record BlockLocation(
     int index,
     long blockId,
+    long generation,
     int datanodeId,
     long incarnation,
     StorageClass storageClass,
@@ -31,12 +36,26 @@ public record BlockLocation(
     implements Message {
 
   /** Smallest encoded size (empty strings). */
-  public static final int MIN_BYTES = 4 + 8 + 4 + 8 + 1 + 4 + 4 + 8 + 4 + 1;
+  public static final int MIN_BYTES = 4 + 8 + 8 + 4 + 8 + 1 + 4 + 4 + 8 + 4 + 1;
+
+  /**
+   * How long a client uses a location whose storage cannot check generations (an NVMf target)
+   * before it asks the name node again whether the block still belongs to the file.
+   */
+  public static final Duration UNCHECKED_TRUST = Duration.ofSeconds(1);
+
+  /**
+   * How long the name node keeps a freed block of such storage from reuse: longer than {@link
+   * #UNCHECKED_TRUST}, so a location a client checked just before the block was freed is no
+   * longer used by the time another file can hold it.
+   */
+  public static final Duration UNCHECKED_REUSE_DELAY = UNCHECKED_TRUST.multipliedBy(2);
 
   @Override
   public void encode(ByteBuf out) {
     out.writeInt(index);
     out.writeLong(blockId);
+    out.writeLong(generation);
     out.writeInt(datanodeId);
     out.writeLong(incarnation);
     out.writeByte(storageClass.id());
@@ -51,6 +70,7 @@ public record BlockLocation(
   public static BlockLocation decode(ByteBuf in) throws MalformedFrameException {
     int index = Wire.readInt(in, "block index", 0, Integer.MAX_VALUE);
     long blockId = Wire.readLong(in, "block id");
+    long generation = Wire.readLong(in, "generation");
     int dn = Wire.readInt(in, "data node id");
     long incarnation = Wire.readLong(in, "incarnation", Long.MIN_VALUE, Long.MAX_VALUE);
     StorageClass sc = new StorageClass(Wire.readByte(in, "storage class") & 0xff);
@@ -59,8 +79,8 @@ public record BlockLocation(
     long address = Wire.readLong(in, "block address", 0, Long.MAX_VALUE);
     int length = Wire.readInt(in, "block length", 1, Integer.MAX_VALUE);
     boolean lost = Wire.readBoolean(in, "lost");
-    return new BlockLocation(index, blockId, dn, incarnation, sc, tier, endpoint, address, length,
-        lost);
+    return new BlockLocation(index, blockId, generation, dn, incarnation, sc, tier, endpoint,
+        address, length, lost);
   }
 
   /**
@@ -79,6 +99,11 @@ public record BlockLocation(
       return host.startsWith("[") ? host.substring(1, host.length() - 1) : host;
     }
     return HostPort.parse(endpoint, 0).host();
+  }
+
+  /** "block 17 (generation 4)", for error messages. */
+  public String describeBlock() {
+    return "block " + blockId + " (generation " + generation + ")";
   }
 
   /** "data node 3 (127.0.0.1:4000)", for error messages. */

@@ -460,16 +460,26 @@ public final class Messages {
   }
 
   /**
-   * BLOCK_WRITE: {@code data} goes to the data node's region at {@code address}. The message owns
-   * one reference to {@code data}, handed to the frame writer on send. {@code incarnation} is the
-   * one the block's location names: a data node serving other contents (restarted at the same
-   * address, or registered anew after a name node restart) refuses the write.
+   * BLOCK_WRITE: {@code data} goes to the data node's region at {@code address}, inside block
+   * {@code blockId} of generation {@code generation}. The message owns one reference to {@code
+   * data}, handed to the frame writer on send. {@code incarnation} is the one the block's location
+   * names: a data node serving other contents (restarted at the same address, or registered anew
+   * after a name node restart) refuses the write, and so does one whose block at that address
+   * belongs to a newer generation (the file was deleted and the block given to another).
    */
-  public record BlockWriteRequest(long incarnation, long address, ByteBuf data)
-      implements Message {
+  public record BlockWriteRequest(long incarnation, long blockId, long generation, long address,
+      ByteBuf data) implements Message {
+    /** A write of {@code data} at {@code offset} in {@code block}. */
+    public static BlockWriteRequest of(BlockLocation block, int offset, ByteBuf data) {
+      return new BlockWriteRequest(block.incarnation(), block.blockId(), block.generation(),
+          block.address() + offset, data);
+    }
+
     @Override
     public void encode(ByteBuf out) {
       out.writeLong(incarnation);
+      out.writeLong(blockId);
+      out.writeLong(generation);
       out.writeLong(address);
       out.writeInt(data.readableBytes());
     }
@@ -485,24 +495,38 @@ public final class Messages {
      */
     public static BlockWriteRequest decode(ByteBuf in) throws MalformedFrameException {
       long incarnation = Wire.readLong(in, "incarnation");
+      long blockId = Wire.readLong(in, "block id");
+      long generation = Wire.readLong(in, "generation");
       long address = Wire.readLong(in, "address", 0, Long.MAX_VALUE);
       int length = Wire.readInt(in, "data length", 0, Integer.MAX_VALUE);
       if (length != in.readableBytes()) {
         throw new MalformedFrameException(
             "BLOCK_WRITE says " + length + " data bytes, frame holds " + in.readableBytes());
       }
-      return new BlockWriteRequest(incarnation, address, in.readRetainedSlice(length));
+      return new BlockWriteRequest(incarnation, blockId, generation, address,
+          in.readRetainedSlice(length));
     }
   }
 
   /**
-   * BLOCK_READ: {@code length} bytes from {@code address}; the answer is the raw bytes. Refused,
-   * like {@link BlockWriteRequest}, by a data node whose contents are not {@code incarnation}.
+   * BLOCK_READ: {@code length} bytes from {@code address}, inside block {@code blockId} of
+   * generation {@code generation}; the answer is the raw bytes. Refused, like {@link
+   * BlockWriteRequest}, by a data node whose contents are not {@code incarnation} or whose block
+   * there is of another generation.
    */
-  public record BlockReadRequest(long incarnation, long address, int length) implements Message {
+  public record BlockReadRequest(long incarnation, long blockId, long generation, long address,
+      int length) implements Message {
+    /** A read of {@code length} bytes at {@code offset} in {@code block}. */
+    public static BlockReadRequest of(BlockLocation block, int offset, int length) {
+      return new BlockReadRequest(block.incarnation(), block.blockId(), block.generation(),
+          block.address() + offset, length);
+    }
+
     @Override
     public void encode(ByteBuf out) {
       out.writeLong(incarnation);
+      out.writeLong(blockId);
+      out.writeLong(generation);
       out.writeLong(address);
       out.writeInt(length);
     }
@@ -510,10 +534,12 @@ public final class Messages {
     /** Reads the body. */
     public static BlockReadRequest decode(ByteBuf in) throws MalformedFrameException {
       long incarnation = Wire.readLong(in, "incarnation");
+      long blockId = Wire.readLong(in, "block id");
+      long generation = Wire.readLong(in, "generation");
       long address = Wire.readLong(in, "address", 0, Long.MAX_VALUE);
       int length = Wire.readInt(in, "length", 0, Integer.MAX_VALUE);
       Wire.expectEnd(in, "BLOCK_READ");
-      return new BlockReadRequest(incarnation, address, length);
+      return new BlockReadRequest(incarnation, blockId, generation, address, length);
     }
   }
 

@@ -20,7 +20,7 @@ class MessagesTest {
 
   private static final NodeStatus STATUS =
       new NodeStatus(7, NodeType.FILE, 123, 2, 1 << 20, StorageClass.DRAM, 99, false);
-  private static final BlockLocation BLOCK = new BlockLocation(3, 17, 2, -5L, StorageClass.NVMF,
+  private static final BlockLocation BLOCK = new BlockLocation(3, 17, 9, 2, -5L, StorageClass.NVMF,
       "dram", "127.0.0.1:4000", 1 << 20, 1 << 20, true);
 
   private static final List<Object[]> CASES = List.of(
@@ -56,7 +56,7 @@ class MessagesTest {
           (Decoder) Messages.HeartbeatRequest::decode},
       new Object[] {new Messages.HeartbeatResponse(List.of(5L, 6L, 7L)),
           (Decoder) Messages.HeartbeatResponse::decode},
-      new Object[] {new Messages.BlockReadRequest(-3L, 4096, 512),
+      new Object[] {new Messages.BlockReadRequest(-3L, 17, 9, 4096, 512),
           (Decoder) Messages.BlockReadRequest::decode},
       new Object[] {STATUS, (Decoder) NodeStatus::decode},
       new Object[] {BLOCK, (Decoder) BlockLocation::decode});
@@ -162,10 +162,10 @@ class MessagesTest {
   @Test
   void blockHostComesFromEitherEndpointForm() {
     assertEquals("127.0.0.1", BLOCK.host());
-    BlockLocation nvmf = new BlockLocation(0, 1, 1, 0, StorageClass.NVMF, "nvmf",
+    BlockLocation nvmf = new BlockLocation(0, 1, 1, 1, 0, StorageClass.NVMF, "nvmf",
         "nvmf+tcp://10.1.2.3:4420/nqn.2014-08.org.nvmexpress:x/1", 0, 4096, false);
     assertEquals("10.1.2.3", nvmf.host());
-    BlockLocation v6 = new BlockLocation(0, 1, 1, 0, StorageClass.NVMF, "nvmf",
+    BlockLocation v6 = new BlockLocation(0, 1, 1, 1, 0, StorageClass.NVMF, "nvmf",
         "nvmf+tcp://[::1]:4420/nqn.x/1", 0, 4096, false);
     assertEquals("::1", v6.host());
   }
@@ -173,17 +173,19 @@ class MessagesTest {
   @Test
   void blockWriteLengthMustMatchTheFrame() throws Exception {
     ByteBuf in = Unpooled.buffer();
-    in.writeLong(3).writeLong(0).writeInt(10).writeBytes(new byte[9]);
+    in.writeLong(3).writeLong(17).writeLong(9).writeLong(0).writeInt(10).writeBytes(new byte[9]);
     try {
       assertThrows(MalformedFrameException.class, () -> Messages.BlockWriteRequest.decode(in));
     } finally {
       in.release();
     }
     ByteBuf ok = Unpooled.buffer();
-    ok.writeLong(-3).writeLong(8).writeInt(3).writeBytes(new byte[] {1, 2, 3});
+    ok.writeLong(-3).writeLong(17).writeLong(9).writeLong(8).writeInt(3).writeBytes(new byte[] {1, 2, 3});
     try {
       Messages.BlockWriteRequest r = Messages.BlockWriteRequest.decode(ok);
       assertEquals(-3, r.incarnation());
+      assertEquals(17, r.blockId());
+      assertEquals(9, r.generation());
       assertEquals(8, r.address());
       assertEquals(3, r.data().readableBytes());
       r.data().release();

@@ -267,7 +267,7 @@ class RpcServerTest {
   void clientThatNeverReadsAnswersDoesNotStopOthers() throws Exception {
     try (Raw raw = new Raw()) {
       ByteBuf req = Unpooled.buffer();
-      new Messages.BlockReadRequest(1L, 0, 60_000).encode(req);
+      new Messages.BlockReadRequest(1L, 1, 1, 0, 60_000).encode(req);
       byte[] body = new byte[req.readableBytes()];
       req.readBytes(body);
       req.release();

@@ -11,6 +11,16 @@ import java.util.concurrent.CompletableFuture;
  */
 public interface StorageEndpoint extends AutoCloseable {
   /**
+   * Whether the storage itself refuses a read or write naming a block generation it does not hold
+   * (a DRAM data node does; an NVMf target cannot). The client uses a cached location of storage
+   * that cannot for at most {@link BlockLocation#UNCHECKED_TRUST} before asking the name node
+   * again, and the name node keeps such storage's freed blocks from reuse for longer than that.
+   */
+  default boolean checksGenerations() {
+    return false;
+  }
+
+  /**
    * Writes {@code data} into {@code block} at {@code offset}. One reference to {@code data} passes
    * to this call, which releases it in every case.
    *

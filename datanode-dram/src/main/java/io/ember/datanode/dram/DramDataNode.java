@@ -34,6 +34,8 @@ public final class DramDataNode implements AutoCloseable {
   private final NameNodeLink link;
   /** The incarnation of this node's contents; reads and writes must name it. */
   private final NameNodeLink.MemoryStamp stamp = new NameNodeLink.MemoryStamp();
+  /** Blocks' generations, for one incarnation; made anew at the first request of another. */
+  private volatile BlockGenerations generations;
   private final LifeCycle lifeCycle = new LifeCycle("DRAM data node");
 
   private DramDataNode(EmberConfig config) throws EmberException {
@@ -122,6 +124,28 @@ public final class DramDataNode implements AutoCloseable {
     }
   }
 
+  /**
+   * The block generations of {@code incarnation}, which {@link #checkServes} found this node
+   * serving: new contents start with no generation known.
+   */
+  private BlockGenerations generations(long incarnation) throws EmberException {
+    BlockGenerations g = generations;
+    if (g != null && g.incarnation() == incarnation) {
+      return g;
+    }
+    synchronized (this) {
+      g = generations;
+      if (g == null || g.incarnation() != incarnation) {
+        // Checked again under the lock: a request that passed checkServes just before the node
+        // registered anew must not start the new incarnation's table.
+        checkServes(incarnation);
+        g = new BlockGenerations(incarnation, region.capacity(), link.blockSize());
+        generations = g;
+      }
+      return g;
+    }
+  }
+
   private final class Service implements RpcService {
     @Override
     public Message handle(Channel channel, MessageType type, ByteBuf in) throws EmberException {
@@ -130,6 +154,8 @@ public final class DramDataNode implements AutoCloseable {
           Messages.BlockWriteRequest r = Messages.BlockWriteRequest.decode(in);
           try {
             checkServes(r.incarnation());
+            generations(r.incarnation()).checkWrite(r.blockId(), r.generation(), r.address(),
+                r.data().readableBytes(), "data node at " + endpoint);
             region.write(r.address(), r.data());
           } finally {
             r.data().release();
@@ -139,6 +165,8 @@ public final class DramDataNode implements AutoCloseable {
         case BLOCK_READ: {
           Messages.BlockReadRequest r = Messages.BlockReadRequest.decode(in);
           checkServes(r.incarnation());
+          generations(r.incarnation()).checkRead(r.blockId(), r.generation(), r.address(), r.length(),
+              "data node at " + endpoint);
           return new Messages.DataResponse(region.read(r.address(), r.length()));
         }
         default:

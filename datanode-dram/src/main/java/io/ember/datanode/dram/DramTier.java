@@ -37,6 +37,11 @@ public final class DramTier implements StorageTier {
     }
 
     @Override
+    public boolean checksGenerations() {
+      return true; // the data node holds each block's generation
+    }
+
+    @Override
     public CompletableFuture<Void> write(BlockLocation block, int offset, ByteBuf data) {
       return connection(block)
           .handle((c, e) -> {
@@ -44,9 +49,8 @@ public final class DramTier implements StorageTier {
               data.release();
               throw e instanceof CompletionException ce ? ce : new CompletionException(e);
             }
-            return c.call(MessageType.BLOCK_WRITE, new Messages.BlockWriteRequest(
-                block.incarnation(), block.address() + offset, data),
-                ResponseDecoder.EMPTY);
+            return c.call(MessageType.BLOCK_WRITE,
+                Messages.BlockWriteRequest.of(block, offset, data), ResponseDecoder.EMPTY);
           })
           .thenCompose(f -> f);
     }
@@ -54,7 +58,7 @@ public final class DramTier implements StorageTier {
     @Override
     public CompletableFuture<ByteBuf> read(BlockLocation block, int offset, int length) {
       return connection(block).thenCompose(c -> c.call(MessageType.BLOCK_READ,
-          new Messages.BlockReadRequest(block.incarnation(), block.address() + offset, length),
+          Messages.BlockReadRequest.of(block, offset, length),
           ByteBuf::retainedSlice));
     }
 

@@ -47,7 +47,7 @@ class NvmfTierPropertyTest {
         .build().start();
     metrics = new ClientMetrics();
     endpoint = new NvmfTier().open(new TierContext(EmberConfig.defaults(), null, metrics));
-    block = new BlockLocation(0, 1, 1, 0, StorageClass.NVMF, "nvmf",
+    block = new BlockLocation(0, 1, 1, 1, 0, StorageClass.NVMF, "nvmf",
         target.uri("nqn.2026-11.io.ember:prop") + "/1", BLOCK_ADDRESS, SIZE, false);
   }
 
