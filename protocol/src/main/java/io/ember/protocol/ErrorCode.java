@@ -51,6 +51,17 @@ public enum ErrorCode {
    * address, a target that came back empty): ask the name node again. Nothing applied.
    */
   STALE_LOCATION(24, true),
+  /**
+   * The storage behind a block is not ready (an NVMe namespace being formatted or sanitized, or
+   * in transition); a later try may succeed. A write that went out as several commands may have
+   * applied in part.
+   */
+  NOT_READY(25, false),
+  /**
+   * The storage behind a block has no room for the write (a thin-provisioned NVMe namespace whose
+   * capacity is used up). A write that went out as several commands may have applied in part.
+   */
+  NO_SPACE(26, false),
   /** The operation did not answer within the configured time; it may still apply. */
   TIMEOUT(30, false),
   /** The connection closed before the answer came; the operation may or may not have applied. */
@@ -58,7 +69,13 @@ public enum ErrorCode {
   /** The peer could not be reached; nothing was sent. */
   UNREACHABLE(32, true),
   /** The client or server has been closed. */
-  CLOSED(33, true);
+  CLOSED(33, true),
+  /**
+   * The storage refused access (an NVMe namespace or LBA range that is write-protected, reserved
+   * by another host, or denied to this one). A write that went out as several commands may have
+   * applied in part.
+   */
+  PERMISSION_DENIED(40, false);
 
   private static final ErrorCode[] BY_CODE = new ErrorCode[64];
 
@@ -86,11 +103,26 @@ public enum ErrorCode {
     return surelyNotApplied;
   }
 
-  /** The code for a wire number; unknown numbers (from a newer peer) map to {@link #INTERNAL}. */
+  /**
+   * The code for a wire number; unknown numbers (from a newer peer) map to {@link #INTERNAL}, so
+   * keep the number with {@link #messageFor}.
+   */
   public static ErrorCode fromCode(int code) {
-    if (code < 0 || code >= BY_CODE.length || BY_CODE[code] == null) {
-      return INTERNAL;
-    }
-    return BY_CODE[code];
+    return isKnown(code) ? BY_CODE[code] : INTERNAL;
+  }
+
+  /** Whether {@code code} is the wire number of a code this version knows. */
+  public static boolean isKnown(int code) {
+    return code >= 0 && code < BY_CODE.length && BY_CODE[code] != null;
+  }
+
+  /**
+   * The message to go with the code {@link #fromCode} makes of wire number {@code code}: {@code
+   * message} itself for a known number; for an unknown one, which becomes {@link #INTERNAL}, the
+   * message prefixed with the number, which would otherwise be lost.
+   */
+  public static String messageFor(int code, String message) {
+    return isKnown(code) ? message
+        : "error code " + code + " (unknown here; from a newer peer?): " + message;
   }
 }

@@ -566,7 +566,7 @@ public final class Messages {
     public static ErrorReply decode(ByteBuf in) throws MalformedFrameException {
       int code = Wire.readInt(in, "error code");
       String message = Wire.readString(in, "error message", Wire.MAX_STRING_BYTES);
-      return new ErrorReply(ErrorCode.fromCode(code), message);
+      return new ErrorReply(ErrorCode.fromCode(code), ErrorCode.messageFor(code, message));
     }
 
     /** The exception this reply stands for. */

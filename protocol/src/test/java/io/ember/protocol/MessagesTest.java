@@ -2,6 +2,7 @@ package io.ember.protocol;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
@@ -191,6 +192,20 @@ class MessagesTest {
       r.data().release();
     } finally {
       ok.release();
+    }
+  }
+
+  @Test
+  void anUnknownErrorNumberFromTheWireIsKeptInTheMessage() throws Exception {
+    ByteBuf frame = Unpooled.buffer();
+    try {
+      frame.writeInt(57);
+      Wire.writeString(frame, "quota of /a exceeded");
+      Messages.ErrorReply r = Messages.ErrorReply.decode(frame);
+      assertEquals(ErrorCode.INTERNAL, r.code());
+      assertTrue(r.message().contains("57"), r.message());
+    } finally {
+      frame.release();
     }
   }
 }
