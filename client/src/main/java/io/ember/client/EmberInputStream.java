@@ -44,8 +44,17 @@ public final class EmberInputStream extends InputStream {
 
   private record Chunk(long start, CompletableFuture<ByteBuf> data) {
     void discard() {
-      data.whenComplete((buf, e) -> ReferenceCountUtil.release(buf));
+      releaseWhenDone(data);
     }
+  }
+
+  /**
+   * Releases the bytes of a fetch nobody will take: when it has completed, or whenever it does. A
+   * wait that gave up (the last-resort deadline, an interrupt) does not stop the read, whose
+   * buffer would otherwise never be released.
+   */
+  private static void releaseWhenDone(CompletableFuture<ByteBuf> fetch) {
+    fetch.whenComplete((buf, e) -> ReferenceCountUtil.release(buf));
   }
 
   EmberInputStream(EmberClient client, String path, NodeStatus status, int transferSize,
@@ -202,20 +211,24 @@ public final class EmberInputStream extends InputStream {
     EmberException failure = null;
     int at = off;
     for (CompletableFuture<ByteBuf> part : parts) {
+      if (failure != null) {
+        // The read has failed: no need to wait for the rest, only to release them.
+        releaseWhenDone(part);
+        continue;
+      }
+      ByteBuf buf;
       try {
-        ByteBuf buf = client.await(part);
-        try {
-          if (failure == null) {
-            buf.getBytes(buf.readerIndex(), b, at, buf.readableBytes());
-          }
-          at += buf.readableBytes();
-        } finally {
-          buf.release();
-        }
+        buf = client.await(part);
       } catch (EmberException e) {
-        if (failure == null) {
-          failure = e;
-        }
+        failure = e;
+        releaseWhenDone(part);
+        continue;
+      }
+      try {
+        buf.getBytes(buf.readerIndex(), b, at, buf.readableBytes());
+        at += buf.readableBytes();
+      } finally {
+        buf.release();
       }
     }
     if (failure != null) {
@@ -312,7 +325,14 @@ public final class EmberInputStream extends InputStream {
       return current;
     }
     Chunk next = takeChunk(pos - pos % chunkSize);
-    ByteBuf buf = client.await(next.data());
+    ByteBuf buf;
+    try {
+      buf = client.await(next.data());
+    } catch (EmberException e) {
+      // The chunk is neither current nor ahead any more: nothing else would release it.
+      next.discard();
+      throw e;
+    }
     current = buf;
     currentStart = next.start();
     fillAhead();
