@@ -64,58 +64,106 @@ public final class NvmfDataNode implements AutoCloseable {
 
   private NvmfDataNode(EmberConfig config) throws EmberException {
     lifeCycle.beginStart();
-    String target = config.get(NvmfDataNodeKeys.TARGET);
-    options = NvmfHostOptions.builder().ioQueues(1).ioQueueSize(32)
-        .commandTimeout(Duration.ofSeconds(10))
-        .connectTimeout(config.get(EmberKeys.CONNECT_TIMEOUT)).build();
     try {
+      String target = config.get(NvmfDataNodeKeys.TARGET);
+      options = NvmfHostOptions.builder().ioQueues(1).ioQueueSize(32)
+          .commandTimeout(Duration.ofSeconds(10))
+          .connectTimeout(config.get(EmberKeys.CONNECT_TIMEOUT)).build();
       if (target.isBlank()) {
-        embedded = startEmbedded(config);
+        embedded = lifeCycle.opened(startEmbedded(config));
         uri = NvmfUri.parse(embedded.uri(EMBEDDED_NQN) + "/1");
       } else {
         embedded = null;
-        uri = NvmfUri.parse(target);
+        uri = parseTarget(target);
       }
-    } catch (IllegalArgumentException e) {
-      throw new EmberException(ErrorCode.INVALID_ARGUMENT, e.getMessage(), e);
+      NvmfController c = lifeCycle.opened(connect());
+      controller = c;
+      namespace = activeNamespace(c);
+      nsid = namespace.nsid();
+      long blockSize = config.get(EmberKeys.BLOCK_SIZE);
+      if (blockSize % namespace.blockSize() != 0) {
+        throw new EmberException(ErrorCode.INVALID_ARGUMENT, "the cluster block size ("
+            + EmberKeys.BLOCK_SIZE.name() + ") " + blockSize + " is not a multiple of " + uri
+            + "'s LBA size " + namespace.blockSize());
+      }
+      String endpoint = new NvmfUri(uri.transport(), uri.host(), uri.port(), uri.subsystemNqn(),
+          nsid).toString();
+      // The last LBA holds the stamp, so it is left out of the blocks.
+      link = lifeCycle.opened(new NameNodeLink(config, "NVMf data node for " + endpoint,
+          new Messages.RegisterRequest(StorageClass.NVMF, TIER, endpoint, capacity(), true),
+          this::deallocate, this::healthy, new Stamp()));
+      link.start();
+      LOG.info("NVMf data node: {} bytes of {} (LBA {} bytes)", namespace.sizeBytes(), endpoint,
+          namespace.blockSize());
+      lifeCycle.started();
+    } catch (Throwable e) {
+      // A node that never ran leaves no target, connection or heartbeat behind.
+      lifeCycle.startFailed(e);
+      throw e;
     }
-    try {
-      controller = NvmfHost.connect(uri, options);
-    } catch (NvmfException e) {
-      closeEmbedded();
-      throw new EmberException(ErrorCode.UNREACHABLE,
-          "cannot reach NVMf target " + uri + ": " + e.getMessage(), e);
-    }
-    nsid = uri.nsid() != 0 ? uri.nsid() : controller.namespaces().get(0).nsid();
-    namespace = controller.namespace(nsid);
-    long blockSize = config.get(EmberKeys.BLOCK_SIZE);
-    if (blockSize % namespace.blockSize() != 0) {
-      controller.close();
-      closeEmbedded();
-      throw new EmberException(ErrorCode.INVALID_ARGUMENT, "the cluster block size " + blockSize
-          + " is not a multiple of " + uri + "'s LBA size " + namespace.blockSize());
-    }
-    String endpoint = new NvmfUri(uri.transport(), uri.host(), uri.port(), uri.subsystemNqn(),
-        nsid).toString();
-    // The last LBA holds the stamp, so it is left out of the blocks.
-    link = new NameNodeLink(config, "NVMf data node for " + endpoint,
-        new Messages.RegisterRequest(StorageClass.NVMF, TIER, endpoint, capacity(), true),
-        this::deallocate, this::healthy, new Stamp());
-    link.start();
-    LOG.info("NVMf data node: {} bytes of {} (LBA {} bytes)", namespace.sizeBytes(), endpoint,
-        namespace.blockSize());
-    lifeCycle.started();
   }
 
   /**
    * Starts an NVMf data node for {@link NvmfDataNodeKeys#TARGET}, or for an embedded target when
-   * it is empty, and registers it with the name node.
+   * it is empty, and registers it with the name node. A start that fails closes whatever it had
+   * started (the embedded target, the connection to the target) before it throws.
    *
    * @throws EmberException {@link ErrorCode#UNREACHABLE} when the target cannot be reached,
-   *     {@link ErrorCode#INVALID_ARGUMENT} for a bad URI or an LBA size the block size does not fit
+   *     {@link ErrorCode#INVALID_ARGUMENT} for a bad URI, a namespace id that is not active on the
+   *     target (or a target with no active namespace), an LBA size the block size does not fit, or
+   *     an embedded target that cannot start
    */
   public static NvmfDataNode start(EmberConfig config) throws EmberException {
     return new NvmfDataNode(config);
+  }
+
+  private static NvmfUri parseTarget(String target) throws EmberException {
+    try {
+      return NvmfUri.parse(target);
+    } catch (IllegalArgumentException e) {
+      throw new EmberException(ErrorCode.INVALID_ARGUMENT,
+          NvmfDataNodeKeys.TARGET.name() + ": " + e.getMessage(), e);
+    }
+  }
+
+  /**
+   * Connects to the target's subsystem as a whole, not to the one namespace: a connect naming an
+   * inactive namespace fails like an unreachable target, which would hide a wrong namespace id.
+   */
+  private NvmfController connect() throws EmberException {
+    NvmfUri subsystem = new NvmfUri(uri.transport(), uri.host(), uri.port(), uri.subsystemNqn(), 0);
+    try {
+      return NvmfHost.connect(subsystem, options);
+    } catch (NvmfException e) {
+      throw new EmberException(ErrorCode.UNREACHABLE,
+          "cannot reach NVMf target " + uri + ": " + e.getMessage(), e);
+    } catch (IllegalArgumentException e) {
+      throw new EmberException(ErrorCode.INVALID_ARGUMENT,
+          NvmfDataNodeKeys.TARGET.name() + ": " + uri + ": " + e.getMessage(), e);
+    }
+  }
+
+  /** The namespace the URI names, or the first active one when it names none. */
+  private IdentifyNamespace activeNamespace(NvmfController c) throws EmberException {
+    List<IdentifyNamespace> active = c.namespaces();
+    if (active.isEmpty()) {
+      throw new EmberException(ErrorCode.INVALID_ARGUMENT, "NVMf target " + uri
+          + " has no active namespace: check the subsystem NQN in "
+          + NvmfDataNodeKeys.TARGET.name());
+    }
+    if (uri.nsid() == 0) {
+      return active.get(0);
+    }
+    List<Integer> ids = new ArrayList<>(active.size());
+    for (IdentifyNamespace ns : active) {
+      if (ns.nsid() == uri.nsid()) {
+        return ns;
+      }
+      ids.add(ns.nsid());
+    }
+    throw new EmberException(ErrorCode.INVALID_ARGUMENT, "namespace " + uri.nsid()
+        + " is not active on NVMf target " + uri + " (active: " + ids
+        + "): check the namespace id in " + NvmfDataNodeKeys.TARGET.name());
   }
 
   /** The target namespace, as clients address it. */

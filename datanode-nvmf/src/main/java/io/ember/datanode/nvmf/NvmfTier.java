@@ -95,20 +95,55 @@ public final class NvmfTier implements StorageTier {
 
     private <T> CompletableFuture<T> failed(BlockLocation block, Throwable e) {
       Throwable cause = EmberException.unwrap(e);
-      if (cause instanceof EmberException ee) {
-        return CompletableFuture.failedFuture(ee);
-      }
-      if (cause instanceof NvmfException && !(cause instanceof NvmeStatusException)) {
+      EmberException ee = toEmber(block.endpoint(), cause);
+      if (cause instanceof NvmfException && ee.code() == ErrorCode.CONNECTION_CLOSED) {
         // The connection failed: drop it, so the next call connects again.
         CompletableFuture<Target> t = targets.remove(block.endpoint());
         if (t != null) {
           t.thenAcceptAsync(Target::close, connector);
         }
-        return CompletableFuture.failedFuture(new EmberException(ErrorCode.CONNECTION_CLOSED,
-            "NVMf target " + block.endpoint() + ": " + cause.getMessage(), cause));
       }
-      return CompletableFuture.failedFuture(new EmberException(ErrorCode.INTERNAL,
-          "NVMf target " + block.endpoint() + ": " + cause, cause));
+      return CompletableFuture.failedFuture(ee);
+    }
+
+    /**
+     * The Ember error for {@code cause}, a command to the NVMf target at {@code endpoint} that
+     * failed. An NVMe status that says what is wrong keeps saying it (others are {@link
+     * ErrorCode#INTERNAL}); a command timeout is {@link ErrorCode#TIMEOUT}, and leaves the queue
+     * usable (the late completion is dropped); any other nvmf failure broke the connection, {@link
+     * ErrorCode#CONNECTION_CLOSED}. An {@link EmberException} is returned as it is.
+     */
+    static EmberException toEmber(String endpoint, Throwable cause) {
+      if (cause instanceof EmberException ee) {
+        return ee;
+      }
+      String where = "NVMf target " + endpoint + ": ";
+      if (cause instanceof NvmeStatusException s) {
+        // The NVMe status code values: an SC number means different things in each SCT.
+        ErrorCode code = switch (s.sct()) {
+          case 0 -> switch (s.sc()) { // Generic Command Status
+            case 0x80 -> ErrorCode.OUT_OF_RANGE; // LBA Out of Range
+            case 0x81 -> ErrorCode.NO_SPACE; // Capacity Exceeded
+            case 0x82 -> ErrorCode.NOT_READY; // Namespace Not Ready
+            // Operation Denied, Namespace is Write Protected, Reservation Conflict
+            case 0x15, 0x20, 0x83 -> ErrorCode.PERMISSION_DENIED;
+            default -> ErrorCode.INTERNAL;
+          };
+          // Command Specific: Attempted Write to Read Only Range (for NVM reads and writes).
+          case 1 -> s.sc() == 0x82 ? ErrorCode.PERMISSION_DENIED : ErrorCode.INTERNAL;
+          // Media and Data Integrity Errors: Access Denied.
+          case 2 -> s.sc() == 0x86 ? ErrorCode.PERMISSION_DENIED : ErrorCode.INTERNAL;
+          default -> ErrorCode.INTERNAL;
+        };
+        return new EmberException(code, where + s.getMessage(), s);
+      }
+      if (cause instanceof io.ember.nvmf.NvmfTimeoutException) {
+        return new EmberException(ErrorCode.TIMEOUT, where + cause.getMessage(), cause);
+      }
+      if (cause instanceof NvmfException) {
+        return new EmberException(ErrorCode.CONNECTION_CLOSED, where + cause.getMessage(), cause);
+      }
+      return new EmberException(ErrorCode.INTERNAL, where + cause, cause);
     }
 
     /**
