@@ -3,14 +3,20 @@ package io.ember.nvmf;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
 
 import io.ember.nvmf.spec.Nvme;
 import io.ember.nvmf.spec.Sqe;
 import io.ember.nvmf.tcp.Pdu;
+import io.ember.nvmf.target.FileNamespace;
 import io.ember.nvmf.target.MemoryNamespace;
 import io.ember.nvmf.target.NvmfTarget;
 import io.ember.nvmf.target.Subsystem;
+import java.io.IOException;
 import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.Random;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterAll;
@@ -31,14 +37,22 @@ import org.junit.jupiter.api.extension.ExtendWith;
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
 class BadInputTest {
     static final String NQN = "nqn.2024-01.io.ember:bad-input";
+    static final String RAW_HOST = "nqn.2024-01.io.ember:raw";
+    /** Namespace 1: memory, 512-byte blocks. */
+    static final int MEMORY_NS = 1;
+    /** Namespace 2: a file, 4 KiB blocks (its I/O runs on the target's worker pool). */
+    static final int FILE_NS = 2;
     NvmfTarget target;
     NvmfController good;
+    Path dir;
     final ByteBuffer goodData = ByteBuffer.allocateDirect(4096);
 
     @BeforeAll
     void start() throws Exception {
+        dir = Files.createTempDirectory("nvmf-bad-input");
         Subsystem s = new Subsystem(NQN);
         s.addNamespace(new MemoryNamespace(16L << 20, 512));
+        s.addNamespace(new FileNamespace(dir.resolve("ns2.img"), 4L << 20, 4096, true));
         target = NvmfTarget.builder().listen("127.0.0.1", 0).subsystem(s).maxH2CData(8192).build().start();
         good = NvmfHost.connect(target.uri(NQN), NvmfHostOptions.defaults());
         byte[] b = new byte[4096];
@@ -48,12 +62,16 @@ class BadInputTest {
     }
 
     @AfterAll
-    void stop() {
+    void stop() throws IOException {
         if (good != null) {
             good.close();
         }
         if (target != null) {
             target.close();
+        }
+        if (dir != null) {
+            Files.deleteIfExists(dir.resolve("ns2.img"));
+            Files.delete(dir);
         }
     }
 
@@ -304,5 +322,149 @@ class BadInputTest {
             long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
             assertTrue(ms >= 250, "not before KATO: " + ms + " ms");
         }
+    }
+
+    // ------------------------------------------------------------------------------------ LBA range checks
+
+    /** A raw controller: its admin connection (enabled) and one I/O queue connection. */
+    private record RawController(RawHost admin, RawHost io) implements AutoCloseable {
+        @Override
+        public void close() throws IOException {
+            io.close();
+            admin.close();
+        }
+    }
+
+    private RawController rawController() throws Exception {
+        RawHost a = raw();
+        RawHost io = null;
+        try {
+            a.handshake();
+            RawHost.Frame r = a.connect(NQN, RAW_HOST, 0, 0xFFFF, 0);
+            assertEquals(0, RawHost.responseStatus(r), "admin Connect");
+            assertEquals(0, a.enable(), "CC.EN");
+            io = raw();
+            io.handshake();
+            assertEquals(0, RawHost.responseStatus(io.connect(NQN, RAW_HOST, 1, r.u16(8), 0)), "I/O Connect");
+            return new RawController(a, io);
+        } catch (Exception | AssertionError e) {
+            a.close();
+            if (io != null) {
+                io.close();
+            }
+            throw e;
+        }
+    }
+
+    /**
+     * {SLBA, NLB} pairs that end past a namespace of {@code nsze} blocks: plainly, and with SLBA + NLB wrapping
+     * as a signed or an unsigned 64-bit sum (SLBA is unsigned on the wire).
+     */
+    static long[][] pastTheEnd(long nsze) {
+        return new long[][] {
+            {nsze, 1}, {nsze - 1, 2},
+            {Long.MAX_VALUE, 1}, {Long.MAX_VALUE - 1, 4}, {Long.MAX_VALUE - 100, 65536},
+            {Long.MIN_VALUE, 1}, {-1L, 1}, {-4L, 4}, {-1L, 65536},
+        };
+    }
+
+    /** DSM ranges {SLBA, NLB (32 bits)} past the end of {@code nsze} blocks, plainly and by wrapping. */
+    static long[][] dsmPastTheEnd(long nsze) {
+        return new long[][] {
+            {nsze, 1}, {nsze - 1, 2}, {0, nsze + 1},
+            {Long.MAX_VALUE, 1}, {Long.MAX_VALUE - 5, 100}, {Long.MAX_VALUE - 0xFFFFFFFEL, 0xFFFFFFFFL},
+            {Long.MIN_VALUE, 1}, {-1L, 1}, {-1L, 0}, {-0xFFFFFFFFL, 0xFFFFFFFFL},
+        };
+    }
+
+    static Sqe io(int opcode, int cid, int nsid, long slba, int nlb) {
+        return new Sqe().opcode(opcode).flags(Nvme.PSDT_SGL).cid(cid).nsid(nsid).cdw(10, (int) slba)
+                .cdw(11, (int) (slba >>> 32)).cdw(12, nlb - 1);
+    }
+
+    static byte[] dsmRanges(long[]... ranges) {
+        ByteBuffer b = ByteBuffer.allocate(16 * ranges.length).order(ByteOrder.LITTLE_ENDIAN);
+        for (long[] r : ranges) {
+            b.putInt(0).putInt((int) r[1]).putLong(r[0]);
+        }
+        return b.array();
+    }
+
+    /** Sends {@code sqe} and returns its status; a command that gets no answer fails the test. */
+    static int answer(RawHost h, Sqe sqe, byte[] data, String what) {
+        try {
+            return h.command(sqe, data);
+        } catch (IOException e) {
+            return fail(what + " got no answer: " + e);
+        }
+    }
+
+    static void assertLbaOutOfRange(int status, String what) {
+        assertEquals(Nvme.SCT_GENERIC, (status >> 8) & 7, what + ": SCT of status 0x" + Integer.toHexString(status));
+        assertEquals(Nvme.SC_LBA_RANGE, status & 0xFF, what + ": SC of status 0x" + Integer.toHexString(status));
+        assertTrue((status & Nvme.STATUS_DNR) != 0, what + ": DNR");
+    }
+
+    /** Reads block 0 on the raw I/O queue: the connection still works. */
+    static void assertStillServed(RawHost io, int nsid, int bs, String after) {
+        Sqe read = io(Nvme.IO_READ, 99, nsid, 0, 1).sgl(0, bs, Nvme.SGL_TRANSPORT);
+        assertEquals(0, answer(io, read, null, "Read of block 0 after " + after), "Read of block 0 after " + after);
+    }
+
+    private void lbaRangesThatWrapAreOutOfRange(int nsid) throws Exception {
+        IdentifyNamespace ns = good.namespace(nsid);
+        long nsze = ns.size();
+        int bs = ns.blockSize();
+        try (RawController c = rawController()) {
+            int cid = 10;
+            for (long[] r : pastTheEnd(nsze)) {
+                long slba = r[0];
+                int nlb = (int) r[1];
+                int len = nlb * bs;
+                String at = " nsid " + nsid + " slba " + Long.toUnsignedString(slba) + " nlb " + nlb;
+                assertLbaOutOfRange(answer(c.io(), io(Nvme.IO_READ, ++cid, nsid, slba, nlb)
+                        .sgl(0, len, Nvme.SGL_TRANSPORT), null, "Read" + at), "Read" + at);
+                assertStillServed(c.io(), nsid, bs, "Read" + at);
+                boolean inCapsule = len <= 8192;
+                assertLbaOutOfRange(answer(c.io(), io(Nvme.IO_WRITE, ++cid, nsid, slba, nlb)
+                        .sgl(0, len, inCapsule ? Nvme.SGL_INCAPSULE : Nvme.SGL_TRANSPORT),
+                        inCapsule ? new byte[len] : null, "Write" + at), "Write" + at);
+                assertStillServed(c.io(), nsid, bs, "Write" + at);
+                assertLbaOutOfRange(answer(c.io(), io(Nvme.IO_WRITE_ZEROES, ++cid, nsid, slba, nlb)
+                        .sgl(0, 0, Nvme.SGL_TRANSPORT), null, "Write Zeroes" + at), "Write Zeroes" + at);
+                assertStillServed(c.io(), nsid, bs, "Write Zeroes" + at);
+            }
+            for (long[] r : dsmPastTheEnd(nsze)) {
+                String at = " nsid " + nsid + " range slba " + Long.toUnsignedString(r[0]) + " nlb " + r[1];
+                Sqe dsm = new Sqe().opcode(Nvme.IO_DSM).flags(Nvme.PSDT_SGL).cid(++cid).nsid(nsid).cdw(10, 0)
+                        .cdw(11, 1 << 2).sgl(0, 16, Nvme.SGL_INCAPSULE);
+                assertLbaOutOfRange(answer(c.io(), dsm, dsmRanges(r), "Deallocate" + at), "Deallocate" + at);
+                assertStillServed(c.io(), nsid, bs, "Deallocate" + at);
+            }
+            // One bad range refuses the whole command: the good range before it keeps its data.
+            byte[] block = new byte[bs];
+            new Random(nsid).nextBytes(block);
+            assertEquals(0, answer(c.io(), io(Nvme.IO_WRITE, ++cid, nsid, 0, 1).sgl(0, bs, Nvme.SGL_INCAPSULE),
+                    block, "Write of block 0"));
+            Sqe dsm = new Sqe().opcode(Nvme.IO_DSM).flags(Nvme.PSDT_SGL).cid(++cid).nsid(nsid).cdw(10, 1)
+                    .cdw(11, 1 << 2).sgl(0, 32, Nvme.SGL_INCAPSULE);
+            assertLbaOutOfRange(answer(c.io(), dsm, dsmRanges(new long[] {0, 1}, new long[] {Long.MAX_VALUE - 1, 4}),
+                    "two-range Deallocate"), "two-range Deallocate");
+            ByteBuffer back = ByteBuffer.allocateDirect(bs);
+            good.ioQueue(0).read(nsid, 0, back).get(10, TimeUnit.SECONDS);
+            byte[] got = new byte[bs];
+            back.get(got);
+            assertArrayEquals(block, got, "block 0 after a refused Deallocate");
+        }
+    }
+
+    @Test
+    void lbaRangesThatWrapAreOutOfRangeOnAMemoryNamespace() throws Exception {
+        lbaRangesThatWrapAreOutOfRange(MEMORY_NS);
+    }
+
+    @Test
+    void lbaRangesThatWrapAreOutOfRangeOnAFileNamespace() throws Exception {
+        lbaRangesThatWrapAreOutOfRange(FILE_NS);
     }
 }

@@ -78,6 +78,49 @@ class TargetFeaturesTest {
         }
     }
 
+    /** A namespace with a bug: every read and write throws an unchecked exception. */
+    static final class BrokenNamespace implements Namespace {
+        private final boolean blocking;
+
+        BrokenNamespace(boolean blocking) {
+            this.blocking = blocking;
+        }
+
+        @Override
+        public long blockCount() {
+            return 2048;
+        }
+
+        @Override
+        public int blockSize() {
+            return 512;
+        }
+
+        @Override
+        public boolean blocking() {
+            return blocking;
+        }
+
+        @Override
+        public ByteBuf read(ByteBufAllocator alloc, long offset, int len) {
+            throw new IllegalStateException("broken read");
+        }
+
+        @Override
+        public void write(long offset, ByteBuf src) {
+            throw new IllegalStateException("broken write");
+        }
+
+        @Override
+        public void flush() {
+        }
+
+        @Override
+        public void deallocate(long offset, long len) {
+            throw new IllegalStateException("broken deallocate");
+        }
+    }
+
     static Throwable cause(CompletableFuture<?> f) throws Exception {
         ExecutionException e = assertThrows(ExecutionException.class, () -> f.get(20, TimeUnit.SECONDS));
         return e.getCause();
@@ -195,6 +238,32 @@ class TargetFeaturesTest {
         } finally {
             slow.release.countDown();
             t.close();
+        }
+    }
+
+    @Test
+    void aNamespaceThatThrowsStillGetsEveryCommandAnswered() throws Exception {
+        Subsystem s = new Subsystem("nqn.2024-01.io.ember:broken");
+        s.addNamespace(new BrokenNamespace(false));
+        s.addNamespace(new BrokenNamespace(true));
+        s.addNamespace(new MemoryNamespace(1 << 20, 512));
+        try (NvmfTarget t = NvmfTarget.builder().listen("127.0.0.1", 0).subsystem(s).build().start();
+             NvmfController c = NvmfHost.connect(t.uri(s.nqn()),
+                     NvmfHostOptions.builder().commandTimeout(Duration.ofSeconds(20)).build())) {
+            for (int nsid : new int[] {1, 2}) {
+                List<CompletableFuture<Void>> fs = List.of(
+                        c.ioQueue(0).read(nsid, 0, ByteBuffer.allocateDirect(512)),
+                        c.ioQueue(0).write(nsid, 0, ByteBuffer.allocateDirect(512)),
+                        c.ioQueue(0).writeZeroes(nsid, 0, 1),
+                        c.ioQueue(0).deallocate(nsid, 0, 1));
+                for (CompletableFuture<Void> f : fs) {
+                    NvmeStatusException e = assertInstanceOf(NvmeStatusException.class, cause(f));
+                    assertEquals(0, e.sct(), e.getMessage());
+                    assertEquals(0x06, e.sc(), "Internal Error: " + e.getMessage());
+                }
+            }
+            c.ioQueue(0).write(3, 0, ByteBuffer.allocateDirect(512)).get(5, TimeUnit.SECONDS);
+            assertTrue(c.isConnected());
         }
     }
 

@@ -72,19 +72,24 @@ public final class MemoryNamespace implements Namespace {
     @Override
     public ByteBuf read(ByteBufAllocator alloc, long offset, int len) {
         CompositeByteBuf out = Unpooled.compositeBuffer(len / CHUNK + 2);
-        long pos = offset;
-        long end = offset + len;
-        while (pos < end) {
-            int ci = (int) (pos >>> CHUNK_SHIFT);
-            int co = (int) (pos & (CHUNK - 1));
-            int n = (int) Math.min(CHUNK - co, end - pos);
-            ByteBuffer c = chunks.get(ci);
-            ByteBuffer view = (c == null ? ZEROES : c).duplicate();
-            view.position(co).limit(co + n);
-            out.addComponent(true, Unpooled.wrappedBuffer(view.slice()));
-            pos += n;
+        try {
+            long pos = offset;
+            long end = offset + len;
+            while (pos < end) {
+                int ci = (int) (pos >>> CHUNK_SHIFT);
+                int co = (int) (pos & (CHUNK - 1));
+                int n = (int) Math.min(CHUNK - co, end - pos);
+                ByteBuffer c = chunks.get(ci);
+                ByteBuffer view = (c == null ? ZEROES : c).duplicate();
+                view.position(co).limit(co + n);
+                out.addComponent(true, Unpooled.wrappedBuffer(view.slice()));
+                pos += n;
+            }
+            return out;
+        } catch (RuntimeException e) {
+            out.release(); // an offset outside the namespace: the caller gets no buffer to release
+            throw e;
         }
-        return out;
     }
 
     @Override

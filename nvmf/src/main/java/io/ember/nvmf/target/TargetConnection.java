@@ -238,7 +238,11 @@ final class TargetConnection extends ChannelInboundHandlerAdapter {
         sendData(s, Unpooled.wrappedBuffer(data));
     }
 
-    /** Runs {@code task} where the namespace allows, then answers success or the given media error. */
+    /**
+     * Runs {@code task} where the namespace allows, then answers success or the given media error. An
+     * unchecked exception from a namespace is a bug, but the command still gets an answer (Internal Error):
+     * a host waits for every command it sent.
+     */
     private void runIo(Namespace ns, int cid, int failSc, IoTask task) {
         if (!ns.blocking()) {
             try {
@@ -247,6 +251,9 @@ final class TargetConnection extends ChannelInboundHandlerAdapter {
             } catch (IOException e) {
                 LOG.warn("namespace I/O failed: {}", e.toString());
                 fail(cid, Nvme.SCT_MEDIA, failSc);
+            } catch (RuntimeException e) {
+                LOG.warn("namespace I/O failed unexpectedly", e);
+                fail(cid, Nvme.SC_INTERNAL);
             }
             return;
         }
@@ -258,6 +265,9 @@ final class TargetConnection extends ChannelInboundHandlerAdapter {
                 } catch (IOException e) {
                     LOG.warn("namespace I/O failed: {}", e.toString());
                     st = Nvme.status(Nvme.SCT_MEDIA, failSc, true);
+                } catch (RuntimeException e) {
+                    LOG.warn("namespace I/O failed unexpectedly", e);
+                    st = Nvme.status(Nvme.SCT_GENERIC, Nvme.SC_INTERNAL, true);
                 }
                 int status = st;
                 try {
@@ -818,7 +828,7 @@ final class TargetConnection extends ChannelInboundHandlerAdapter {
         switch (s.opcode()) {
             case Nvme.IO_READ:
             case Nvme.IO_WRITE: {
-                if (slba < 0 || slba + nlb > ns.blockCount()) {
+                if (!inRange(ns, slba, nlb)) {
                     fail(cid, Nvme.SC_LBA_RANGE);
                     return;
                 }
@@ -855,7 +865,7 @@ final class TargetConnection extends ChannelInboundHandlerAdapter {
                 runIo(ns, cid, 0x80, ns::flush);
                 return;
             case Nvme.IO_WRITE_ZEROES:
-                if (slba < 0 || slba + nlb > ns.blockCount()) {
+                if (!inRange(ns, slba, nlb)) {
                     fail(cid, Nvme.SC_LBA_RANGE);
                     return;
                 }
@@ -882,6 +892,16 @@ final class TargetConnection extends ChannelInboundHandlerAdapter {
         }
     }
 
+    /**
+     * Whether {@code nlb} blocks from {@code slba} lie within {@code ns}. SLBA is an unsigned 64-bit field, so
+     * one near 2^63 or 2^64 would wrap {@code slba + nlb} past any signed check and reach the namespace with
+     * a negative offset; comparing against the room left after SLBA cannot wrap.
+     */
+    static boolean inRange(Namespace ns, long slba, long nlb) {
+        long nsze = ns.blockCount();
+        return Long.compareUnsigned(slba, nsze) <= 0 && Long.compareUnsigned(nlb, nsze - slba) <= 0;
+    }
+
     private void dsm(Namespace ns, int cid, ByteBuf d, int ranges, boolean deallocate) {
         if (!deallocate) {
             ok(cid); // attributes only: advisory
@@ -893,7 +913,7 @@ final class TargetConnection extends ChannelInboundHandlerAdapter {
         for (int i = 0; i < ranges; i++) {
             count[i] = d.getUnsignedIntLE(base + 16 * i + 4);
             start[i] = d.getLongLE(base + 16 * i + 8);
-            if (start[i] < 0 || start[i] + count[i] > ns.blockCount()) {
+            if (!inRange(ns, start[i], count[i])) {
                 fail(cid, Nvme.SC_LBA_RANGE);
                 return;
             }
@@ -918,6 +938,10 @@ final class TargetConnection extends ChannelInboundHandlerAdapter {
                 LOG.warn("namespace read failed: {}", e.toString());
                 fail(cid, Nvme.SCT_MEDIA, 0x81);
                 return;
+            } catch (RuntimeException e) {
+                LOG.warn("namespace read failed unexpectedly", e);
+                fail(cid, Nvme.SC_INTERNAL);
+                return;
             }
             sendData(s, data);
             return;
@@ -925,16 +949,22 @@ final class TargetConnection extends ChannelInboundHandlerAdapter {
         try {
             t.blockingIo.execute(() -> {
                 ByteBuf data = null;
+                int st = 0;
                 try {
                     data = ns.read(ch.alloc(), off, len);
                 } catch (IOException e) {
                     LOG.warn("namespace read failed: {}", e.toString());
+                    st = Nvme.status(Nvme.SCT_MEDIA, 0x81, true);
+                } catch (RuntimeException e) {
+                    LOG.warn("namespace read failed unexpectedly", e);
+                    st = Nvme.status(Nvme.SCT_GENERIC, Nvme.SC_INTERNAL, true);
                 }
                 ByteBuf result = data;
+                int status = st;
                 try {
                     ch.eventLoop().execute(() -> {
                         if (result == null) {
-                            fail(cid, Nvme.SCT_MEDIA, 0x81);
+                            respond(cid, status, 0, 0);
                         } else {
                             sendData(s, result);
                         }

@@ -1,24 +1,41 @@
 package io.ember.nvmf.tcp;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
 import io.ember.nvmf.LeakCheck;
+import io.ember.nvmf.RawHost;
 import io.ember.nvmf.spec.Cqe;
+import io.ember.nvmf.spec.Nvme;
 import io.ember.nvmf.spec.Sqe;
+import io.ember.nvmf.target.FileNamespace;
+import io.ember.nvmf.target.MemoryNamespace;
+import io.ember.nvmf.target.Namespace;
+import io.ember.nvmf.target.NvmfTarget;
+import io.ember.nvmf.target.Subsystem;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.embedded.EmbeddedChannel;
+import java.io.IOException;
+import java.math.BigInteger;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.file.Path;
 import java.util.Random;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.io.TempDir;
 
 /**
- * Seeded random fuzzing of the PDU decoders for a bounded time: random byte streams and mutations of valid
- * PDUs. The decoders may accept, wait for more bytes, or throw {@link PduException}; any other exception,
- * an unreleased buffer, or a PDU whose data exceeds the negotiated limits is a bug. Failures print the
- * seed and iteration to reproduce.
+ * Seeded random fuzzing for a bounded time. The PDU decoders get random byte streams and mutations of valid
+ * PDUs: they may accept, wait for more bytes, or throw {@link PduException}; any other exception, an
+ * unreleased buffer, or a PDU whose data exceeds the negotiated limits is a bug. The embedded target gets
+ * well-framed I/O commands with fields from {@link #LBA_DICTIONARY}: every one must be answered, on a
+ * connection that stays open, with LBA Out of Range exactly when its blocks are not all in the namespace.
+ * Failures print the seed and iteration to reproduce.
  */
 @ExtendWith(LeakCheck.class)
 class PduFuzzTest {
@@ -26,6 +43,35 @@ class PduFuzzTest {
     static final long BUDGET_NANOS = TimeUnit.SECONDS.toNanos(3);
     static final int MAX_CAPSULE = 8192;
     static final int MAX_DATA = 16384;
+
+    /**
+     * SLBA, NLB and DSM range values that broke range checks before or sit on an edge: SLBAs near 2^63 and
+     * 2^64 (SLBA is unsigned on the wire, a Java long is not), lengths that make SLBA + NLB wrap, the edges
+     * of the fuzzed namespaces (1024 and 8192 blocks) and of the NLB and DSM length fields.
+     */
+    static final long[] LBA_DICTIONARY = {
+        0, 1, 1023, 1024, 1025, 8191, 8192, 8193, 0xFFFF, 0x10000, 0xFFFFFFFFL, 0x100000000L,
+        Long.MAX_VALUE, Long.MAX_VALUE - 1, Long.MAX_VALUE - 0xFFFF, Long.MAX_VALUE - 0xFFFFFFFEL,
+        Long.MIN_VALUE, Long.MIN_VALUE + 1, -1L, -2L, -0x10000L, -0xFFFFFFFFL,
+    };
+
+    static long lbaValue(Random r) {
+        return r.nextInt(4) == 0 ? r.nextLong() : LBA_DICTIONARY[r.nextInt(LBA_DICTIONARY.length)];
+    }
+
+    /** A random SQE; half of them shaped like an LBA-taking I/O command with dictionary SLBA and NLB. */
+    static Sqe fuzzSqe(Random r) {
+        byte[] b = new byte[64];
+        r.nextBytes(b);
+        Sqe sqe = new Sqe(b);
+        if (r.nextBoolean()) {
+            int[] ops = {Nvme.IO_READ, Nvme.IO_WRITE, Nvme.IO_WRITE_ZEROES, Nvme.IO_DSM};
+            long slba = lbaValue(r);
+            sqe.opcode(ops[r.nextInt(ops.length)]).cdw(10, (int) slba).cdw(11, (int) (slba >>> 32))
+                    .cdw(12, (int) lbaValue(r));
+        }
+        return sqe;
+    }
 
     /** A valid stream of one IC PDU and a few PDUs of the given direction. */
     static ByteBuf validStream(Random r, boolean controllerSide, boolean hd, boolean dd, int pda) {
@@ -43,10 +89,8 @@ class PduFuzzTest {
             r.nextBytes(data);
             int k = r.nextInt(3);
             if (controllerSide) {
-                byte[] sqe = new byte[64];
-                r.nextBytes(sqe);
                 if (k == 0) {
-                    w.capsuleCmd(new Sqe(sqe), r.nextBoolean() ? Unpooled.wrappedBuffer(data) : null);
+                    w.capsuleCmd(fuzzSqe(r), r.nextBoolean() ? Unpooled.wrappedBuffer(data) : null);
                 } else if (k == 1) {
                     w.h2cData(r.nextInt(65536), r.nextInt(65536), r.nextInt(1 << 20), Unpooled.wrappedBuffer(data),
                             r.nextBoolean());
@@ -72,7 +116,7 @@ class PduFuzzTest {
 
     static void mutate(Random r, ByteBuf b) {
         int len = b.writerIndex();
-        switch (r.nextInt(6)) {
+        switch (r.nextInt(7)) {
             case 0: { // flip bits
                 int flips = 1 + r.nextInt(4);
                 for (int i = 0; i < flips && len > 0; i++) {
@@ -107,6 +151,13 @@ class PduFuzzTest {
                 if (len > 160) {
                     int at = 128 + 8 + r.nextInt(16);
                     b.setIntLE(at, r.nextBoolean() ? -1 : Integer.MAX_VALUE);
+                }
+                break;
+            }
+            case 5: { // a dictionary value anywhere in the first PDU's header (SLBA of a capsule: byte 48)
+                if (len > 200) {
+                    int at = 128 + 8 + r.nextInt(57);
+                    b.setLongLE(at, lbaValue(r));
                 }
                 break;
             }
@@ -198,5 +249,111 @@ class PduFuzzTest {
                 in.release();
             }
         }
+    }
+
+    // ------------------------------------------------------------------------------------ the target
+
+    @TempDir
+    Path dir;
+
+    /**
+     * Whether {@code nlb} blocks from {@code slba} fit in {@code nsze} blocks, in exact arithmetic: the oracle
+     * the target's overflow-safe check is held to.
+     */
+    static boolean fits(long slba, long nlb, long nsze) {
+        BigInteger end = new BigInteger(Long.toUnsignedString(slba)).add(BigInteger.valueOf(nlb));
+        return end.compareTo(BigInteger.valueOf(nsze)) <= 0;
+    }
+
+    @Test
+    void targetAnswersEveryFuzzedIoCommand() throws Exception {
+        String nqn = "nqn.2024-01.io.ember:fuzz";
+        Subsystem s = new Subsystem(nqn);
+        s.addNamespace(new MemoryNamespace(4L << 20, 512));
+        s.addNamespace(new FileNamespace(dir.resolve("ns2.img"), 4L << 20, 4096, true));
+        Namespace[] ns = {null, s.namespaces().get(1), s.namespaces().get(2)};
+        long seed = SEED + 2;
+        Random r = new Random(seed);
+        int iterations = 0;
+        int outOfRange = 0;
+        try (NvmfTarget t = NvmfTarget.builder().listen("127.0.0.1", 0).subsystem(s).build().start();
+             RawHost admin = new RawHost("127.0.0.1", t.port());
+             RawHost io = new RawHost("127.0.0.1", t.port())) {
+            admin.handshake();
+            RawHost.Frame c = admin.connect(nqn, "nqn.2024-01.io.ember:fuzzer", 0, 0xFFFF, 0);
+            assertEquals(0, RawHost.responseStatus(c), "admin Connect");
+            assertEquals(0, admin.enable(), "CC.EN");
+            io.handshake();
+            assertEquals(0, RawHost.responseStatus(io.connect(nqn, "nqn.2024-01.io.ember:fuzzer", 1, c.u16(8), 0)),
+                    "I/O Connect");
+            // A floor of commands however slow the machine, then as many as the time budget allows.
+            long end = System.nanoTime() + BUDGET_NANOS;
+            while (iterations < 500 || (System.nanoTime() - end < 0 && iterations < 20_000)) {
+                iterations++;
+                int nsid = r.nextInt(16) == 0 ? r.nextInt() : 1 + r.nextInt(2);
+                int bs = nsid == 1 ? 512 : 4096;
+                int kind = r.nextInt(5);
+                long slba = r.nextInt(4) == 0 ? r.nextInt(9000) : lbaValue(r);
+                int nlb = 1 + (r.nextInt(4) == 0 ? r.nextInt(64) : (int) lbaValue(r) & 0xFFFF);
+                Sqe sqe = new Sqe().flags(Nvme.PSDT_SGL).cid(iterations & 0xFFFF).nsid(nsid).cdw(10, (int) slba)
+                        .cdw(11, (int) (slba >>> 32)).cdw(12, nlb - 1);
+                byte[] data = null;
+                String what;
+                boolean inside;
+                if (kind == 0 || kind == 1) {
+                    int len = nlb * bs;
+                    sqe.opcode(kind == 0 ? Nvme.IO_READ : Nvme.IO_WRITE);
+                    if (kind == 1 && len <= 8192) {
+                        data = new byte[len];
+                        sqe.sgl(0, len, Nvme.SGL_INCAPSULE);
+                    } else {
+                        sqe.sgl(0, len, Nvme.SGL_TRANSPORT);
+                    }
+                    what = (kind == 0 ? "Read" : "Write") + " slba " + Long.toUnsignedString(slba) + " nlb " + nlb;
+                    inside = nsid > 2 || nsid < 1 || fits(slba, nlb, ns[nsid].blockCount());
+                } else if (kind == 2) {
+                    sqe.opcode(Nvme.IO_WRITE_ZEROES).sgl(0, 0, Nvme.SGL_TRANSPORT);
+                    what = "Write Zeroes slba " + Long.toUnsignedString(slba) + " nlb " + nlb;
+                    inside = nsid > 2 || nsid < 1 || fits(slba, nlb, ns[nsid].blockCount());
+                } else if (kind == 3) {
+                    int ranges = 1 + r.nextInt(4);
+                    ByteBuffer d = ByteBuffer.allocate(16 * ranges).order(ByteOrder.LITTLE_ENDIAN);
+                    StringBuilder sb = new StringBuilder("Deallocate");
+                    inside = true;
+                    for (int i = 0; i < ranges; i++) {
+                        long start = r.nextInt(4) == 0 ? r.nextInt(9000) : lbaValue(r);
+                        long count = (r.nextInt(4) == 0 ? r.nextInt(64) : lbaValue(r)) & 0xFFFFFFFFL;
+                        d.putInt(0).putInt((int) count).putLong(start);
+                        sb.append(" [").append(Long.toUnsignedString(start)).append(" +").append(count).append(']');
+                        inside &= nsid > 2 || nsid < 1 || fits(start, count, ns[nsid].blockCount());
+                    }
+                    data = d.array();
+                    sqe.opcode(Nvme.IO_DSM).cdw(10, ranges - 1).cdw(11, 1 << 2).sgl(0, data.length,
+                            Nvme.SGL_INCAPSULE);
+                    what = sb.toString();
+                } else {
+                    sqe.opcode(r.nextInt(256)).sgl(0, 0, Nvme.SGL_TRANSPORT);
+                    what = String.format("opcode 0x%02x", sqe.opcode());
+                    inside = true;
+                }
+                String where = "seed " + seed + " iteration " + iterations + ": " + what + " nsid "
+                        + Integer.toUnsignedString(nsid);
+                int status;
+                try {
+                    status = io.command(sqe, data);
+                } catch (IOException e) {
+                    status = fail(where + " got no answer: " + e);
+                }
+                boolean lbaRange = (status & 0x7FF) == Nvme.SC_LBA_RANGE;
+                if (!inside) {
+                    outOfRange++;
+                    assertTrue(lbaRange, where + ": status 0x" + Integer.toHexString(status)
+                            + ", not LBA Out of Range");
+                } else if (kind < 4) {
+                    assertFalse(lbaRange, where + ": LBA Out of Range for blocks inside the namespace");
+                }
+            }
+        }
+        assertTrue(outOfRange > iterations / 10, "few commands out of range: " + outOfRange + "/" + iterations);
     }
 }
