@@ -165,13 +165,21 @@ public final class NvmfHostOptions {
             return this;
         }
 
-        /** Keep Alive Timeout sent in Connect; Keep Alive goes out at half of it. Zero disables it. */
+        /**
+         * Keep Alive Timeout sent in Connect; Keep Alive goes out at half of it. A Keep Alive without an answer
+         * within this time means the target (or the path to it) is gone: every queue is closed, its commands
+         * fail with {@link NvmfException} and {@link NvmfController#isConnected()} turns false. Zero disables
+         * it, and with it the only way to notice a target that vanished without closing the connections.
+         */
         public Builder keepAlive(Duration v) {
             this.keepAlive = v;
             return this;
         }
 
-        /** How long a command may stay outstanding before it fails with {@link NvmfTimeoutException}. */
+        /**
+         * How long a command may stay outstanding before it fails with {@link NvmfTimeoutException}. Only that
+         * command fails; the connection stays open.
+         */
         public Builder commandTimeout(Duration v) {
             this.commandTimeout = v;
             return this;

@@ -17,8 +17,8 @@ import java.util.concurrent.CompletableFuture;
  * <p><b>Errors:</b> argument errors (unknown namespace, length not a multiple of the block size, empty
  * buffer) throw {@link IllegalArgumentException} at once. Everything else completes the command with an
  * {@link NvmfException}: {@link NvmeStatusException} when the controller returned an error status,
- * {@link NvmfTimeoutException} after the command timeout, plain {@link NvmfException} when the connection
- * failed.
+ * {@link NvmfTimeoutException} after the command timeout (that command alone: the queue goes on), plain
+ * {@link NvmfException} when the connection failed or the controller was lost (Keep Alive unanswered).
  */
 public interface NvmfQueue {
     /** Queue id (1-based for I/O queues). */

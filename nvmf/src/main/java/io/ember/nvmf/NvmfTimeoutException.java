@@ -1,8 +1,11 @@
 package io.ember.nvmf;
 
 /**
- * A command got no completion within the configured command timeout. The command is failed; the queue
- * stays usable, and a completion that arrives later for it is dropped (its buffer is not touched again).
+ * A command got no completion within the configured command timeout. Only that command fails: the queue,
+ * the controller and the other commands in flight go on. Its command id stays taken until the late
+ * completion arrives, which is then dropped; the caller's buffer is not touched again (data a late R2T asks
+ * for comes from a copy taken at the timeout). The controller is closed only when Keep Alive goes
+ * unanswered or a connection fails, never because a command was slow.
  */
 public class NvmfTimeoutException extends NvmfException {
     /** @param message what timed out and after how long */

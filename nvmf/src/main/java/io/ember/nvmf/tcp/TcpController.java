@@ -25,9 +25,11 @@ import java.util.Map;
 import java.util.TreeMap;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicBoolean;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -42,7 +44,8 @@ public final class TcpController implements NvmfController {
     private final NvmfHostOptions opts;
     private final EventLoopGroup group;
     private TcpQueue admin;
-    private final List<TcpQueue> ioQueues = new ArrayList<>();
+    /** Copy-on-write: the keep-alive failure path walks it while connect may still be adding queues. */
+    private final List<TcpQueue> ioQueues = new CopyOnWriteArrayList<>();
     private volatile Map<Integer, IdentifyNamespace> namespaces = Collections.emptyMap();
     private IdentifyController identify;
     private long cap;
@@ -51,6 +54,7 @@ public final class TcpController implements NvmfController {
     private int maxTransfer;
     private ScheduledFuture<?> keepAlive;
     private volatile boolean closed;
+    private final AtomicBoolean lost = new AtomicBoolean();
 
     private TcpController(NvmfUri uri, NvmfHostOptions opts, int threads) {
         this.uri = uri;
@@ -111,7 +115,10 @@ public final class TcpController implements NvmfController {
 
     private void startAdmin(int kato) throws NvmfException {
         long tmo = opts.connectTimeout().toMillis();
-        admin = new TcpQueue(this, 0, opts.adminQueueSize(), opts.commandTimeout().toNanos());
+        long commandTimeout = opts.commandTimeout().toNanos();
+        // Keep Alive gets KATO, not the command timeout (see sendKeepAlive): the sweeper must look that often.
+        admin = new TcpQueue(this, 0, opts.adminQueueSize(), commandTimeout,
+                kato > 0 ? TimeUnit.MILLISECONDS.toNanos(kato) : commandTimeout);
         admin.open(group, opts.headerDigest(), opts.dataDigest(), Math.max(8192, opts.maxTransferSize()), tmo);
         Cqe r = connectQueue(admin, 0xFFFF, opts.adminQueueSize(), kato, false);
         cntlid = r.dw0() & 0xFFFF;
@@ -202,15 +209,46 @@ public final class TcpController implements NvmfController {
         namespaces = Collections.unmodifiableMap(m);
     }
 
+    /**
+     * Sends Keep Alive, which must be answered within KATO: the target gives up on a controller that long
+     * without a command, so an unanswered one means the association is gone (or the network between), even
+     * while TCP still looks healthy. That, not a slow command, is what closes the controller.
+     */
     private void sendKeepAlive() {
-        if (closed) {
+        if (closed || lost.get()) {
             return;
         }
-        admin.submit(new TcpQueue.Cmd(new Sqe().opcode(Nvme.ADMIN_KEEP_ALIVE), null, false, false, err -> {
-            if (err != null && !closed) {
-                LOG.warn("Keep Alive to {} failed: {}", uri, err.getMessage());
+        TcpQueue.Cmd ka = new TcpQueue.Cmd(new Sqe().opcode(Nvme.ADMIN_KEEP_ALIVE), null, false, false, err -> {
+            if (err == null || closed) {
+                return;
             }
-        }));
+            if (err instanceof NvmeStatusException) {
+                // The target answered, so it is there; a refusal is its business.
+                LOG.warn("Keep Alive to {} failed: {}", uri, err.getMessage());
+                return;
+            }
+            lose(new NvmfException("controller " + cntlid + " at " + uri + " is gone: " + err.getMessage(), err));
+        });
+        ka.timeoutNanos = opts.keepAlive().toNanos();
+        admin.submit(ka);
+    }
+
+    /**
+     * The association is gone: fails every queue, so that commands in flight and new ones fail at once
+     * (instead of each waiting out its timeout) and {@link #isConnected()} says to connect again.
+     */
+    private void lose(NvmfException cause) {
+        if (!lost.compareAndSet(false, true)) {
+            return;
+        }
+        LOG.warn("{}; closing its queues", cause.getMessage());
+        if (keepAlive != null) {
+            keepAlive.cancel(false);
+        }
+        for (TcpQueue q : ioQueues) {
+            q.fail(cause);
+        }
+        admin.fail(cause);
     }
 
     private Cqe connectQueue(TcpQueue q, int cntlid, int qsize, int kato, boolean disableSqFlow)
@@ -353,7 +391,7 @@ public final class TcpController implements NvmfController {
 
     @Override
     public boolean isConnected() {
-        if (closed || !admin.isActive()) {
+        if (closed || lost.get() || !admin.isActive()) {
             return false;
         }
         for (TcpQueue q : ioQueues) {

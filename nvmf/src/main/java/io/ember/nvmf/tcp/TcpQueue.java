@@ -26,6 +26,7 @@ import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.util.ArrayDeque;
+import java.util.Iterator;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
@@ -49,6 +50,8 @@ final class TcpQueue implements NvmfQueue {
     private final int size;
     private final String where;
     private final long timeoutNanos;
+    /** The shortest timeout any command of this queue gets: how finely the sweeper must look. */
+    private final long shortestTimeoutNanos;
     private Channel ch;
     private PduWriter out;
     private PduFrameDecoder decoder;
@@ -66,10 +69,16 @@ final class TcpQueue implements NvmfQueue {
     private ScheduledFuture<?> sweeper;
 
     TcpQueue(TcpController ctrl, int qid, int size, long timeoutNanos) {
+        this(ctrl, qid, size, timeoutNanos, timeoutNanos);
+    }
+
+    /** @param shortestTimeoutNanos the shortest {@link Cmd#timeoutNanos} any command of this queue will have */
+    TcpQueue(TcpController ctrl, int qid, int size, long timeoutNanos, long shortestTimeoutNanos) {
         this.ctrl = ctrl;
         this.qid = qid;
         this.size = size;
         this.timeoutNanos = timeoutNanos;
+        this.shortestTimeoutNanos = Math.min(timeoutNanos, shortestTimeoutNanos);
         this.where = ctrl.uri().host() + ":" + ctrl.uri().port() + " qid " + qid;
         // One entry is never used: with SQ flow control a full ring is indistinguishable from an empty one.
         this.slots = new Cmd[size - 1];
@@ -124,7 +133,7 @@ final class TcpQueue implements NvmfQueue {
         if (r.cpda() > 31) {
             throw fatalSetup("target's CPDA " + r.cpda() + " is out of range");
         }
-        long sweepMs = Math.max(10, Math.min(1000, TimeUnit.NANOSECONDS.toMillis(timeoutNanos) / 4));
+        long sweepMs = Math.max(10, Math.min(1000, TimeUnit.NANOSECONDS.toMillis(shortestTimeoutNanos) / 4));
         ch.eventLoop().submit(() -> {
             maxh2cdata = r.maxh2cdata();
             out.negotiated(r.hdgst(), r.ddgst(), r.cpda());
@@ -165,11 +174,15 @@ final class TcpQueue implements NvmfQueue {
         final boolean dataOut;
         final boolean forceInCapsule;
         final NvmfCallback cb;
+        /** How long this command may take; 0: the queue's command timeout. */
+        long timeoutNanos;
         long deadline;
         int cid = -1;
         int received;
         boolean inCapsuleSent;
         boolean timedOut;
+        /** What a timed-out write carried, for an R2T that comes after the caller got its buffer back. */
+        ByteBuffer lateData;
         boolean digestError;
         Cqe cqe;
 
@@ -195,7 +208,7 @@ final class TcpQueue implements NvmfQueue {
     /** Submits a command; {@code buf} (may be null) is already sliced to the transfer. */
     void submit(Cmd c) {
         c.admin = qid == 0;
-        c.deadline = System.nanoTime() + timeoutNanos;
+        c.deadline = System.nanoTime() + timeout(c);
         if (ch.eventLoop().inEventLoop()) {
             submit0(c);
         } else {
@@ -256,20 +269,39 @@ final class TcpQueue implements NvmfQueue {
         }
     }
 
+    /**
+     * Fails the commands whose time is up, and only them: a timeout says nothing about the connection, so
+     * the queue and the other commands on it go on. A timed-out command keeps its command id until its
+     * late completion arrives (or the connection goes), so that completion can never be taken for a newer
+     * command's; {@link #onData} and {@link #onResp} then drop it without touching the caller's buffer.
+     */
     private void sweep() {
         long now = System.nanoTime();
         for (Cmd c : slots) {
             if (c != null && !c.timedOut && now - c.deadline > 0) {
                 c.timedOut = true;
+                if (c.dataOut && !c.inCapsuleSent && c.length() > 0) {
+                    // The target may still fetch the data and write it. Zeroes, or what the caller puts in its
+                    // buffer after hearing of the timeout, would land on blocks it never meant to write.
+                    c.lateData = ByteBuffer.allocate(c.length()).put(c.buf.duplicate()).flip();
+                }
                 c.cb.complete(new NvmfTimeoutException(c.describe() + " on " + where + " got no completion within "
-                        + TimeUnit.NANOSECONDS.toMillis(timeoutNanos) + " ms"));
+                        + TimeUnit.NANOSECONDS.toMillis(timeout(c)) + " ms"));
             }
         }
-        while (!waiting.isEmpty() && now - waiting.peek().deadline > 0) {
-            Cmd c = waiting.poll();
-            c.cb.complete(new NvmfTimeoutException(c.describe() + " on " + where + " waited "
-                    + TimeUnit.NANOSECONDS.toMillis(timeoutNanos) + " ms for a free queue slot"));
+        // Not in deadline order when some commands have their own timeout: look at every one.
+        for (Iterator<Cmd> it = waiting.iterator(); it.hasNext(); ) {
+            Cmd c = it.next();
+            if (now - c.deadline > 0) {
+                it.remove();
+                c.cb.complete(new NvmfTimeoutException(c.describe() + " on " + where + " waited "
+                        + TimeUnit.NANOSECONDS.toMillis(timeout(c)) + " ms for a free queue slot"));
+            }
         }
+    }
+
+    private long timeout(Cmd c) {
+        return c.timeoutNanos > 0 ? c.timeoutNanos : timeoutNanos;
     }
 
     /** Fails everything and closes the connection. Idempotent. */
@@ -302,13 +334,13 @@ final class TcpQueue implements NvmfQueue {
         ch.close();
     }
 
-    /** Closes the connection; outstanding commands fail with {@code reason}. */
     /** True while this queue's connection is up. */
     boolean isActive() {
         Channel c = ch;
         return c != null && c.isActive();
     }
 
+    /** Closes the connection; outstanding commands fail with {@code reason}. */
     void close(String reason) {
         if (ch != null) {
             fail(new NvmfException(reason + " (" + where + ")"));
@@ -589,13 +621,9 @@ final class TcpQueue implements NvmfQueue {
         }
         for (int off = r.r2to(); off < end; ) {
             int n = (int) Math.min(maxh2cdata, end - off);
-            ByteBuf data;
-            if (c.timedOut) {
-                // The caller may already reuse its buffer; the target still expects the bytes.
-                data = Unpooled.wrappedBuffer(new byte[n]);
-            } else {
-                data = Unpooled.wrappedBuffer(c.buf.slice(c.buf.position() + off, n));
-            }
+            // A timed-out command's caller may already reuse its buffer: send the copy taken at the timeout.
+            ByteBuffer src = c.timedOut ? c.lateData : c.buf;
+            ByteBuf data = Unpooled.wrappedBuffer(src.slice(src.position() + off, n));
             out.h2cData(c.cid, r.ttag(), off, data, off + n == end);
             off += n;
         }
