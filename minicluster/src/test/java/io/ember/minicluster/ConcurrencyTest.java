@@ -2,7 +2,6 @@ package io.ember.minicluster;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
-import io.ember.client.CreateOptions;
 import io.ember.client.EmberClient;
 import io.ember.client.EmberInputStream;
 import io.ember.client.EmberOutputStream;
@@ -17,19 +16,30 @@ import java.util.zip.CRC32C;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
 
-/** Many clients at once, checked byte for byte with checksums. */
-class ConcurrencyTest {
-  private static MiniCluster cluster;
+/**
+ * Many clients at once, checked byte for byte with checksums; bound to each tier by a subclass
+ * ({@link DramConcurrencyTest}, {@link NvmfEmbeddedConcurrencyTest}, {@link
+ * NvmfKernelConcurrencyTest}).
+ */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+abstract class ConcurrencyTest {
+  private MiniCluster cluster;
+
+  /** The tier this binding runs on. */
+  abstract TestTier tier();
 
   @BeforeAll
-  static void start() throws Exception {
-    cluster = MiniCluster.builder().dramDatanodes(3).blockSize("128k").dramCapacity("64m").build();
+  void start() throws Exception {
+    cluster = tier().cluster(3, "64m").blockSize("128k").build();
   }
 
   @AfterAll
-  static void stop() {
-    cluster.close();
+  void stop() {
+    if (cluster != null) {
+      cluster.close();
+    }
   }
 
   private static long crc(byte[] b) {
@@ -60,8 +70,8 @@ class ConcurrencyTest {
             r.nextBytes(data);
             sums[f] = crc(data);
             try (EmberOutputStream out = (f % 2 == 0)
-                ? cs.get(id).create("/conc/c" + id + "-" + f, CreateOptions.DEFAULT)
-                : cs.get(id).createBuffered("/conc/c" + id + "-" + f, CreateOptions.DEFAULT)) {
+                ? cs.get(id).create("/conc/c" + id + "-" + f, tier().options())
+                : cs.get(id).createBuffered("/conc/c" + id + "-" + f, tier().options())) {
               int pos = 0;
               while (pos < data.length) {
                 int n = Math.min(r.nextInt(200_000) + 1, data.length - pos);
@@ -124,7 +134,7 @@ class ConcurrencyTest {
         fs.add(pool.submit(() -> {
           Random r = new Random(id);
           CRC32C crc = new CRC32C();
-          try (EmberOutputStream out = c.create("/shared/t" + id, CreateOptions.DEFAULT)) {
+          try (EmberOutputStream out = c.create("/shared/t" + id, tier().options())) {
             for (int i = 0; i < 400; i++) {
               byte[] piece = new byte[1 + r.nextInt(3000)];
               r.nextBytes(piece);
@@ -149,7 +159,7 @@ class ConcurrencyTest {
   @Test
   void severalWritersOnOneMultifileReadBackWhole() throws Exception {
     EmberClient c = cluster.newClient();
-    c.createMultiFile("/shuffle", CreateOptions.DEFAULT);
+    c.createMultiFile("/shuffle", tier().options());
     int writers = 8;
     ExecutorService pool = Executors.newFixedThreadPool(writers);
     byte[][] parts = new byte[writers][];
@@ -161,7 +171,7 @@ class ConcurrencyTest {
         new Random(1000 + w).nextBytes(parts[w]);
         fs.add(pool.submit(() -> {
           try (EmberOutputStream out =
-              c.createBuffered(String.format("/shuffle/part-%02d", id), CreateOptions.DEFAULT)) {
+              c.createBuffered(String.format("/shuffle/part-%02d", id), tier().options())) {
             for (int i = 0; i < parts[id].length; i += 333) {
               out.write(parts[id], i, Math.min(333, parts[id].length - i));
             }
