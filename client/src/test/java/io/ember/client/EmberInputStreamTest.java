@@ -37,6 +37,8 @@ import org.junit.jupiter.api.Test;
 class EmberInputStreamTest {
   private static final int BLOCK = 64 << 10;
   private static final int CHUNK = 4096;
+  /** Far longer than anything here takes on a starved machine: only a real failure waits it out. */
+  private static final long PATIENCE_SECONDS = 60;
 
   private RpcServer namenode;
   private EmberClient client;
@@ -75,15 +77,20 @@ class EmberInputStreamTest {
 
   /** A one-block file, read in 4 KiB chunks with no read-ahead. */
   private EmberInputStream open() {
+    return open(0);
+  }
+
+  /** A one-block file, read in 4 KiB chunks with {@code readAhead} bytes fetched ahead. */
+  private EmberInputStream open(long readAhead) {
     return new EmberInputStream(client, "/f", new NodeStatus(7, NodeType.FILE, BLOCK, 1, BLOCK,
-        StorageClass.DRAM, 0, false), CHUNK, 0);
+        StorageClass.DRAM, 0, false), CHUNK, readAhead);
   }
 
   /** Completes the next {@code n} reads asked of the tier with {@code CHUNK} bytes each. */
   private static List<ByteBuf> completeReads(int n, byte fill) throws InterruptedException {
     List<ByteBuf> sent = new ArrayList<>();
     for (int i = 0; i < n; i++) {
-      CompletableFuture<ByteBuf> read = HandTier.READS.poll(10, TimeUnit.SECONDS);
+      CompletableFuture<ByteBuf> read = HandTier.READS.poll(PATIENCE_SECONDS, TimeUnit.SECONDS);
       assertNotNull(read, "read " + i + " of " + n + " never reached the tier");
       ByteBuf buf = PooledByteBufAllocator.DEFAULT.directBuffer(CHUNK);
       buf.writeBytes(new byte[CHUNK]).setByte(0, fill);
@@ -95,7 +102,7 @@ class EmberInputStreamTest {
 
   /** Every buffer in {@code sent} was released; releases any that was not, and fails. */
   private static void assertReleased(List<ByteBuf> sent) throws InterruptedException {
-    long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+    long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(PATIENCE_SECONDS);
     while (sent.stream().anyMatch(b -> b.refCnt() != 0) && System.nanoTime() - end < 0) {
       Thread.sleep(10);
     }
@@ -161,7 +168,7 @@ class EmberInputStreamTest {
         }
       });
       List<ByteBuf> sent = completeReads(2, (byte) 4);
-      assertEquals(2 * CHUNK, pread.get(10, TimeUnit.SECONDS));
+      assertEquals(2 * CHUNK, pread.get(PATIENCE_SECONDS, TimeUnit.SECONDS));
       assertEquals(4, positional[0]);
       assertEquals(4, positional[CHUNK]);
       assertReleased(sent);
@@ -175,10 +182,30 @@ class EmberInputStreamTest {
         }
       });
       List<ByteBuf> chunk = completeReads(1, (byte) 5);
-      assertEquals(10, read.get(10, TimeUnit.SECONDS));
+      assertEquals(10, read.get(PATIENCE_SECONDS, TimeUnit.SECONDS));
       assertArrayEquals(new byte[] {5, 0, 0, 0, 0, 0, 0, 0, 0, 0}, some);
       in.close();
       assertReleased(chunk);
     }
+  }
+
+  @Test
+  void aSequentialReadFetchesAheadAsFarAsAskedAndCloseReleasesWhatWasNotRead() throws Exception {
+    EmberInputStream in = open(3 * CHUNK);
+    byte[] one = new byte[1];
+    CompletableFuture<Integer> read = CompletableFuture.supplyAsync(() -> {
+      try {
+        return in.read(one, 0, 1);
+      } catch (Exception e) {
+        throw new RuntimeException(e);
+      }
+    });
+    // The chunk read and three ahead of it: each completed in the order asked.
+    List<ByteBuf> sent = completeReads(4, (byte) 6);
+    assertEquals(1, read.get(PATIENCE_SECONDS, TimeUnit.SECONDS));
+    assertEquals(6, one[0]);
+    assertEquals(0, HandTier.READS.size(), "nothing fetched past the read-ahead");
+    in.close();
+    assertReleased(sent);
   }
 }
