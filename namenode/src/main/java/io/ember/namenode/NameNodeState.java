@@ -460,7 +460,12 @@ final class NameNodeState {
     }
   }
 
-  /** Marks data nodes whose heartbeats stopped as lost; returns how many. */
+  /**
+   * Marks data nodes whose heartbeats stopped as lost.
+   *
+   * @return how many it marked lost: a suspect that heartbeat, or was marked lost otherwise,
+   *     between the scan and the marking is not counted
+   */
   int expireDatanodes() {
     long now = clock.getAsLong();
     List<Datanode> expired = new ArrayList<>();
@@ -477,6 +482,7 @@ final class NameNodeState {
     if (expired.isEmpty()) {
       return 0;
     }
+    int marked = 0;
     lock.writeLock().lock();
     try {
       for (Datanode dn : expired) {
@@ -484,11 +490,12 @@ final class NameNodeState {
           continue;
         }
         markLost(dn, "no heartbeat for " + datanodeTimeoutNanos / 1_000_000 + " ms");
+        marked++;
       }
     } finally {
       lock.writeLock().unlock();
     }
-    return expired.size();
+    return marked;
   }
 
   /** Takes a node out of allocation; its blocks read as lost. Call under the write lock. */
