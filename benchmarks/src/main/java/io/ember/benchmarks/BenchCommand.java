@@ -32,7 +32,8 @@ import picocli.CommandLine.Option;
  */
 @Command(name = "bench", mixinStandardHelpOptions = true,
     description = "Benchmark the DRAM tier on loopback beside raw-socket and no-op RPC baselines.",
-    subcommands = {HadoopBench.class, NvmfTierBench.class, JmhCommand.class})
+    subcommands = {HadoopBench.class, NvmfTierBench.class, NameNodeBench.class,
+        JmhCommand.class})
 public final class BenchCommand implements Callable<Integer> {
   @Option(names = "--namenode", paramLabel = "HOST:PORT",
       description = "benchmark a running cluster (default: start one in this process)")

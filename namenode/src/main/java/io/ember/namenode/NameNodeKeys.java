@@ -32,9 +32,17 @@ public final class NameNodeKeys {
           NameNodeKeys::validOrder, "a comma-separated list of storage classes (e.g. dram,nvmf)",
           "spill order: a create that prefers a class falls back to the classes after it");
 
+  /**
+   * Threads that run requests off the network threads; 0 runs each request on the network thread
+   * that read it. {@code ember bench namenode} measures both.
+   */
+  public static final ConfigKey<Integer> HANDLER_THREADS =
+      ConfigKey.ofInt("ember.namenode.handler-threads", 0, 0, 1024,
+          "threads that run requests (0: the network threads that read them)");
+
   /** Every key of this class. */
   public static final List<ConfigKey<?>> ALL =
-      List.of(BIND_HOST, PORT, DATANODE_TIMEOUT, STORAGE_CLASS_ORDER);
+      List.of(BIND_HOST, PORT, DATANODE_TIMEOUT, STORAGE_CLASS_ORDER, HANDLER_THREADS);
 
   /** Parses {@link #STORAGE_CLASS_ORDER}. */
   public static List<StorageClass> parseOrder(String text) {
