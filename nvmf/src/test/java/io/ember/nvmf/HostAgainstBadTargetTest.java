@@ -139,12 +139,12 @@ class HostAgainstBadTargetTest {
     void targetThatNeverAnswersTimesOutTheConnect() throws Exception {
         try (ServerSocket server = new ServerSocket(0)) {
             CompletableFuture<byte[]> after = fakeTarget(server, cid -> new byte[0]);
-            long t0 = System.nanoTime();
             NvmfException e = assertThrows(NvmfException.class, () -> NvmfHost.connect("nvmf+tcp://127.0.0.1:"
                     + server.getLocalPort() + "/nqn.2024-01.io.ember:fake", NvmfHostOptions.builder()
                     .commandTimeout(Duration.ofMillis(500)).build()).close());
             assertTrue(e instanceof NvmfTimeoutException, String.valueOf(e));
-            assertTrue(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0) < 5000, "bounded by the timeout");
+            // Bounded by the command timeout given, not by a default or none.
+            assertTrue(e.getMessage().contains("500 ms"), e.getMessage());
             after.get(10, TimeUnit.SECONDS);
         }
     }

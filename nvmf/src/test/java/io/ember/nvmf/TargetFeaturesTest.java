@@ -203,16 +203,16 @@ class TargetFeaturesTest {
             assertTrue(e.getMessage().contains("300 ms"), e.getMessage());
             // The queue still serves other commands while the late one is outstanding.
             ByteBuffer w = ByteBuffer.allocateDirect(512).put(0, (byte) 42);
-            c.ioQueue(0).write(2, 0, w).get(5, TimeUnit.SECONDS);
+            c.ioQueue(0).write(2, 0, w).get(60, TimeUnit.SECONDS);
             ByteBuffer r = ByteBuffer.allocateDirect(512);
-            c.ioQueue(0).read(2, 0, r).get(5, TimeUnit.SECONDS);
+            c.ioQueue(0).read(2, 0, r).get(60, TimeUnit.SECONDS);
             assertEquals(42, r.get(0));
             // The late completion is dropped; the buffer of the timed-out read is not written.
             slow.write(0, io.netty.buffer.Unpooled.wrappedBuffer(new byte[] {7, 7, 7, 7}));
             slow.release.countDown();
             Thread.sleep(200);
             assertEquals(0, buf.get(0), "a timed-out read's buffer is left alone");
-            c.ioQueue(0).read(2, 0, r).get(5, TimeUnit.SECONDS);
+            c.ioQueue(0).read(2, 0, r).get(60, TimeUnit.SECONDS);
         }
     }
 
@@ -224,14 +224,14 @@ class TargetFeaturesTest {
         NvmfTarget t = NvmfTarget.builder().listen("127.0.0.1", 0).subsystem(s).build().start();
         try (NvmfController c = NvmfHost.connect(t.uri(s.nqn()), NvmfHostOptions.defaults())) {
             CompletableFuture<Void> read = c.ioQueue(0).read(1, 0, ByteBuffer.allocateDirect(4096));
-            assertTrue(slow.entered.await(5, TimeUnit.SECONDS), "read reached the namespace");
+            assertTrue(slow.entered.await(60, TimeUnit.SECONDS), "read reached the namespace");
             Thread closer = new Thread(t::close);
             closer.start();
             Throwable e = cause(read);
             assertInstanceOf(NvmfException.class, e);
             assertTrue(e.getMessage().contains("closed by the target"), e.getMessage());
             slow.release.countDown();
-            closer.join(10_000);
+            closer.join(60_000);
             // Later commands fail at once with the same reason instead of hanging.
             Throwable later = cause(c.ioQueue(0).flush(1));
             assertTrue(later.getMessage().contains("closed by the target"), later.getMessage());
@@ -262,7 +262,7 @@ class TargetFeaturesTest {
                     assertEquals(0x06, e.sc(), "Internal Error: " + e.getMessage());
                 }
             }
-            c.ioQueue(0).write(3, 0, ByteBuffer.allocateDirect(512)).get(5, TimeUnit.SECONDS);
+            c.ioQueue(0).write(3, 0, ByteBuffer.allocateDirect(512)).get(60, TimeUnit.SECONDS);
             assertTrue(c.isConnected());
         }
     }
@@ -276,7 +276,7 @@ class TargetFeaturesTest {
                      NvmfHostOptions.builder().keepAlive(Duration.ofMillis(400)).build())) {
             Thread.sleep(1500);
             assertEquals(1, t.controllerCount(), "controller survives idle time well beyond KATO");
-            c.ioQueue(0).flush(1).get(5, TimeUnit.SECONDS);
+            c.ioQueue(0).flush(1).get(60, TimeUnit.SECONDS);
         }
     }
 

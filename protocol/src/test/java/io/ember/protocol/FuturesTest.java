@@ -11,11 +11,11 @@ import org.junit.jupiter.api.Test;
 class FuturesTest {
   @Test
   void boundedWaitEndsALostCompletionWithATimeout() {
-    long t0 = System.nanoTime();
     EmberException e = assertThrows(EmberException.class,
         () -> Futures.await(new CompletableFuture<Void>(), Duration.ofMillis(100)));
     assertEquals(ErrorCode.TIMEOUT, e.code());
-    assertTrue(System.nanoTime() - t0 < Duration.ofSeconds(5).toNanos());
+    // The wait's own bound ended it (a hang would meet the test timeout instead).
+    assertTrue(e.getMessage().startsWith("no completion within 100 ms"), e.getMessage());
   }
 
   @Test

@@ -1,9 +1,16 @@
 package io.ember.spark;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.ember.client.CreateOptions;
+import io.ember.client.EmberClient;
 import io.ember.minicluster.MiniCluster;
+import io.ember.protocol.EmberConfig;
+import io.ember.protocol.EmberException;
+import io.ember.protocol.EmberKeys;
+import io.ember.protocol.ErrorCode;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -11,6 +18,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
 import org.apache.spark.SparkConf;
 import org.apache.spark.api.java.JavaSparkContext;
 import org.apache.spark.scheduler.SparkListener;
@@ -28,6 +36,11 @@ import scala.Tuple2;
  * task, with the same result as Spark's own shuffle.
  */
 class EmberShuffleClusterTest {
+  /**
+   * How long the test waits for Spark to do something (start or release executors, notice one
+   * died): far longer than it takes on a starved machine. The test waits for the event itself.
+   */
+  private static final long PATIENCE_NANOS = 150_000_000_000L;
   private static MiniCluster cluster;
   private static Path sparkHome;
 
@@ -76,23 +89,57 @@ class EmberShuffleClusterTest {
   private record Run(String result, int mapStageAttempts, int reduceTasksStarted) {}
 
   /**
-   * Runs a reduceByKey whose reduce stage is slow, and kills one executor as soon as a reduce
-   * task has started.
+   * Blocks a task until {@code path} exists in Ember (a marker the driver creates), or until
+   * {@link #PATIENCE_NANOS} passed, after which the test's own checks fail it. Runs in an
+   * executor: tasks there cannot see the driver's memory, but reach the same name node.
+   */
+  private static void awaitMarker(String namenode, String path) throws Exception {
+    long deadline = System.nanoTime() + PATIENCE_NANOS;
+    try (EmberClient c = EmberClient.connect(
+        EmberConfig.defaults().with(EmberKeys.NAMENODE_ADDRESS, namenode))) {
+      while (System.nanoTime() - deadline < 0) {
+        try {
+          c.lookup(path);
+          return;
+        } catch (EmberException e) {
+          if (e.code() != ErrorCode.NOT_FOUND) {
+            throw e;
+          }
+        }
+        Thread.sleep(50);
+      }
+    }
+  }
+
+  /** Waits for both executors, so map output lands on both. */
+  private static void awaitTwoExecutors(JavaSparkContext sc) throws InterruptedException {
+    long deadline = System.nanoTime() + PATIENCE_NANOS;
+    while (sc.sc().getExecutorIds().size() < 2 && System.nanoTime() - deadline < 0) {
+      Thread.sleep(100);
+    }
+    assertEquals(2, sc.sc().getExecutorIds().size(), "executors up");
+  }
+
+  /**
+   * Runs a reduceByKey and kills one executor as soon as a reduce task has started. Every reduce
+   * task waits until the driver has seen that executor go, so the reduce stage is still running
+   * when Spark learns of the loss, however slow the machine.
    */
   private static Run runKillingAnExecutor(boolean ember) throws Exception {
     List<Integer> data = new ArrayList<>();
     for (int i = 0; i < 40_000; i++) {
       data.add(i);
     }
-    try (JavaSparkContext sc = new JavaSparkContext(conf(ember))) {
-      // Both executors up before the job, so map output lands on both.
-      long deadline = System.nanoTime() + 60_000_000_000L;
-      while (sc.sc().getExecutorIds().size() < 2 && System.nanoTime() < deadline) {
-        Thread.sleep(100);
-      }
+    String namenode = cluster.namenodeAddress().toString();
+    String marker = "/executor-gone-" + ember + "-" + System.nanoTime();
+    try (JavaSparkContext sc = new JavaSparkContext(conf(ember));
+         EmberClient driver = cluster.newClient()) {
+      awaitTwoExecutors(sc);
       Map<Integer, AtomicInteger> attempts = new ConcurrentHashMap<>();
       AtomicInteger reduceStarts = new AtomicInteger();
       java.util.concurrent.atomic.AtomicBoolean killed = new java.util.concurrent.atomic.AtomicBoolean();
+      AtomicReference<String> victim = new AtomicReference<>();
+      AtomicReference<Exception> markerFailure = new AtomicReference<>();
       int[] mapStage = {-1};
       sc.sc().addSparkListener(new SparkListener() {
         @Override
@@ -109,8 +156,20 @@ class EmberShuffleClusterTest {
           if (e.stageId() != mapStage[0]) {
             reduceStarts.incrementAndGet();
             if (killed.compareAndSet(false, true)) {
-              String victim = e.taskInfo().executorId();
-              new Thread(() -> sc.sc().killExecutor(victim)).start();
+              String id = e.taskInfo().executorId();
+              victim.set(id);
+              new Thread(() -> sc.sc().killExecutor(id)).start();
+            }
+          }
+        }
+
+        @Override
+        public void onExecutorRemoved(org.apache.spark.scheduler.SparkListenerExecutorRemoved e) {
+          if (e.executorId().equals(victim.get())) {
+            try {
+              driver.create(marker, CreateOptions.DEFAULT).close();
+            } catch (Exception failure) {
+              markerFailure.set(failure);
             }
           }
         }
@@ -118,11 +177,13 @@ class EmberShuffleClusterTest {
       String result = sc.parallelize(data, 8).mapToPair(x -> new Tuple2<>(x % 997, 1L))
           .reduceByKey(Long::sum, 6)
           .mapPartitionsWithIndex((index, it) -> {
-            Thread.sleep(700); // the reduce stage is running when the executor dies
+            awaitMarker(namenode, marker);
             return it;
           }, true)
           .collect().toString();
       assertTrue(killed.get(), "no executor was killed");
+      assertNull(markerFailure.get(), "the driver could not mark the executor gone");
+      driver.lookup(marker); // NOT_FOUND: the driver never saw the killed executor go
       return new Run(result, attempts.get(mapStage[0]).get(), reduceStarts.get());
     }
   }
@@ -244,8 +305,8 @@ class EmberShuffleClusterTest {
           .mapToPair(x -> new Tuple2<>(x % 101, 1L)).reduceByKey(Long::sum, 4);
       String first = counts.sortByKey().collect().toString();
       // Idle executors go away; their map output stays in Ember.
-      long deadline = System.nanoTime() + 60_000_000_000L;
-      while (removed.get() < 2 && System.nanoTime() < deadline) {
+      long deadline = System.nanoTime() + PATIENCE_NANOS;
+      while (removed.get() < 2 && System.nanoTime() - deadline < 0) {
         Thread.sleep(200);
       }
       assertTrue(removed.get() >= 2, "idle executors were not released: " + removed.get());
