@@ -78,7 +78,7 @@ public final class NvmfTierBench implements Callable<Integer> {
     }
     MiniCluster.Builder b = MiniCluster.builder().dramDatanodes(0)
         .set(EmberKeys.IO_THREADS, "0")
-        .set(NvmfDataNodeKeys.CLIENT_QUEUES, Integer.toString(queues))
+        .set(io.ember.tier.nvmf.NvmfTierKeys.QUEUES, Integer.toString(queues))
         .set(NvmfDataNodeKeys.EMBEDDED_SIZE, Long.toString(2 * bytes + (64L << 20)));
     b.nvmfDatanode(target == null ? "" : target);
     double[][] r = new double[10][rounds];

@@ -2,6 +2,7 @@ package io.ember.minicluster;
 
 import io.ember.client.ClientKeys;
 import io.ember.client.EmberClient;
+import io.ember.datanode.DataNode;
 import io.ember.datanode.dram.DramDataNode;
 import io.ember.datanode.dram.DramDataNodeKeys;
 import io.ember.datanode.nvmf.NvmfDataNode;
@@ -16,6 +17,7 @@ import io.ember.protocol.ErrorCode;
 import io.ember.protocol.HostPort;
 import io.ember.protocol.Messages.ClassUsage;
 import io.ember.protocol.StorageClass;
+import io.ember.tier.nvmf.NvmfTierKeys;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -35,9 +37,8 @@ import java.util.List;
  */
 public final class MiniCluster implements AutoCloseable {
   private final EmberConfig config;
-  private final List<DramDataNode> datanodes = Collections.synchronizedList(new ArrayList<>());
-  private final List<NvmfDataNode> nvmfDatanodes =
-      Collections.synchronizedList(new ArrayList<>());
+  /** Every data node started, killed ones included, in start order; a restart takes its place. */
+  private final List<Started> started = new ArrayList<>();
   private final List<EmberClient> clients = Collections.synchronizedList(new ArrayList<>());
   private NameNode namenode;
   private HostPort namenodeAddress;
@@ -74,6 +75,7 @@ public final class MiniCluster implements AutoCloseable {
     all.addAll(NameNodeKeys.ALL);
     all.addAll(DramDataNodeKeys.ALL);
     all.addAll(NvmfDataNodeKeys.ALL);
+    all.addAll(NvmfTierKeys.ALL);
     return all;
   }
 
@@ -97,11 +99,36 @@ public final class MiniCluster implements AutoCloseable {
     return namenode;
   }
 
-  /** The data nodes started so far, killed ones included, in start order. */
+  /** A data node and the configuration it was started with, to start it again. */
+  private record Started(DataNode node, EmberConfig config) {}
+
+  /** The DRAM data nodes started so far, killed ones included, in start order. */
   public List<DramDataNode> datanodes() {
-    synchronized (datanodes) {
-      return List.copyOf(datanodes);
+    return ofType(DramDataNode.class);
+  }
+
+  /** Every data node started so far, of every tier, killed ones included, in start order. */
+  public List<DataNode> allDatanodes() {
+    return ofType(DataNode.class);
+  }
+
+  private <T extends DataNode> List<T> ofType(Class<T> type) {
+    synchronized (started) {
+      List<T> out = new ArrayList<>();
+      for (Started s : started) {
+        if (type.isInstance(s.node())) {
+          out.add(type.cast(s.node()));
+        }
+      }
+      return out;
     }
+  }
+
+  private <T extends DataNode> T add(T node, EmberConfig startedWith) {
+    synchronized (started) {
+      started.add(new Started(node, startedWith));
+    }
+    return node;
   }
 
   /**
@@ -131,19 +158,16 @@ public final class MiniCluster implements AutoCloseable {
    * @throws EmberException when it cannot listen
    */
   public DramDataNode addDramDatanode() throws EmberException {
-    DramDataNode dn = DramDataNode.start(config
+    EmberConfig c = config
         .with(DramDataNodeKeys.BIND_HOST, "127.0.0.1")
         .with(DramDataNodeKeys.PORT, "0")
-        .with(EmberKeys.NAMENODE_ADDRESS, namenodeAddress.toString()));
-    datanodes.add(dn);
-    return dn;
+        .with(EmberKeys.NAMENODE_ADDRESS, namenodeAddress.toString());
+    return add(DramDataNode.start(c), c);
   }
 
   /** The NVMf data nodes started so far, in start order. */
   public List<NvmfDataNode> nvmfDatanodes() {
-    synchronized (nvmfDatanodes) {
-      return List.copyOf(nvmfDatanodes);
-    }
+    return ofType(NvmfDataNode.class);
   }
 
   /**
@@ -153,16 +177,15 @@ public final class MiniCluster implements AutoCloseable {
    * @throws EmberException when the target cannot be reached
    */
   public NvmfDataNode addNvmfDatanode(String targetUri) throws EmberException {
-    NvmfDataNode dn = NvmfDataNode.start(config
+    EmberConfig c = config
         .with(NvmfDataNodeKeys.TARGET, targetUri)
-        .with(EmberKeys.NAMENODE_ADDRESS, namenodeAddress.toString()));
-    nvmfDatanodes.add(dn);
-    return dn;
+        .with(EmberKeys.NAMENODE_ADDRESS, namenodeAddress.toString());
+    return add(NvmfDataNode.start(c), c);
   }
 
-  /** Kills a data node: its connections drop at once and its heartbeats stop. */
+  /** Kills DRAM data node {@code index}: its connections drop at once and its heartbeats stop. */
   public void killDatanode(int index) {
-    datanodes().get(index).close();
+    datanodes().get(index).kill();
   }
 
   /**
@@ -172,14 +195,46 @@ public final class MiniCluster implements AutoCloseable {
    * @throws EmberException when the port cannot be bound again
    */
   public DramDataNode restartDatanode(int index) throws EmberException {
-    DramDataNode old = datanodes().get(index);
-    old.close();
-    DramDataNode dn = DramDataNode.start(config
-        .with(DramDataNodeKeys.BIND_HOST, "127.0.0.1")
-        .with(DramDataNodeKeys.PORT, String.valueOf(HostPort.parse(old.endpoint(), 0).port()))
-        .with(EmberKeys.NAMENODE_ADDRESS, namenodeAddress.toString()));
-    datanodes.set(index, dn);
-    return dn;
+    return (DramDataNode) restart(datanodes().get(index));
+  }
+
+  /**
+   * Replaces {@code node} (killing it first if it still runs) with a node of the same tier started
+   * as it was: a DRAM node at the same address, starting empty; an NVMf node for the same target
+   * (an embedded one starts anew, empty). It registers as a restarted process would.
+   *
+   * @throws EmberException when the new node cannot start
+   * @throws IllegalArgumentException when {@code node} is not of this cluster
+   */
+  public DataNode restart(DataNode node) throws EmberException {
+    Started old;
+    int at;
+    synchronized (started) {
+      at = -1;
+      for (int i = 0; i < started.size(); i++) {
+        if (started.get(i).node() == node) {
+          at = i;
+        }
+      }
+      if (at < 0) {
+        throw new IllegalArgumentException(node.tier() + " data node " + node.endpoint()
+            + " is not of this cluster");
+      }
+      old = started.get(at);
+    }
+    node.kill();
+    EmberConfig c = old.config();
+    DataNode fresh;
+    if (node instanceof DramDataNode dram) {
+      c = c.with(DramDataNodeKeys.PORT, String.valueOf(HostPort.parse(dram.endpoint(), 0).port()));
+      fresh = DramDataNode.start(c);
+    } else {
+      fresh = NvmfDataNode.start(c);
+    }
+    synchronized (started) {
+      started.set(at, new Started(fresh, c));
+    }
+    return fresh;
   }
 
   /**
@@ -233,12 +288,7 @@ public final class MiniCluster implements AutoCloseable {
       clients.forEach(EmberClient::close);
       clients.clear();
     }
-    synchronized (datanodes) {
-      datanodes.forEach(DramDataNode::close);
-    }
-    synchronized (nvmfDatanodes) {
-      nvmfDatanodes.forEach(NvmfDataNode::close);
-    }
+    allDatanodes().forEach(DataNode::close);
     if (namenode != null) {
       namenode.close();
     }

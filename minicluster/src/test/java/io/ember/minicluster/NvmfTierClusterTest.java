@@ -133,7 +133,7 @@ class NvmfTierClusterTest {
     // Freed blocks wait for the data node to deallocate them, then come back.
     awaitNvmf(c, u -> u.freeBlocks() == 15, "the 15 freed blocks to be deallocated and returned");
     // Deallocated blocks read as zeroes on this target: the bytes were gone before reuse.
-    io.ember.client.spi.StorageEndpoint raw = new io.ember.datanode.nvmf.NvmfTier().open(
+    io.ember.client.spi.StorageEndpoint raw = new io.ember.tier.nvmf.NvmfTier().open(
         new io.ember.client.spi.TierContext(cluster.config(), null,
             new io.ember.client.ClientMetrics()));
     try {

@@ -35,6 +35,8 @@ public final class RpcServer implements AutoCloseable {
   private EventLoopGroup bossGroup;
   private EventLoopGroup workerGroup;
   private Channel serverChannel;
+  /** Set by {@link #pauseReading}: connections accepted meanwhile start paused too. */
+  private volatile boolean paused;
 
   /** A server named {@code name} (used in thread names and messages). */
   public RpcServer(String name, EmberConfig config, RpcService service) {
@@ -70,6 +72,7 @@ public final class RpcServer implements AutoCloseable {
                   @Override
                   protected void initChannel(SocketChannel ch) {
                     connections.add(ch);
+                    ch.config().setAutoRead(!paused);
                     ch.pipeline().addLast("frames", new FrameDecoder(maxFrame));
                     ch.pipeline().addLast("rpc", new ServerHandler());
                   }
@@ -91,6 +94,19 @@ public final class RpcServer implements AutoCloseable {
   /** The bound address; only after {@link #start}. */
   public InetSocketAddress address() {
     return (InetSocketAddress) serverChannel.localAddress();
+  }
+
+  /**
+   * Stops reading requests and accepting connections ({@code true}), as a stalled process would:
+   * requests wait in socket buffers and nothing is answered; or reads again ({@code false}). For
+   * tests of clients and name nodes facing a data node that stops answering.
+   */
+  public void pauseReading(boolean pause) {
+    paused = pause;
+    serverChannel.config().setAutoRead(!pause);
+    for (Channel c : connections) {
+      c.config().setAutoRead(!pause);
+    }
   }
 
   /** The number of open client connections. */

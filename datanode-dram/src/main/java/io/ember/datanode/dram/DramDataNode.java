@@ -1,5 +1,7 @@
 package io.ember.datanode.dram;
 
+import io.ember.datanode.DataNode;
+import io.ember.datanode.NameNodeLink;
 import io.ember.protocol.EmberConfig;
 import io.ember.protocol.EmberException;
 import io.ember.protocol.EmberKeys;
@@ -8,12 +10,12 @@ import io.ember.protocol.HostPort;
 import io.ember.protocol.LifeCycle;
 import io.ember.protocol.Message;
 import io.ember.protocol.MessageType;
-import io.ember.protocol.NameNodeLink;
 import io.ember.protocol.Messages;
 import io.ember.protocol.RpcServer;
 import io.ember.protocol.RpcService;
 import io.ember.protocol.StorageClass;
 import io.netty.buffer.ByteBuf;
+import io.ember.tier.dram.DramTier;
 import io.netty.channel.Channel;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
@@ -24,9 +26,9 @@ import java.net.UnknownHostException;
  * region with the name node as blocks of storage class DRAM, and heartbeats. When the name node
  * forgets it (a restart, or it was marked lost) it registers again with its whole region.
  */
-public final class DramDataNode implements AutoCloseable {
+public final class DramDataNode implements DataNode {
   /** The tier name clients look up to read and write this node's blocks. */
-  public static final String TIER = "dram";
+  public static final String TIER = DramTier.NAME;
 
   private final DramRegion region;
   private final RpcServer server;
@@ -64,17 +66,30 @@ public final class DramDataNode implements AutoCloseable {
     return new DramDataNode(config);
   }
 
+  @Override
+  public String tier() {
+    return TIER;
+  }
+
+  @Override
+  public StorageClass storageClass() {
+    return StorageClass.DRAM;
+  }
+
   /** The address clients are told to use. */
+  @Override
   public String endpoint() {
     return endpoint;
   }
 
   /** The id the name node gave this node, or -1 before registration. */
+  @Override
   public int datanodeId() {
     return link.datanodeId();
   }
 
   /** The incarnation block locations of this node name, or 0 before it registers. */
+  @Override
   public long incarnation() {
     return stamp.held();
   }
@@ -82,6 +97,19 @@ public final class DramDataNode implements AutoCloseable {
   /** The region's size in bytes. */
   public long capacity() {
     return region.capacity();
+  }
+
+  /** Neither reads requests nor heartbeats until {@link #resume}. */
+  @Override
+  public void suspend() {
+    link.suspend();
+    server.pauseReading(true);
+  }
+
+  @Override
+  public void resume() {
+    server.pauseReading(false);
+    link.resume();
   }
 
   /** Stops heartbeats, closes every connection at once and stops listening. Idempotent. */

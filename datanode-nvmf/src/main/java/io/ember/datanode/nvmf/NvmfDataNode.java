@@ -1,5 +1,7 @@
 package io.ember.datanode.nvmf;
 
+import io.ember.datanode.DataNode;
+import io.ember.datanode.NameNodeLink;
 import io.ember.nvmf.IdentifyNamespace;
 import io.ember.nvmf.NvmfController;
 import io.ember.nvmf.NvmfException;
@@ -18,8 +20,9 @@ import io.ember.protocol.ErrorCode;
 import io.ember.protocol.Futures;
 import io.ember.protocol.LifeCycle;
 import io.ember.protocol.Messages;
-import io.ember.protocol.NameNodeLink;
 import io.ember.protocol.StorageClass;
+import io.ember.tier.nvmf.NvmfTier;
+import io.ember.tier.nvmf.TargetStamp;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -42,9 +45,9 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Without a target URI it starts an embedded target backed by a file or by memory.
  */
-public final class NvmfDataNode implements AutoCloseable {
+public final class NvmfDataNode implements DataNode {
   /** The tier name clients look up to read and write this node's blocks. */
-  public static final String TIER = "nvmf";
+  public static final String TIER = NvmfTier.NAME;
   /** Subsystem NQN of the embedded target. */
   public static final String EMBEDDED_NQN = "nqn.2026-11.io.ember:embedded";
 
@@ -182,8 +185,46 @@ public final class NvmfDataNode implements AutoCloseable {
   }
 
   /** The id the name node gave this node, or -1 while unregistered. */
+  @Override
   public int datanodeId() {
     return link.datanodeId();
+  }
+
+  @Override
+  public String tier() {
+    return TIER;
+  }
+
+  @Override
+  public StorageClass storageClass() {
+    return StorageClass.NVMF;
+  }
+
+  /** The target namespace's URI with its namespace id, as block locations name it. */
+  @Override
+  public String endpoint() {
+    return new NvmfUri(uri.transport(), uri.host(), uri.port(), uri.subsystemNqn(), nsid)
+        .toString();
+  }
+
+  /** The incarnation the target's stamp recorded when last read or written, or 0. */
+  @Override
+  public long incarnation() {
+    return stamped;
+  }
+
+  /**
+   * Stops heartbeats until {@link #resume}, so the name node marks the node lost; the target is
+   * not the data node's to stall, and clients reach it without the node.
+   */
+  @Override
+  public void suspend() {
+    link.suspend();
+  }
+
+  @Override
+  public void resume() {
+    link.resume();
   }
 
   private static NvmfTarget startEmbedded(EmberConfig config) throws EmberException {

@@ -3,7 +3,7 @@ package io.ember.datanode.nvmf;
 import io.ember.protocol.ConfigKey;
 import java.util.List;
 
-/** Configuration keys of the NVMf tier (data node and client endpoint). */
+/** Configuration keys of the NVMf data node (the client's are in NvmfTierKeys). */
 public final class NvmfDataNodeKeys {
   private NvmfDataNodeKeys() {}
 
@@ -23,16 +23,7 @@ public final class NvmfDataNodeKeys {
       ConfigKey.ofSize("ember.datanode.nvmf.embedded-size", "1g", 1L << 20, 1L << 44,
           "size of the embedded target's namespace");
 
-  /** I/O queues a client opens per target. */
-  public static final ConfigKey<Integer> CLIENT_QUEUES =
-      ConfigKey.ofInt("ember.client.nvmf.queues", 2, 1, 64, "I/O queues per NVMf target");
-
-  /** Commands in flight per client queue. */
-  public static final ConfigKey<Integer> CLIENT_QUEUE_DEPTH =
-      ConfigKey.ofInt("ember.client.nvmf.queue-depth", 64, 2, 1024,
-          "commands in flight per NVMf queue");
-
   /** Every key of this class. */
   public static final List<ConfigKey<?>> ALL =
-      List.of(TARGET, EMBEDDED_FILE, EMBEDDED_SIZE, CLIENT_QUEUES, CLIENT_QUEUE_DEPTH);
+      List.of(TARGET, EMBEDDED_FILE, EMBEDDED_SIZE);
 }

@@ -1,0 +1,273 @@
+package io.ember.datanode;
+
+import io.ember.protocol.EmberConfig;
+import io.ember.protocol.EmberException;
+import io.ember.protocol.EmberKeys;
+import io.ember.protocol.ErrorCode;
+import io.ember.protocol.Futures;
+import io.ember.protocol.HostPort;
+import io.ember.protocol.LifeCycle;
+import io.ember.protocol.MessageType;
+import io.ember.protocol.Messages;
+import io.ember.protocol.RpcClients;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
+import java.util.function.Function;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * A data node's side of the name node protocol: registers, heartbeats on a timer, registers again
+ * when the name node forgets it (a restart, or it was marked lost), and deallocates the blocks the
+ * name node hands back for trimming. Shared by every kind of data node.
+ *
+ * <p>A node the name node marked lost only because its heartbeats were late (a stalled JVM, a
+ * loaded machine) registers again as the same node and gets its blocks back. While {@code
+ * healthy} says no (an NVMf target that went away), no heartbeat is sent, so the name node marks
+ * the node lost; once healthy again the node registers as a new node, since it cannot vouch
+ * for what the target holds, unless its {@link Stamp} shows the storage still records its
+ * incarnation (the contents survived), in which case it asks to come back under it.
+ *
+ * <p>Every registration first offers the incarnation the storage records, asking only to come
+ * back ({@link Messages.RegisterRequest#reviving}); a name node that does not know it (it
+ * restarted) refuses, and the node records a new incarnation on the storage and registers as a
+ * new node. So a block location names contents the storage holds, never an older node's.
+ */
+public final class NameNodeLink implements AutoCloseable {
+  private static final Logger LOG = LoggerFactory.getLogger(NameNodeLink.class);
+
+  private final String name;
+  private final HostPort namenode;
+  private final RpcClients connections;
+  private final Messages.RegisterRequest registration;
+  private final Function<List<Long>, List<Long>> trimmer;
+  private final BooleanSupplier healthy;
+  private final Stamp stamp;
+  private final ScheduledExecutorService timer;
+  private final long intervalMillis;
+  private final LifeCycle lifeCycle;
+  private volatile int datanodeId = -1;
+  /** While set, no heartbeat or registration is sent, as from a stalled process. */
+  private volatile boolean suspended;
+  private volatile int blockSize;
+  private List<Long> trimmed = List.of();
+
+  /**
+   * Where a data node records which incarnation its storage's contents belong to. Clients that
+   * reach the storage without the data node check it against the incarnation their block
+   * locations name.
+   */
+  public interface Stamp {
+    /**
+     * The incarnation the storage records, or 0 when it records none.
+     *
+     * @throws EmberException when the storage cannot be asked; the node does not register
+     */
+    long held() throws EmberException;
+
+    /**
+     * Records {@code incarnation}, which replaces {@code replacing} (0 for none), before the node
+     * registers under it.
+     *
+     * @throws EmberException when it cannot; the node does not register until it can
+     */
+    void record(long incarnation, long replacing) throws EmberException;
+
+    /** The node could not serve its blocks for a while; storage that cannot tell forgets. */
+    default void cannotVouch() {}
+  }
+
+  /**
+   * A stamp kept in the data node's memory, for storage that lives and dies with the process
+   * (DRAM). It is forgotten if the node's health check ever fails, since memory cannot tell
+   * whether its contents survived.
+   */
+  public static final class MemoryStamp implements Stamp {
+    private volatile long incarnation;
+
+    @Override
+    public long held() {
+      return incarnation;
+    }
+
+    @Override
+    public void record(long incarnation, long replacing) {
+      this.incarnation = incarnation;
+    }
+
+    @Override
+    public void cannotVouch() {
+      incarnation = 0;
+    }
+  }
+
+  /**
+   * A link that registers {@code registration} with the name node of {@code config}.
+   *
+   * @param name how logs name this data node, e.g. "DRAM data node at 127.0.0.1:4000"
+   * @param trimmer deallocates the given block slots and returns those it did (heartbeat thread)
+   * @param healthy whether the node can serve its blocks now (heartbeat thread)
+   * @param stamp where the storage records its incarnation (heartbeat thread)
+   */
+  public NameNodeLink(EmberConfig config, String name, Messages.RegisterRequest registration,
+      Function<List<Long>, List<Long>> trimmer, BooleanSupplier healthy, Stamp stamp) {
+    this.name = name;
+    this.stamp = stamp;
+    this.namenode = HostPort.parse(config.get(EmberKeys.NAMENODE_ADDRESS),
+        EmberKeys.DEFAULT_NAMENODE_PORT);
+    this.registration = registration;
+    this.trimmer = trimmer;
+    this.healthy = healthy;
+    this.connections = new RpcClients(config, "datanode-namenode", 1);
+    Duration interval = config.get(EmberKeys.HEARTBEAT_INTERVAL);
+    this.intervalMillis = interval.toMillis();
+    this.lifeCycle = new LifeCycle(name + " link");
+    this.timer = Executors.newSingleThreadScheduledExecutor(r -> {
+      Thread t = new Thread(r, "datanode-heartbeat");
+      t.setDaemon(true);
+      return t;
+    });
+  }
+
+  /** Registers now (or keeps trying in the background) and starts heartbeats. */
+  public void start() {
+    lifeCycle.beginStart();
+    try {
+      register();
+    } catch (EmberException e) {
+      LOG.warn("{}: not registered with name node {} yet ({}); retrying every {} ms", name,
+          namenode, e.getMessage(), intervalMillis);
+    }
+    timer.scheduleWithFixedDelay(this::beat, intervalMillis, intervalMillis,
+        TimeUnit.MILLISECONDS);
+    lifeCycle.started();
+  }
+
+  /** The id the name node gave this node, or -1 while unregistered. */
+  public int datanodeId() {
+    return datanodeId;
+  }
+
+  /** The cluster block size learnt at registration, or 0 before. */
+  public int blockSize() {
+    return blockSize;
+  }
+
+  private void register() throws EmberException {
+    long held = stamp.held();
+    if (held != 0) {
+      try {
+        registered(send(registration.reviving(held)));
+        return;
+      } catch (EmberException e) {
+        if (e.code() != ErrorCode.UNKNOWN_DATANODE) {
+          throw e;
+        }
+        LOG.info("{}: the name node does not know the contents it holds; registering as a new "
+            + "node", name);
+      }
+    }
+    long fresh = newIncarnation();
+    stamp.record(fresh, held);
+    registered(send(registration.withIncarnation(fresh)));
+  }
+
+  private Messages.RegisterResponse send(Messages.RegisterRequest request) throws EmberException {
+    return Futures.await(connections.get(namenode, "name node")
+        .thenCompose(c -> c.call(MessageType.REGISTER_DATANODE, request,
+            Messages.RegisterResponse::decode)));
+  }
+
+  private void registered(Messages.RegisterResponse r) {
+    blockSize = r.blockSize();
+    datanodeId = r.datanodeId();
+    trimmed = List.of();
+    LOG.info("{}: registered as data node {} with {} blocks of {} bytes", name, r.datanodeId(),
+        r.blockCount(), r.blockSize());
+  }
+
+  /**
+   * Sends nothing more until {@link #resume}, as a process that stalled would: the name node marks
+   * the node lost after its timeout. For tests of a data node that stops answering.
+   */
+  public void suspend() {
+    suspended = true;
+  }
+
+  /** Heartbeats again after {@link #suspend} (registering again if the name node forgot it). */
+  public void resume() {
+    suspended = false;
+  }
+
+  private void beat() {
+    if (suspended) {
+      return;
+    }
+    try {
+      if (!healthy.getAsBoolean()) {
+        if (datanodeId >= 0) {
+          LOG.warn("{}: cannot serve its blocks; heartbeats stop until it can", name);
+          datanodeId = -1;
+        }
+        // Whatever comes back (a restarted target, say) may not hold what was written.
+        stamp.cannotVouch();
+        return;
+      }
+      if (datanodeId < 0) {
+        register();
+        return;
+      }
+      int id = datanodeId;
+      List<Long> report = trimmed;
+      Messages.HeartbeatResponse r = Futures.await(connections.get(namenode, "name node")
+          .thenCompose(c -> c.call(MessageType.HEARTBEAT, new Messages.HeartbeatRequest(id, report),
+              Messages.HeartbeatResponse::decode)));
+      trimmed = r.toTrim().isEmpty() ? List.of() : new ArrayList<>(trimmer.apply(r.toTrim()));
+    } catch (EmberException e) {
+      if (e.code() == ErrorCode.UNKNOWN_DATANODE) {
+        LOG.warn("{}: the name node does not know data node {}; registering again", name,
+            datanodeId);
+        datanodeId = -1;
+        try {
+          register();
+        } catch (EmberException again) {
+          LOG.warn("{}: registration failed: {}", name, again.getMessage());
+        }
+      } else {
+        LOG.debug("{}: heartbeat failed: {}", name, e.getMessage());
+      }
+    } catch (RuntimeException e) {
+      LOG.error("{}: heartbeat failed", name, e);
+    }
+  }
+
+  private static long newIncarnation() {
+    long n;
+    do {
+      n = ThreadLocalRandom.current().nextLong();
+    } while (n == 0);
+    return n;
+  }
+
+  /** Stops heartbeats and closes the connection. Idempotent. */
+  @Override
+  public void close() {
+    if (!lifeCycle.beginClose()) {
+      return;
+    }
+    timer.shutdownNow();
+    try {
+      timer.awaitTermination(5, TimeUnit.SECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+    connections.close();
+    lifeCycle.closed();
+  }
+}
