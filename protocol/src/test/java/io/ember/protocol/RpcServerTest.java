@@ -26,7 +26,8 @@ import org.junit.jupiter.api.Test;
 
 /**
  * Bad input from raw sockets: each gets an error reply or a closed connection, the server stays
- * up and the next good client is served.
+ * up and the next good client is served. Over Netty's native epoll transport here, and over NIO
+ * (what the shaded jars use) in {@link RpcServerNioTest}.
  */
 class RpcServerTest {
   private static final int MAX_FRAME = 64 << 10;
@@ -63,9 +64,19 @@ class RpcServerTest {
     }
   }
 
+  /** The Netty transport of the server and clients: native epoll here, NIO in a subclass. */
+  String transport() {
+    return "epoll";
+  }
+
+  /** The defaults, on this binding's transport. */
+  EmberConfig base() {
+    return EmberConfig.defaults().with(EmberKeys.RPC_TRANSPORT, transport());
+  }
+
   @BeforeEach
   void start() throws Exception {
-    EmberConfig config = EmberConfig.defaults()
+    EmberConfig config = base()
         .with(EmberKeys.MAX_FRAME_BYTES, Integer.toString(MAX_FRAME))
         .with(EmberKeys.IO_THREADS, "1")
         .with(EmberKeys.RPC_TIMEOUT, PATIENCE_MILLIS + "ms");
@@ -332,7 +343,7 @@ class RpcServerTest {
 
   @Test
   void silentPeerTimesOutTheCallNotTheProcess() throws Exception {
-    EmberConfig fast = EmberConfig.defaults().with(EmberKeys.RPC_TIMEOUT, "200ms");
+    EmberConfig fast = base().with(EmberKeys.RPC_TIMEOUT, "200ms");
     try (ServerSocket silent = new ServerSocket(0, 1, InetAddress.getLoopbackAddress());
          RpcClients c = new RpcClients(fast, "timeout-client", 1)) {
       HostPort hp = new HostPort("127.0.0.1", silent.getLocalPort());
@@ -380,7 +391,7 @@ class RpcServerTest {
 
   @Test
   void bindingATakenPortFailsClearly() throws Exception {
-    RpcServer second = new RpcServer("second", EmberConfig.defaults(), new TestService());
+    RpcServer second = new RpcServer("second", base(), new TestService());
     EmberException e = assertThrows(EmberException.class,
         () -> second.start("127.0.0.1", address.port()));
     assertTrue(e.getMessage().contains("cannot listen on 127.0.0.1:" + address.port()),
