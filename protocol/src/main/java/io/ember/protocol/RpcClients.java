@@ -7,6 +7,7 @@ import io.netty.channel.ChannelInitializer;
 import io.netty.channel.ChannelOption;
 import io.netty.channel.EventLoopGroup;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
@@ -23,6 +24,8 @@ public final class RpcClients implements AutoCloseable {
   private final int connectTimeoutMillis;
   private final LifeCycle lifeCycle;
   private final Map<HostPort, CompletableFuture<RpcClient>> connections = new ConcurrentHashMap<>();
+  /** Connections being opened: closing fails them rather than leave callers to their timeout. */
+  private final Set<CompletableFuture<RpcClient>> opening = ConcurrentHashMap.newKeySet();
 
   /** Connections configured by {@code config}, with threads named after {@code name}. */
   public RpcClients(EmberConfig config, String name) {
@@ -126,9 +129,13 @@ public final class RpcClients implements AutoCloseable {
           "cannot reach " + peer + ": the client is closing", e));
       return result;
     }
+    opening.add(result);
+    result.whenComplete((c, e) -> opening.remove(result));
     cf.addListener(f -> {
       if (f.isSuccess()) {
-        result.complete(holder[0]);
+        if (!result.complete(holder[0])) {
+          holder[0].close(); // the client closed while it connected: nobody will use it
+        }
       } else {
         result.completeExceptionally(new EmberException(ErrorCode.UNREACHABLE,
             "cannot reach " + peer + ": " + f.cause().getMessage(), f.cause()));
@@ -153,6 +160,10 @@ public final class RpcClients implements AutoCloseable {
   public void close() {
     if (!lifeCycle.beginClose()) {
       return;
+    }
+    for (CompletableFuture<RpcClient> f : opening) {
+      f.completeExceptionally(new EmberException(ErrorCode.CLOSED,
+          "the client closed while it connected"));
     }
     for (CompletableFuture<RpcClient> f : connections.values()) {
       if (f.isDone() && !f.isCompletedExceptionally()) {
