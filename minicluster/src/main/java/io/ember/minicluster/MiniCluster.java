@@ -301,7 +301,7 @@ public final class MiniCluster implements AutoCloseable {
         .with(DramDataNodeKeys.CAPACITY, "64m")
         .with(NvmfDataNodeKeys.EMBEDDED_SIZE, "64m")
         .with(EmberKeys.HEARTBEAT_INTERVAL, "100ms")
-        .with(NameNodeKeys.DATANODE_TIMEOUT, "2s")
+        .with(NameNodeKeys.DATANODE_TIMEOUT, "5s")
         .with(EmberKeys.RPC_TIMEOUT, "20s");
     private int dramNodes = 1;
     private final List<String> nvmfTargets = new ArrayList<>();

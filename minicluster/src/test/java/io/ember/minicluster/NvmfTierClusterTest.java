@@ -79,7 +79,7 @@ class NvmfTierClusterTest {
   }
 
   private static void await(BooleanSupplier condition, String what) throws InterruptedException {
-    long deadline = System.nanoTime() + Duration.ofSeconds(15).toNanos();
+    long deadline = System.nanoTime() + Duration.ofSeconds(90).toNanos();
     while (!condition.getAsBoolean()) {
       if (System.nanoTime() > deadline) {
         throw new AssertionError("timed out waiting for " + what);
@@ -158,7 +158,7 @@ class NvmfTierClusterTest {
     NvmfTarget first = target(nqn, 0, new MemoryNamespace(8 << 20, 4096));
     int port = first.port();
     cluster = MiniCluster.builder().dramDatanodes(0).blockSize("64k")
-        .set(NameNodeKeys.DATANODE_TIMEOUT, "600ms")
+        .set(NameNodeKeys.DATANODE_TIMEOUT, "5s")
         .nvmfDatanode(first.uri(nqn) + "/1").build();
     EmberClient c = cluster.newClient();
     CreateOptions nvmf = CreateOptions.DEFAULT.withStorageClass(StorageClass.NVMF);
@@ -216,7 +216,7 @@ class NvmfTierClusterTest {
     NvmfTarget first = fileTarget(nqn, file, 0);
     int port = first.port();
     cluster = MiniCluster.builder().dramDatanodes(0).blockSize("64k")
-        .set(NameNodeKeys.DATANODE_TIMEOUT, "600ms")
+        .set(NameNodeKeys.DATANODE_TIMEOUT, "5s")
         .nvmfDatanode(first.uri(nqn) + "/1").build();
     EmberClient c = cluster.newClient();
     byte[] kept = data(150_000, 7);
@@ -271,7 +271,7 @@ class NvmfTierClusterTest {
     cluster.restartNamenode();
     // The new name node does not know the target's contents: the data node stamps a new
     // incarnation, waits out the clients' trust in the old one, and registers anew.
-    cluster.awaitLiveDatanodes(StorageClass.NVMF, 1, Duration.ofSeconds(15));
+    cluster.awaitLiveDatanodes(StorageClass.NVMF, 1, Duration.ofSeconds(90));
     byte[] after = data(300_000, 9);
     EmberClient other = cluster.newClient();
     try (EmberOutputStream out = other.create("/after", nvmf)) {
@@ -293,8 +293,8 @@ class NvmfTierClusterTest {
   void targetThatDiesMidWriteFailsTheWriterAndDramFilesStayReadable() throws Exception {
     cluster = MiniCluster.builder().blockSize("64k").dramCapacity("4m")
         .set(NvmfDataNodeKeys.EMBEDDED_SIZE, "16m")
-        .set(NameNodeKeys.DATANODE_TIMEOUT, "600ms")
-        .set(EmberKeys.RPC_TIMEOUT, "3s")
+        .set(NameNodeKeys.DATANODE_TIMEOUT, "5s")
+        .set(EmberKeys.RPC_TIMEOUT, "2m")
         .nvmfDatanode("").build();
     EmberClient c = cluster.newClient();
     byte[] safe = data(300_000, 3);
