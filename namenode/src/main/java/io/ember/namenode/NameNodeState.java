@@ -446,18 +446,39 @@ final class NameNodeState {
    * @return block slots the data node must deallocate next
    */
   List<Long> heartbeat(int datanodeId, List<Long> trimmed) throws EmberException {
+    if (trimmed.isEmpty()) {
+      // A node with nothing to trim changes nothing but its (volatile) heartbeat time, so it
+      // needs only the read lock and never waits for, or holds up, creates and allocations.
+      // Marking a node lost re-reads that time under the write lock.
+      lock.readLock().lock();
+      try {
+        Datanode dn = live(datanodeId);
+        if (!dn.trimOnFree) {
+          dn.lastHeartbeatNanos = clock.getAsLong();
+          return List.of();
+        }
+      } finally {
+        lock.readLock().unlock();
+      }
+    }
     lock.writeLock().lock();
     try {
-      Datanode dn = datanodes.get(datanodeId);
-      if (dn == null || dn.lost) {
-        throw new EmberException(ErrorCode.UNKNOWN_DATANODE,
-            "data node " + datanodeId + " is not registered (or was marked lost): register again");
-      }
+      Datanode dn = live(datanodeId);
       dn.lastHeartbeatNanos = clock.getAsLong();
       return dn.trimmed(trimmed, io.ember.protocol.Messages.MAX_TRIM_SLOTS, dn.lastHeartbeatNanos);
     } finally {
       lock.writeLock().unlock();
     }
+  }
+
+  /** A registered data node not marked lost; call under the lock. */
+  private Datanode live(int datanodeId) throws EmberException {
+    Datanode dn = datanodes.get(datanodeId);
+    if (dn == null || dn.lost) {
+      throw new EmberException(ErrorCode.UNKNOWN_DATANODE,
+          "data node " + datanodeId + " is not registered (or was marked lost): register again");
+    }
+    return dn;
   }
 
   /**
