@@ -156,7 +156,7 @@ public final class RpcClient implements AutoCloseable {
         if (!frame.isResponse()) {
           failAll(new EmberException(ErrorCode.MALFORMED_FRAME,
               peer + " sent a request frame to a client; closing the connection"));
-          ctx.close();
+          ctx.close().addListener(ChannelListeners.LOG_CLOSE_FAILURE);
           return;
         }
         Pending<?> p = pending.remove(frame.requestId());
@@ -182,7 +182,7 @@ public final class RpcClient implements AutoCloseable {
       if (evt instanceof FrameDecoder.FrameTooLargeEvent tooLarge) {
         failAll(new EmberException(ErrorCode.FRAME_TOO_LARGE,
             peer + " sent an unreadable frame: " + tooLarge.describe()));
-        ctx.close();
+        ctx.close().addListener(ChannelListeners.LOG_CLOSE_FAILURE);
         return;
       }
       ctx.fireUserEventTriggered(evt);
@@ -198,7 +198,7 @@ public final class RpcClient implements AutoCloseable {
     public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
       failAll(new EmberException(ErrorCode.CONNECTION_CLOSED,
           "connection to " + peer + " failed: " + cause, cause));
-      ctx.close();
+      ctx.close().addListener(ChannelListeners.LOG_CLOSE_FAILURE);
     }
   }
 }

@@ -147,7 +147,7 @@ public final class RpcClients implements AutoCloseable {
         .exceptionallyCompose(e -> {
           Throwable cause = EmberException.unwrap(e);
           if (cause instanceof java.util.concurrent.TimeoutException) {
-            cf.channel().close();
+            cf.channel().close().addListener(ChannelListeners.LOG_CLOSE_FAILURE);
             return CompletableFuture.failedFuture(new EmberException(ErrorCode.UNREACHABLE,
                 "cannot reach " + peer + ": no connection within " + connectTimeoutMillis + " ms"));
           }

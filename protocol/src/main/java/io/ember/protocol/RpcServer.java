@@ -168,7 +168,10 @@ public final class RpcServer implements AutoCloseable {
         answer = new Messages.ErrorReply(ErrorCode.INTERNAL, name + " internal error: " + e);
         replyFlags |= Frame.FLAG_ERROR;
       }
-      Frame.write(ch, frame.type(), replyFlags, frame.requestId(), answer, false);
+      // A reply that cannot be written leaves the client waiting for it until its timeout:
+      // closing the connection fails its calls at once.
+      Frame.write(ch, frame.type(), replyFlags, frame.requestId(), answer, false)
+          .addListener(ChannelFutureListener.CLOSE_ON_FAILURE);
     }
 
     private Message answer(Channel ch, Frame frame) throws EmberException {
@@ -236,7 +239,7 @@ public final class RpcServer implements AutoCloseable {
     public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
       LOG.debug("{}: closing connection from {}: {}", name, ctx.channel().remoteAddress(),
           cause.toString());
-      ctx.close();
+      ctx.close().addListener(ChannelListeners.LOG_CLOSE_FAILURE);
     }
   }
 }

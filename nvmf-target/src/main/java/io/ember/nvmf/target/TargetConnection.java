@@ -3,6 +3,7 @@ package io.ember.nvmf.target;
 import io.ember.nvmf.spec.Cqe;
 import io.ember.nvmf.spec.Nvme;
 import io.ember.nvmf.spec.Sqe;
+import io.ember.nvmf.tcp.ChannelListeners;
 import io.ember.nvmf.tcp.Pdu;
 import io.ember.nvmf.tcp.PduException;
 import io.ember.nvmf.tcp.PduFrameDecoder;
@@ -113,7 +114,7 @@ final class TargetConnection extends ChannelInboundHandlerAdapter {
                 LOG.info("host {} terminated the connection: H2CTermReq {} (FES 0x{}, FEI 0x{})", ch.remoteAddress(),
                         Pdu.fesName(tr.fes()), Integer.toHexString(tr.fes()), Integer.toHexString(tr.fei()));
                 dead = true;
-                ch.close();
+                ch.close().addListener(ChannelListeners.LOG_CLOSE_FAILURE);
             }
         } finally {
             pdu.release();
@@ -133,10 +134,10 @@ final class TargetConnection extends ChannelInboundHandlerAdapter {
             fatal(p.fes(), p.fei(), p.getMessage(), p.header());
         } else if (c instanceof IOException) {
             LOG.debug("connection from {} failed: {}", ch.remoteAddress(), c.toString());
-            ch.close();
+            ch.close().addListener(ChannelListeners.LOG_CLOSE_FAILURE);
         } else {
             LOG.warn("closing connection from {} after an unexpected error", ch.remoteAddress(), c);
-            ch.close();
+            ch.close().addListener(ChannelListeners.LOG_CLOSE_FAILURE);
         }
     }
 
@@ -577,7 +578,7 @@ final class TargetConnection extends ChannelInboundHandlerAdapter {
             k.csts = 0;
             for (var e : k.queues.entrySet()) {
                 if (e.getKey() != 0) {
-                    e.getValue().close();
+                    e.getValue().close().addListener(ChannelListeners.LOG_CLOSE_FAILURE);
                 }
             }
         }

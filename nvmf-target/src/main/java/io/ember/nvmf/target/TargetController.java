@@ -1,5 +1,6 @@
 package io.ember.nvmf.target;
 
+import io.ember.nvmf.tcp.ChannelListeners;
 import io.netty.channel.Channel;
 import java.util.Map;
 import java.util.UUID;
@@ -44,7 +45,7 @@ final class TargetController {
     /** Closes every queue of this controller. */
     void teardown() {
         for (Channel c : queues.values()) {
-            c.close();
+            c.close().addListener(ChannelListeners.LOG_CLOSE_FAILURE);
         }
         queues.clear();
     }

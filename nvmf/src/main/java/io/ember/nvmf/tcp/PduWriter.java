@@ -5,6 +5,7 @@ import io.ember.nvmf.spec.Sqe;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
 import io.netty.channel.Channel;
+import io.netty.channel.ChannelFuture;
 
 /**
  * Encodes PDUs onto a channel without flushing. Data is written as the caller's buffer itself (header,
@@ -50,7 +51,7 @@ public final class PduWriter {
         b.writeByte(Pdu.T_ICREQ).writeByte(0).writeByte(128).writeByte(0).writeIntLE(128);
         b.writeShortLE(0).writeByte(hpda).writeByte((hd ? 1 : 0) | (dd ? 2 : 0)).writeIntLE(maxr2t);
         b.writeZero(128 - b.writerIndex());
-        ch.write(b, ch.voidPromise());
+        write(b);
     }
 
     /** ICResp: PFV 0, CPDA, digests granted and MAXH2CDATA. */
@@ -59,7 +60,7 @@ public final class PduWriter {
         b.writeByte(Pdu.T_ICRESP).writeByte(0).writeByte(128).writeByte(0).writeIntLE(128);
         b.writeShortLE(0).writeByte(cpda).writeByte((hd ? 1 : 0) | (dd ? 2 : 0)).writeIntLE(maxh2cdata);
         b.writeZero(128 - b.writerIndex());
-        ch.write(b, ch.voidPromise());
+        write(b);
     }
 
     /** H2CTermReq or C2HTermReq echoing up to 128 bytes of the offending header. Never digested. */
@@ -71,7 +72,7 @@ public final class PduWriter {
         if (n > 0) {
             b.writeBytes(header, 0, n);
         }
-        ch.write(b, ch.voidPromise());
+        write(b);
     }
 
     /** Command capsule; {@code data} (may be null) is the in-capsule data. */
@@ -111,6 +112,16 @@ public final class PduWriter {
         finish(h, 24, null);
     }
 
+    /**
+     * Writes {@code b} with the channel's void promise: no future per buffer on this path. A write that
+     * fails is reported to the pipeline's {@code exceptionCaught}, whose handler (the host's queue or the
+     * target's connection) fails the connection; the future returned is the void promise itself, which
+     * carries nothing and takes no listener.
+     */
+    private void write(ByteBuf b) {
+        ChannelFuture unused = ch.write(b, ch.voidPromise());
+    }
+
     private int pdo(int hlen, ByteBuf data) {
         if (data == null || !data.isReadable()) {
             return 0;
@@ -141,7 +152,7 @@ public final class PduWriter {
         if (hasData) {
             h.writeZero(pdo(hlen, data) - h.writerIndex());
         }
-        ch.write(h, ch.voidPromise());
+        write(h);
         if (data == null) {
             return;
         }
@@ -150,9 +161,9 @@ public final class PduWriter {
             return;
         }
         int crc = ddgst ? Crc32c.of(data, data.readerIndex(), data.readableBytes()) : 0;
-        ch.write(data, ch.voidPromise());
+        write(data);
         if (ddgst) {
-            ch.write(alloc.buffer(4).writeIntLE(crc), ch.voidPromise());
+            write(alloc.buffer(4).writeIntLE(crc));
         }
     }
 }

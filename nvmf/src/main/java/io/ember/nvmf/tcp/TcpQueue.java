@@ -104,7 +104,7 @@ final class TcpQueue implements NvmfQueue {
                 });
         ChannelFuture cf = b.connect(new InetSocketAddress(ctrl.uri().host(), ctrl.uri().port()));
         if (!cf.awaitUninterruptibly(timeoutMs, TimeUnit.MILLISECONDS) || !cf.isSuccess()) {
-            cf.channel().close();
+            cf.channel().close().addListener(ChannelListeners.LOG_CLOSE_FAILURE);
             throw new NvmfException("cannot connect to " + where + ": "
                     + (cf.cause() == null ? "timed out after " + timeoutMs + " ms" : cf.cause().getMessage())
                     + "; is the target listening?", cf.cause());
@@ -142,7 +142,7 @@ final class TcpQueue implements NvmfQueue {
     }
 
     private NvmfException fatalSetup(String msg) {
-        ch.close();
+        ch.close().addListener(ChannelListeners.LOG_CLOSE_FAILURE);
         return new NvmfException(msg + " (" + where + ")");
     }
 
@@ -331,7 +331,7 @@ final class TcpQueue implements NvmfQueue {
         while ((c = waiting.poll()) != null) {
             c.cb.complete(new NvmfException(c.describe() + " not sent: " + cause.getMessage(), cause));
         }
-        ch.close();
+        ch.close().addListener(ChannelListeners.LOG_CLOSE_FAILURE);
     }
 
     /** True while this queue's connection is up. */
