@@ -15,6 +15,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
@@ -50,6 +51,8 @@ public final class NameNodeLink implements AutoCloseable {
   private final BooleanSupplier healthy;
   private final Stamp stamp;
   private final ScheduledExecutorService timer;
+  /** The heartbeat task, once started. */
+  private volatile ScheduledFuture<?> heartbeats;
   private final long intervalMillis;
   private final LifeCycle lifeCycle;
   private volatile int datanodeId = -1;
@@ -144,7 +147,7 @@ public final class NameNodeLink implements AutoCloseable {
       LOG.warn("{}: not registered with name node {} yet ({}); retrying every {} ms", name,
           namenode, e.getMessage(), intervalMillis);
     }
-    timer.scheduleWithFixedDelay(this::beat, intervalMillis, intervalMillis,
+    heartbeats = timer.scheduleWithFixedDelay(this::beat, intervalMillis, intervalMillis,
         TimeUnit.MILLISECONDS);
     lifeCycle.started();
   }
@@ -260,6 +263,10 @@ public final class NameNodeLink implements AutoCloseable {
   public void close() {
     if (!lifeCycle.beginClose()) {
       return;
+    }
+    ScheduledFuture<?> beating = heartbeats;
+    if (beating != null) {
+      beating.cancel(false);
     }
     timer.shutdownNow();
     try {

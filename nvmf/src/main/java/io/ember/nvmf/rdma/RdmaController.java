@@ -36,6 +36,7 @@ import java.util.TreeMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -58,6 +59,8 @@ public final class RdmaController implements NvmfController {
     private final Map<Integer, IdentifyNamespace> namespaces = new TreeMap<>();
     private final List<RdmaQueue> queues = new ArrayList<>();
     private final ScheduledExecutorService keepAlive;
+    /** The periodic Keep Alive, or null when the target asked for none. */
+    private final ScheduledFuture<?> keepAliveTask;
     private final int maxTransfer;
     private volatile boolean closed;
 
@@ -104,15 +107,15 @@ public final class RdmaController implements NvmfController {
             t.setDaemon(true);
             return t;
         });
-        if (kato > 0) {
-            keepAlive.scheduleAtFixedRate(() -> {
-                try {
-                    ctrl.keepAlive();
-                } catch (IOException e) {
-                    LOG.warn("Keep Alive to {} failed: {}", uri, e.toString());
-                }
-            }, kato / 2, kato / 2, TimeUnit.MILLISECONDS);
-        }
+        // A periodic task that throws is never run again: every failure is caught, so that one bad
+        // Keep Alive does not end them all (and the target then drop the controller).
+        keepAliveTask = kato <= 0 ? null : keepAlive.scheduleAtFixedRate(() -> {
+            try {
+                ctrl.keepAlive();
+            } catch (IOException | RuntimeException e) {
+                LOG.warn("Keep Alive to {} failed: {}", uri, e.toString());
+            }
+        }, kato / 2, kato / 2, TimeUnit.MILLISECONDS);
     }
 
     /**
@@ -201,6 +204,9 @@ public final class RdmaController implements NvmfController {
             return;
         }
         closed = true;
+        if (keepAliveTask != null) {
+            keepAliveTask.cancel(false);
+        }
         keepAlive.shutdownNow();
         for (RdmaQueue q : queues) {
             q.stop();
