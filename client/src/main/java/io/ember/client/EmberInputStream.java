@@ -54,7 +54,10 @@ public final class EmberInputStream extends InputStream {
    * buffer would otherwise never be released.
    */
   private static void releaseWhenDone(CompletableFuture<ByteBuf> fetch) {
-    fetch.whenComplete((buf, e) -> ReferenceCountUtil.release(buf));
+    // The stage returned completes as the fetch did, once its buffer is released: nobody wants the
+    // outcome of a fetch that was dropped, so there is nothing to wait for or report.
+    CompletableFuture<ByteBuf> unused =
+        fetch.whenComplete((buf, e) -> ReferenceCountUtil.release(buf));
   }
 
   EmberInputStream(EmberClient client, String path, NodeStatus status, int transferSize,
@@ -468,21 +471,20 @@ public final class EmberInputStream extends InputStream {
       } catch (EmberException e) {
         throw new CompletionException(e);
       }
-      return read.start(block, endpoint, offset).handle((result, e) -> {
-        if (e != null) {
-          client.invalidateBlocks(fileId);
-          EmberException cause = EmberException.of(e);
-          if (once && cause.code() == ErrorCode.STALE_LOCATION) {
-            return fromBlock(pos, len, read, false);
-          }
-          throw new CompletionException(new EmberException(cause.code(), "reading block " + index
-              + " of " + path + " from " + block.describeNode() + " failed: "
-              + cause.getMessage(), cause));
-        }
+      return read.start(block, endpoint, offset).thenApply(result -> {
         client.metrics().bytesRead.add(len);
         client.metrics().blockReads.increment();
-        return CompletableFuture.completedFuture(result);
-      }).thenCompose(f -> f);
+        return result;
+      }).exceptionallyCompose(e -> {
+        client.invalidateBlocks(fileId);
+        EmberException cause = EmberException.of(e);
+        if (once && cause.code() == ErrorCode.STALE_LOCATION) {
+          return fromBlock(pos, len, read, false);
+        }
+        return CompletableFuture.failedFuture(new EmberException(cause.code(), "reading block "
+            + index + " of " + path + " from " + block.describeNode() + " failed: "
+            + cause.getMessage(), cause));
+      });
     });
   }
 

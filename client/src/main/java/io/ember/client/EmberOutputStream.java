@@ -12,6 +12,7 @@ import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 
 /**
  * Writes one Ember file, sequentially, straight to the data nodes. Blocks are allocated as the
@@ -209,56 +210,56 @@ public final class EmberOutputStream extends OutputStream {
     ByteBuf b = buffer;
     buffer = null;
     long start = position - b.readableBytes();
-    sendAt(start, b);
+    sendAt(start, b); // waitFor takes its outcome from inFlight
     waitFor(window);
   }
 
   private void send(ByteBuf piece) throws IOException {
     long start = position;
     position += piece.readableBytes();
-    sendAt(start, piece);
+    sendAt(start, piece); // waitFor takes its outcome from inFlight
     waitFor(window);
   }
 
   private CompletableFuture<Void> sendNoWait(ByteBuf piece) {
     long start = position;
     position += piece.readableBytes();
-    return sendAt(start, piece);
+    return sendAt(start, piece).done();
   }
 
-  private CompletableFuture<Void> sendAt(long start, ByteBuf data) {
+  /**
+   * Starts writing {@code data} (whose reference passes to this call) at byte {@code start} of the
+   * file and counts it in flight.
+   */
+  private InFlight sendAt(long start, ByteBuf data) {
     int index = (int) (start / blockSize);
     int offset = (int) (start % blockSize);
     int n = data.readableBytes();
-    CompletableFuture<BlockLocation> loc = block(index);
-    CompletableFuture<Void> done = new CompletableFuture<>();
-    loc.whenComplete((block, allocError) -> {
-      if (allocError != null) {
-        data.release();
-        done.completeExceptionally(describe(allocError, start, index, null));
-        return;
-      }
-      StorageEndpoint endpoint;
-      try {
-        endpoint = client.endpoint(block);
-      } catch (EmberException e) {
-        data.release();
-        done.completeExceptionally(describe(e, start, index, block));
-        return;
-      }
-      endpoint.write(block, offset, data).whenComplete((v, writeError) -> {
-        if (writeError != null) {
-          done.completeExceptionally(describe(writeError, start, index, block));
-        } else {
-          client.metrics().bytesWritten.add(n);
-          client.metrics().blockWrites.increment();
-          done.complete(null);
-        }
-      });
-    });
-    inFlight.add(new InFlight(done, n));
+    CompletableFuture<Void> done = block(index)
+        .exceptionallyCompose(allocError -> {
+          data.release();
+          return CompletableFuture.failedFuture(describe(allocError, start, index, null));
+        })
+        .thenCompose(block -> {
+          StorageEndpoint endpoint;
+          try {
+            endpoint = client.endpoint(block);
+          } catch (EmberException e) {
+            data.release();
+            throw new CompletionException(describe(e, start, index, block));
+          }
+          return endpoint.write(block, offset, data)
+              .exceptionallyCompose(writeError ->
+                  CompletableFuture.failedFuture(describe(writeError, start, index, block)))
+              .thenRun(() -> {
+                client.metrics().bytesWritten.add(n);
+                client.metrics().blockWrites.increment();
+              });
+        });
+    InFlight sent = new InFlight(done, n);
+    inFlight.add(sent);
     inFlightBytes += n;
-    return done;
+    return sent;
   }
 
   /**

@@ -63,14 +63,15 @@ class CommandTimeoutTest {
             // In flight on the same queue across the timeout: answered only once the other command timed out.
             ByteBuffer lateButFine = ByteBuffer.allocateDirect(512);
             CompletableFuture<Void> inFlight = c.ioQueue(0).read(2, 0, lateButFine);
-            timesOut.whenComplete((v, e) -> slow.release.countDown());
+            // Fails as the timed-out read did, once the slow namespace has been let go.
+            CompletableFuture<Void> timedOutThenReleased = timesOut.whenComplete((v, e) -> slow.release.countDown());
             // Issued while the withheld command is outstanding: on its queue and on the controller's other one.
             c.ioQueue(0).write(3, 0, block(42)).get(WAIT_S, TimeUnit.SECONDS);
             ByteBuffer r = ByteBuffer.allocateDirect(512);
             c.ioQueue(1).read(3, 0, r).get(WAIT_S, TimeUnit.SECONDS);
             assertEquals(42, r.get(511));
 
-            Throwable e = cause(timesOut);
+            Throwable e = cause(timedOutThenReleased);
             assertInstanceOf(NvmfTimeoutException.class, e, String.valueOf(e));
             assertTrue(e.getMessage().startsWith("Read nsid 1 slba 0 nlb 1 on "), e.getMessage());
             try {

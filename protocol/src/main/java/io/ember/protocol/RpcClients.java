@@ -62,7 +62,9 @@ public final class RpcClients implements AutoCloseable {
       }
       CompletableFuture<RpcClient> fresh = new CompletableFuture<>();
       if (connections.putIfAbsent(address, fresh) == null) {
-        open(address, peerKind).whenComplete((c, e) -> {
+        // Callers that come meanwhile wait for fresh; this one for the same outcome, once fresh
+        // has it.
+        return open(address, peerKind).whenComplete((c, e) -> {
           if (e != null) {
             connections.remove(address, fresh);
             fresh.completeExceptionally(e);
@@ -70,7 +72,6 @@ public final class RpcClients implements AutoCloseable {
             fresh.complete(c);
           }
         });
-        return fresh;
       }
     }
   }

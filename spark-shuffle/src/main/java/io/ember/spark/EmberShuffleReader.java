@@ -323,13 +323,14 @@ final class EmberShuffleReader<K, C> implements ShuffleReader<K, C> {
         return readFully(out.in(), from, bytes).thenApply(v -> new Fetched(ix, from, bytes));
       });
       // The file closes once its last run here is read. A task that stops early leaves it to the
-      // garbage collector, which is harmless: positioned reads hold no buffers.
-      fetched.whenComplete((f, e) -> output.thenAccept(out -> {
-        if (out.runsLeft().decrementAndGet() == 0) {
+      // garbage collector, which is harmless: positioned reads hold no buffers. The output is
+      // complete by then (fetched follows it); when it failed, no file was opened.
+      return fetched.whenComplete((f, e) -> {
+        MapOutput out = output.isCompletedExceptionally() ? null : output.getNow(null);
+        if (out != null && out.runsLeft().decrementAndGet() == 0) {
           out.in().close();
         }
-      }));
-      return fetched;
+      });
     }
 
     private CompletableFuture<Void> readFully(EmberInputStream in, long from, byte[] bytes) {

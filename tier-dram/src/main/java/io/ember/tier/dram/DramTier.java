@@ -13,7 +13,6 @@ import io.ember.protocol.RpcClients;
 import io.netty.buffer.ByteBuf;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
 
 /** The client side of the DRAM tier: BLOCK_WRITE and BLOCK_READ frames to the data node. */
@@ -47,15 +46,13 @@ public final class DramTier implements StorageTier {
     @Override
     public CompletableFuture<Void> write(BlockLocation block, int offset, ByteBuf data) {
       return connection(block)
-          .handle((c, e) -> {
+          .whenComplete((c, e) -> {
             if (e != null) {
-              data.release();
-              throw e instanceof CompletionException ce ? ce : new CompletionException(e);
+              data.release(); // no call takes it
             }
-            return c.call(MessageType.BLOCK_WRITE,
-                Messages.BlockWriteRequest.of(block, offset, data), ResponseDecoder.EMPTY);
           })
-          .thenCompose(f -> f);
+          .thenCompose(c -> c.call(MessageType.BLOCK_WRITE,
+              Messages.BlockWriteRequest.of(block, offset, data), ResponseDecoder.EMPTY));
     }
 
     @Override

@@ -29,6 +29,8 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.atomic.AtomicInteger;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * The client side of the NVMf tier: reads and writes go from the client straight to the target
@@ -38,6 +40,8 @@ import java.util.concurrent.atomic.AtomicInteger;
  * sector so two pieces in flight never tear a shared sector.
  */
 public final class NvmfTier implements StorageTier {
+  private static final Logger LOG = LoggerFactory.getLogger(NvmfTier.class);
+
   /** The tier's name, which block locations of NVMf data nodes carry. */
   public static final String NAME = "nvmf";
 
@@ -73,13 +77,15 @@ public final class NvmfTier implements StorageTier {
 
     @Override
     public CompletableFuture<Void> write(BlockLocation block, int offset, ByteBuf data) {
-      return serving(block).handle((t, e) -> {
-        if (e != null) {
-          data.release();
-          throw e instanceof CompletionException ce ? ce : new CompletionException(e);
-        }
-        return t.write(block.address() + offset, data).whenComplete((v, err) -> data.release());
-      }).thenCompose(f -> f).exceptionallyCompose(e -> failed(block, e));
+      return serving(block)
+          .whenComplete((t, e) -> {
+            if (e != null) {
+              data.release(); // no write takes it
+            }
+          })
+          .thenCompose(t ->
+              t.write(block.address() + offset, data).whenComplete((v, err) -> data.release()))
+          .exceptionallyCompose(e -> failed(block, e));
     }
 
     @Override
@@ -103,7 +109,7 @@ public final class NvmfTier implements StorageTier {
         // The connection failed: drop it, so the next call connects again.
         CompletableFuture<Target> t = targets.remove(block.endpoint());
         if (t != null) {
-          t.thenAcceptAsync(Target::close, connector);
+          closeLater(block.endpoint(), t);
         }
       }
       return CompletableFuture.failedFuture(ee);
@@ -187,7 +193,7 @@ public final class NvmfTier implements StorageTier {
           // Failed to connect, or connected to a target that has since gone (and may be back):
           // connect again rather than fail the caller's command on a dead connection.
           if (targets.remove(endpoint, f) && f.isDone() && !f.isCompletedExceptionally()) {
-            f.thenAcceptAsync(Target::close, connector);
+            closeLater(endpoint, f);
           }
           continue;
         }
@@ -215,10 +221,35 @@ public final class NvmfTier implements StorageTier {
       }
     }
 
+    /**
+     * Closes a dropped target's connection on the connector's threads (closing waits for the
+     * connection to go), once it has one.
+     */
+    private void closeLater(String endpoint, CompletableFuture<Target> target) {
+      target.thenAcceptAsync(Target::close, connector)
+          .exceptionally(e -> closeFailed(endpoint, target, e));
+    }
+
+    /**
+     * Logs why a dropped target's connection could not be closed. A target that never connected
+     * has nothing to close, and its failure was for its callers to see.
+     */
+    private static Void closeFailed(String endpoint, CompletableFuture<Target> target,
+        Throwable e) {
+      if (!target.isCompletedExceptionally()) {
+        LOG.warn("closing the connection to NVMf target {} failed", endpoint,
+            EmberException.unwrap(e));
+      }
+      return null;
+    }
+
     @Override
     public void close() {
-      for (CompletableFuture<Target> f : targets.values()) {
-        f.thenAccept(Target::close);
+      // Here, not on the connector, which stops now (a connect under way finishes, and closes).
+      for (Map.Entry<String, CompletableFuture<Target>> e : targets.entrySet()) {
+        CompletableFuture<Target> target = e.getValue();
+        target.thenAccept(Target::close)
+            .exceptionally(err -> closeFailed(e.getKey(), target, err));
       }
       targets.clear();
       connector.shutdown();

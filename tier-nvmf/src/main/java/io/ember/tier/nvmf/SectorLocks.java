@@ -19,12 +19,11 @@ final class SectorLocks {
     CompletableFuture<Void> previous = tails.put(sector, done);
     CompletableFuture<Void> gate =
         previous == null ? CompletableFuture.completedFuture(null) : previous;
-    CompletableFuture<T> result = gate.thenCompose(v -> op.get());
-    result.whenComplete((v, e) -> {
+    // The caller's future completes once the sector is free again.
+    return gate.thenCompose(v -> op.get()).whenComplete((v, e) -> {
       tails.remove(sector, done);
       done.complete(null);
     });
-    return result;
   }
 
   /** Sectors with operations queued or running (for tests). */
