@@ -57,7 +57,7 @@ public final class RpcClient implements AutoCloseable {
    */
   public <T> CompletableFuture<T> call(MessageType type, Message body, ResponseDecoder<T> decoder) {
     long id = nextId.incrementAndGet();
-    Pending<T> p = new Pending<>(type, decoder);
+    Pending<T> p = new Pending<>(decoder);
     pending.put(id, p);
     if (!channel.isActive()) {
       ReferenceCountUtil.release(body.data());
@@ -109,13 +109,11 @@ public final class RpcClient implements AutoCloseable {
   }
 
   private static final class Pending<T> {
-    final MessageType type;
     final ResponseDecoder<T> decoder;
     final CompletableFuture<T> future = new CompletableFuture<>();
     volatile ScheduledFuture<?> timeout;
 
-    Pending(MessageType type, ResponseDecoder<T> decoder) {
-      this.type = type;
+    Pending(ResponseDecoder<T> decoder) {
       this.decoder = decoder;
     }
 

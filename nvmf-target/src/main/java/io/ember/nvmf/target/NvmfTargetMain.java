@@ -21,7 +21,6 @@ public final class NvmfTargetMain {
         String listen = "127.0.0.1:4420";
         String nqn = "nqn.2024-01.io.ember:dev";
         int blockSize = 4096;
-        Subsystem s = null;
         java.util.List<String[]> ns = new java.util.ArrayList<>();
         java.util.List<String> hosts = new java.util.ArrayList<>();
         for (int i = 0; i < args.length; i++) {
@@ -39,7 +38,7 @@ public final class NvmfTargetMain {
                     System.exit(2);
             }
         }
-        s = new Subsystem(nqn);
+        Subsystem s = new Subsystem(nqn);
         if (ns.isEmpty()) {
             ns.add(new String[] {"memory", Long.toString(256L << 20)});
         }

@@ -47,7 +47,6 @@ final class TcpQueue implements NvmfQueue {
 
     private final TcpController ctrl;
     private final int qid;
-    private final int size;
     private final String where;
     private final long timeoutNanos;
     /** The shortest timeout any command of this queue gets: how finely the sweeper must look. */
@@ -76,7 +75,6 @@ final class TcpQueue implements NvmfQueue {
     TcpQueue(TcpController ctrl, int qid, int size, long timeoutNanos, long shortestTimeoutNanos) {
         this.ctrl = ctrl;
         this.qid = qid;
-        this.size = size;
         this.timeoutNanos = timeoutNanos;
         this.shortestTimeoutNanos = Math.min(timeoutNanos, shortestTimeoutNanos);
         this.where = ctrl.uri().host() + ":" + ctrl.uri().port() + " qid " + qid;
