@@ -38,8 +38,39 @@ class EmberCliTest {
     cluster.close();
   }
 
-  /** Exit code, standard output and standard error of one command. */
-  record Result(int code, String out, String err, byte[] stdout) {}
+  /**
+   * Exit code, output and error output of one command; {@code stdout} is what it wrote to {@code
+   * System.out} itself (the bytes of {@code cat}).
+   */
+  static final class Result {
+    private final int code;
+    private final String out;
+    private final String err;
+    private final byte[] stdout;
+
+    Result(int code, String out, String err, byte[] stdout) {
+      this.code = code;
+      this.out = out;
+      this.err = err;
+      this.stdout = stdout;
+    }
+
+    int code() {
+      return code;
+    }
+
+    String out() {
+      return out;
+    }
+
+    String err() {
+      return err;
+    }
+
+    byte[] stdout() {
+      return stdout;
+    }
+  }
 
   static Result run(String... args) {
     StringWriter out = new StringWriter();

@@ -180,21 +180,42 @@ final class EmberShuffleReader<K, C> implements ShuffleReader<K, C> {
      * A run's bytes: partitions {@code run}'s first to last, in {@code bytes} (which starts at
      * byte {@code from} of the file, and holds the whole file when it was read whole).
      */
-    private record Fetched(ShuffleIndex index, long from, byte[] bytes) {
+    private static final class Fetched {
+      final ShuffleIndex index;
+      final long from;
+      final byte[] bytes;
+
+      Fetched(ShuffleIndex index, long from, byte[] bytes) {
+        this.index = index;
+        this.from = from;
+        this.bytes = bytes;
+      }
+
       /** Where partition {@code p} starts in {@code bytes}. */
       int offsetOf(int p) {
-        return (int) (index.offsets()[p] - from);
+        return (int) (index.offset(p) - from);
       }
 
       /** Bytes of partitions {@code first} to {@code last}. */
       int sizeOf(int first, int last) {
-        return (int) (index.offsets()[last + 1] - index.offsets()[first]);
+        return (int) (index.offset(last + 1) - index.offset(first));
       }
     }
 
     /** A map output's file, open, and its index; {@code whole} is all of it, if it was read. */
-    private record MapOutput(EmberInputStream in, ShuffleIndex index, byte[] whole,
-        AtomicInteger runsLeft) {}
+    private static final class MapOutput {
+      final EmberInputStream in;
+      final ShuffleIndex index;
+      final byte[] whole;
+      final AtomicInteger runsLeft;
+
+      MapOutput(EmberInputStream in, ShuffleIndex index, byte[] whole, AtomicInteger runsLeft) {
+        this.in = in;
+        this.index = index;
+        this.whole = whole;
+        this.runsLeft = runsLeft;
+      }
+    }
 
     RecordIterator(EmberClient client, String dir, int partitions, List<Segment> segments,
         SerializerInstance serializer, long maxBytesInFlight, boolean concatenable) {
@@ -296,10 +317,10 @@ final class EmberShuffleReader<K, C> implements ShuffleReader<K, C> {
               } catch (IOException e) {
                 throw new CompletionException(e);
               }
-              if (ix.partitions() != partitions || ix.offsets()[partitions] + trailer != length) {
+              if (ix.partitions() != partitions || ix.offset(partitions) + trailer != length) {
                 throw new CompletionException(new IOException("map output " + id
                     + " has an index of " + ix.partitions() + " partitions ending at byte "
-                    + ix.offsets()[ix.partitions()] + ", not of " + partitions + " ending at "
+                    + ix.offset(ix.partitions()) + ", not of " + partitions + " ending at "
                     + (length - trailer)));
               }
               return new MapOutput(in, ix, whole ? bytes : null,
@@ -314,21 +335,21 @@ final class EmberShuffleReader<K, C> implements ShuffleReader<K, C> {
       int lastPartition = run.get(run.size() - 1).block().reduceId();
       CompletableFuture<MapOutput> output = output(id.mapId());
       CompletableFuture<Fetched> fetched = output.thenCompose(out -> {
-        ShuffleIndex ix = out.index();
-        if (out.whole() != null) {
-          return CompletableFuture.completedFuture(new Fetched(ix, 0, out.whole()));
+        ShuffleIndex ix = out.index;
+        if (out.whole != null) {
+          return CompletableFuture.completedFuture(new Fetched(ix, 0, out.whole));
         }
-        long from = ix.offsets()[id.reduceId()];
-        byte[] bytes = new byte[Math.toIntExact(ix.offsets()[lastPartition + 1] - from)];
-        return readFully(out.in(), from, bytes).thenApply(v -> new Fetched(ix, from, bytes));
+        long from = ix.offset(id.reduceId());
+        byte[] bytes = new byte[Math.toIntExact(ix.offset(lastPartition + 1) - from)];
+        return readFully(out.in, from, bytes).thenApply(v -> new Fetched(ix, from, bytes));
       });
       // The file closes once its last run here is read. A task that stops early leaves it to the
       // garbage collector, which is harmless: positioned reads hold no buffers. The output is
       // complete by then (fetched follows it); when it failed, no file was opened.
       return fetched.whenComplete((f, e) -> {
         MapOutput out = output.isCompletedExceptionally() ? null : output.getNow(null);
-        if (out != null && out.runsLeft().decrementAndGet() == 0) {
-          out.in().close();
+        if (out != null && out.runsLeft.decrementAndGet() == 0) {
+          out.in.close();
         }
       });
     }
@@ -368,8 +389,8 @@ final class EmberShuffleReader<K, C> implements ShuffleReader<K, C> {
         for (Segment s : run) {
           int p = s.block().reduceId();
           CRC32C crc = new CRC32C();
-          crc.update(f.bytes(), f.offsetOf(p), f.sizeOf(p, p));
-          if (crc.getValue() != f.index().checksums()[p]) {
+          crc.update(f.bytes, f.offsetOf(p), f.sizeOf(p, p));
+          if (crc.getValue() != f.index.checksum(p)) {
             throw new IOException("checksum mismatch in partition " + p + " of map output "
                 + id.mapId() + ": the bytes read are not the bytes written");
           }
@@ -382,7 +403,7 @@ final class EmberShuffleReader<K, C> implements ShuffleReader<K, C> {
           int to = stream.get(stream.size() - 1).block().reduceId();
           InputStream wrapped = SparkEnv.get().serializerManager().wrapStream(
               stream.get(0).block(),
-              new ByteArrayInputStream(f.bytes(), f.offsetOf(from), f.sizeOf(from, to)));
+              new ByteArrayInputStream(f.bytes, f.offsetOf(from), f.sizeOf(from, to)));
           parts.add(serializer.deserializeStream(wrapped).asKeyValueIterator());
         }
         metrics.incRemoteBlocksFetched(run.size());

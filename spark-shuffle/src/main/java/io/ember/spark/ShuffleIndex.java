@@ -4,21 +4,64 @@ import java.io.ByteArrayOutputStream;
 import java.io.DataInputStream;
 import java.io.DataOutputStream;
 import java.io.IOException;
+import java.util.Arrays;
 
 /**
  * Where each partition of one map output starts in its data file, and the CRC32C of each
  * partition's bytes. Stored as the data file's trailer, after the partitions: {@code int n | long
  * offsets[n + 1] | long crc[n] | int size}, where size is that of the fields before it, so a
- * reader can check the trailer it read is one.
- *
- * @param offsets n + 1 offsets; partition p is [offsets[p], offsets[p + 1])
- * @param checksums the CRC32C of each partition
+ * reader can check the trailer it read is one. A value: equal when the offsets and checksums are.
  */
-record ShuffleIndex(long[] offsets, long[] checksums) {
+final class ShuffleIndex {
   static final String DATA = ".data";
+
+  private final long[] offsets;
+  private final long[] checksums;
+
+  /**
+   * An index over arrays the caller hands over (they are not copied, and must not change).
+   *
+   * @param offsets n + 1 offsets; partition p is [offsets[p], offsets[p + 1])
+   * @param checksums the CRC32C of each partition
+   */
+  ShuffleIndex(long[] offsets, long[] checksums) {
+    if (offsets.length != checksums.length + 1) {
+      throw new IllegalArgumentException(offsets.length + " offsets for " + checksums.length
+          + " partitions");
+    }
+    this.offsets = offsets;
+    this.checksums = checksums;
+  }
 
   int partitions() {
     return checksums.length;
+  }
+
+  /** Where partition {@code p} starts; {@code offset(partitions())} is where the last one ends. */
+  long offset(int p) {
+    return offsets[p];
+  }
+
+  /** The CRC32C of partition {@code p}'s bytes. */
+  long checksum(int p) {
+    return checksums[p];
+  }
+
+  @Override
+  public boolean equals(Object o) {
+    return o instanceof ShuffleIndex i && Arrays.equals(offsets, i.offsets)
+        && Arrays.equals(checksums, i.checksums);
+  }
+
+  @Override
+  public int hashCode() {
+    return 31 * Arrays.hashCode(offsets) + Arrays.hashCode(checksums);
+  }
+
+  @Override
+  public String toString() {
+    return "ShuffleIndex[offsets=" + Arrays.toString(offsets) + ", checksums="
+        + Arrays.toString(checksums) + "]";
   }
 
   /** Bytes of the index of {@code partitions} partitions: the trailer without its size field. */
@@ -64,7 +107,7 @@ record ShuffleIndex(long[] offsets, long[] checksums) {
       throw new IOException("shuffle map output trailer claims " + size + " bytes of "
           + (end - 4));
     }
-    return decode(java.util.Arrays.copyOfRange(bytes, end - 4 - size, end - 4));
+    return decode(Arrays.copyOfRange(bytes, end - 4 - size, end - 4));
   }
 
   /**

@@ -3,6 +3,8 @@ package io.ember.nvmf.tcp;
 import io.ember.nvmf.spec.Cqe;
 import io.ember.nvmf.spec.Sqe;
 import io.netty.buffer.ByteBuf;
+import java.util.Arrays;
+import java.util.HexFormat;
 
 /**
  * A decoded NVMe/TCP PDU (NVMe/TCP Transport Specification 1.0, section 3.6). PDUs that carry data hold a
@@ -70,14 +72,66 @@ public sealed interface Pdu {
     }
 
     /**
-     * H2CTermReq or C2HTermReq: the sender is about to close the connection.
-     *
-     * @param type {@link #T_H2C_TERM} or {@link #T_C2H_TERM}
-     * @param fes fatal error status
-     * @param fei fatal error information (for header field errors: byte offset of the field)
-     * @param header up to 128 bytes of the PDU header in error
+     * H2CTermReq or C2HTermReq: the sender is about to close the connection. A value: equal when its fields and
+     * its header bytes are.
      */
-    record TermReq(int type, int fes, int fei, byte[] header) implements Pdu {
+    final class TermReq implements Pdu {
+        private final int type;
+        private final int fes;
+        private final int fei;
+        private final byte[] header;
+
+        /**
+         * A TermReq as received.
+         *
+         * @param type {@link #T_H2C_TERM} or {@link #T_C2H_TERM}
+         * @param fes fatal error status
+         * @param fei fatal error information (for header field errors: byte offset of the field)
+         * @param header up to 128 bytes of the PDU header in error; the PDU keeps this array (no copy)
+         */
+        public TermReq(int type, int fes, int fei, byte[] header) {
+            this.type = type;
+            this.fes = fes;
+            this.fei = fei;
+            this.header = header;
+        }
+
+        @Override
+        public int type() {
+            return type;
+        }
+
+        /** Fatal error status. */
+        public int fes() {
+            return fes;
+        }
+
+        /** Fatal error information (for header field errors: byte offset of the field). */
+        public int fei() {
+            return fei;
+        }
+
+        /** Up to 128 bytes of the PDU header in error: the PDU's own array, not a copy, so not to be changed. */
+        public byte[] header() {
+            return header;
+        }
+
+        @Override
+        public boolean equals(Object o) {
+            return o instanceof TermReq t && type == t.type && fes == t.fes && fei == t.fei
+                    && Arrays.equals(header, t.header);
+        }
+
+        @Override
+        public int hashCode() {
+            return ((type * 31 + fes) * 31 + fei) * 31 + Arrays.hashCode(header);
+        }
+
+        @Override
+        public String toString() {
+            return String.format("TermReq[type=0x%02x, fes=0x%x, fei=0x%x, header=%s]", type, fes, fei,
+                    HexFormat.of().formatHex(header));
+        }
     }
 
     /**
