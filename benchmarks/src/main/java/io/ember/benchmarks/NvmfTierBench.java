@@ -187,8 +187,8 @@ public final class NvmfTierBench implements Callable<Integer> {
           try (EmberInputStream in = client.open(path)) {
             for (int i = 0; i < ops; i++) {
               long a = System.nanoTime();
-              q.read(nsid, bareBase + rnd.nextInt((int) span) * (SMALL / lba), small.clear())
-                  .join();
+              q.read(nsid, bareBase + (long) rnd.nextInt((int) span) * (SMALL / lba),
+                  small.clear()).join();
               long c = System.nanoTime();
               in.readFully((long) rnd.nextInt((int) span) * SMALL, four, 0, SMALL);
               long d = System.nanoTime();

@@ -318,7 +318,7 @@ class TargetFeaturesTest {
                 for (int i = 0; i < hosts.length; i++) {
                     for (int q = 0; q < 3; q++) {
                         for (int k = 0; k < 8; k++) {
-                            long lba = (i * 24 + q * 8 + k);
+                            long lba = i * 24L + q * 8L + k;
                             ByteBuffer b = ByteBuffer.allocateDirect(4096);
                             b.putLong(0, lba * 31 + 7);
                             fs.add(hosts[i].ioQueue(q).write(1, lba, b));

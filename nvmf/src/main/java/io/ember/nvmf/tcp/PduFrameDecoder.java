@@ -151,16 +151,16 @@ public final class PduFrameDecoder extends ByteToMessageDecoder {
                 max = MAX_TERM_PLEN;
                 break;
             case Pdu.T_CAPSULE_CMD:
-                min = hlen + hd;
-                max = hlen + hd + MAX_PAD + maxCapsuleData + dd;
+                min = (long) hlen + hd;
+                max = (long) hlen + hd + MAX_PAD + maxCapsuleData + dd;
                 break;
             case Pdu.T_H2C_DATA:
             case Pdu.T_C2H_DATA:
-                min = hlen + hd + 1 + dd;
-                max = hlen + hd + MAX_PAD + maxDataPdu + dd;
+                min = (long) hlen + hd + 1 + dd;
+                max = (long) hlen + hd + MAX_PAD + maxDataPdu + dd;
                 break;
             default: // CapsuleResp, R2T
-                min = max = hlen + hd;
+                min = max = (long) hlen + hd;
                 break;
         }
         if (plen < min) {
