@@ -26,6 +26,7 @@ import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.ServiceLoader;
 import java.util.concurrent.CompletableFuture;
@@ -328,7 +329,7 @@ public final class EmberClient implements AutoCloseable {
     NodeStatus st = opened.status();
     if (!st.isFile()) {
       throw new CompletionException(new EmberException(ErrorCode.NOT_A_FILE, path + " is a "
-          + st.type().name().toLowerCase() + ", not a file"
+          + st.type().name().toLowerCase(Locale.ROOT) + ", not a file"
           + (st.type() == NodeType.MULTIFILE ? " (use openMultiFile)" : "")));
     }
     // The first blocks' locations come with the status, so a first read needs no round trip to

@@ -1,6 +1,9 @@
 package io.ember.cli;
 
+import static java.nio.charset.StandardCharsets.UTF_8;
+
 import io.ember.benchmarks.BenchCommand;
+import java.io.OutputStreamWriter;
 import java.io.PrintWriter;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
@@ -33,7 +36,8 @@ public final class EmberCli implements Runnable {
   /** Runs the command line and exits with its code. */
   public static void main(String[] args) {
     configureLogging(args);
-    System.exit(run(args, new PrintWriter(System.out, true), new PrintWriter(System.err, true)));
+    System.exit(run(args, new PrintWriter(new OutputStreamWriter(System.out, UTF_8), true),
+        new PrintWriter(new OutputStreamWriter(System.err, UTF_8), true)));
   }
 
   /** Runs the command line with the given output streams and returns the exit code. */

@@ -2,6 +2,7 @@ package io.ember.protocol;
 
 import java.util.ArrayDeque;
 import java.util.Deque;
+import java.util.Locale;
 import java.util.concurrent.atomic.AtomicReference;
 
 /**
@@ -152,7 +153,7 @@ public final class LifeCycle {
   public void checkRunning() throws EmberException {
     State s = state.get();
     if (s != State.RUNNING) {
-      throw new EmberException(ErrorCode.CLOSED, name + " is " + s.name().toLowerCase());
+      throw new EmberException(ErrorCode.CLOSED, name + " is " + s.name().toLowerCase(Locale.ROOT));
     }
   }
 }
