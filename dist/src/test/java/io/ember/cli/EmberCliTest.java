@@ -182,7 +182,7 @@ class EmberCliTest {
     assertEquals(0, df.code());
     java.util.Map<String, String> rows = new java.util.HashMap<>();
     for (String line : df.out().lines().skip(1).toList()) {
-      String[] cols = line.trim().split("\\s+");
+      String[] cols = line.trim().split("\\s+", -1); // trimmed: no empty field at either end
       rows.put(cols[0], cols[2]); // class -> used bytes
     }
     assertTrue(Long.parseLong(rows.get("NVMf")) >= 4 * 65536, df.out());

@@ -29,7 +29,7 @@ import org.junit.jupiter.api.Test;
  */
 class StaleLocationTest {
   private static final int BLOCK = 64 * 1024;
-  private static final Duration DEADLINE = Duration.ofSeconds(120);
+  private static final Duration DEADLINE = Duration.ofMinutes(2);
 
   private MiniCluster cluster;
 

@@ -7,6 +7,8 @@ package io.ember.nvmf;
 @FunctionalInterface
 public interface NvmfCallback {
     /**
+     * Reports how the command ended.
+     *
      * @param error null on success, else why the command failed ({@link NvmeStatusException} for an NVMe
      *              status, {@link NvmfTimeoutException}, or {@link NvmfException} for transport failures)
      */

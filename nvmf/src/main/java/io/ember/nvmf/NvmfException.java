@@ -13,7 +13,12 @@ public class NvmfException extends IOException {
         super(message);
     }
 
-    /** @param message one line saying what failed and what to check; @param cause the underlying error */
+    /**
+     * A failure that another one caused.
+     *
+     * @param message one line saying what failed and what to check
+     * @param cause the underlying error
+     */
     public NvmfException(String message, Throwable cause) {
         super(message, cause);
     }

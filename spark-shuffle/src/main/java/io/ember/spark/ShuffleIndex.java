@@ -125,7 +125,7 @@ final class ShuffleIndex {
     long[] offsets = new long[n + 1];
     for (int i = 0; i <= n; i++) {
       offsets[i] = in.readLong();
-      if (i > 0 && offsets[i] < offsets[i - 1] || offsets[i] < 0) {
+      if ((i > 0 && offsets[i] < offsets[i - 1]) || offsets[i] < 0) {
         throw new IOException("shuffle index offsets out of order at partition " + i);
       }
     }

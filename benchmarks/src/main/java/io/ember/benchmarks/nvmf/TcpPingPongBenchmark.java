@@ -1,6 +1,7 @@
 package io.ember.benchmarks.nvmf;
 
 import java.io.IOException;
+import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.StandardSocketOptions;
 import java.nio.ByteBuffer;
@@ -50,7 +51,7 @@ public class TcpPingPongBenchmark {
     public void setup() throws IOException {
         int reqLen = shape.equals("read") ? 72 : size + 72;
         int respLen = shape.equals("read") ? size + 24 : 24;
-        server = ServerSocketChannel.open().bind(new InetSocketAddress("127.0.0.1", 0));
+        server = ServerSocketChannel.open().bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0));
         echo = new Thread(() -> {
             try (SocketChannel s = server.accept()) {
                 s.setOption(StandardSocketOptions.TCP_NODELAY, true);

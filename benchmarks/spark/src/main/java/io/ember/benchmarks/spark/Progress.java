@@ -6,9 +6,10 @@ import org.apache.spark.api.java.JavaSparkContext;
 
 /**
  * Prints the running stages' task counts every few seconds while long Spark work runs, so a
- * person watching knows it is moving.
+ * person watching knows it is moving. Started by its constructor, until {@link #stop()}; the
+ * stream it prints to stays open.
  */
-final class Progress implements AutoCloseable {
+final class Progress {
   private final Thread thread;
   private volatile boolean stopped;
 
@@ -41,8 +42,8 @@ final class Progress implements AutoCloseable {
     thread.start();
   }
 
-  @Override
-  public void close() {
+  /** Stops printing. */
+  void stop() {
     stopped = true;
     thread.interrupt();
   }

@@ -149,8 +149,11 @@ public final class SparkBench {
                cluster.dataClass)) {
         JavaSparkContext sc = JavaSparkContext.fromSparkContext(spark.sparkContext());
         long t0 = System.nanoTime();
-        try (Progress p = new Progress(sc, "terasort", System.out, 10_000)) {
+        Progress progress = new Progress(sc, "terasort", System.out, 10_000);
+        try {
           Tera.sort(sc, c.uri(paths.input), c.uri(paths.output), partitions);
+        } finally {
+          progress.stop();
         }
         System.out.printf("terasort (%s shuffle): %.1f s%n", shuffle,
             (System.nanoTime() - t0) / 1e9);

@@ -119,8 +119,11 @@ final class Suite implements Callable<Integer> {
     try (SparkSession spark = c.session("teragen", Shuffle.SPARK, true, cluster.dataClass)) {
       JavaSparkContext sc = JavaSparkContext.fromSparkContext(spark.sparkContext());
       long t0 = System.nanoTime();
-      try (Progress p = new Progress(sc, "teragen", out, 15_000)) {
+      Progress progress = new Progress(sc, "teragen", out, 15_000);
+      try {
         summary = Tera.generate(sc, input, records, partitions, 42);
+      } finally {
+        progress.stop();
       }
       out.printf("teragen: done in %.1f s%n", (System.nanoTime() - t0) / 1e9);
     }
@@ -167,8 +170,11 @@ final class Suite implements Callable<Integer> {
       ExecutorKiller killer = new ExecutorKiller(spark.sparkContext(), kill);
       spark.sparkContext().addSparkListener(killer);
       long t0 = System.nanoTime();
-      try (Progress p = new Progress(sc, what, out, 15_000)) {
+      Progress progress = new Progress(sc, what, out, 15_000);
+      try {
         Tera.sort(sc, input, output, partitions);
+      } finally {
+        progress.stop();
       }
       double seconds = (System.nanoTime() - t0) / 1e9;
       out.printf("%s: %.1f s, %d map tasks run%s; validating...%n", what, seconds,
