@@ -121,8 +121,9 @@ class BadInputTest {
     void badPduTypeIsInvalidHeaderField() throws Exception {
         try (RawHost h = raw()) {
             h.handshake();
-            ByteBuffer b = RawHost.le(24).put((byte) 0x0F).put((byte) 0).put((byte) 24).put((byte) 0).putInt(24);
-            h.send(b.array());
+            byte[] pdu = new byte[24];
+            RawHost.le(pdu).put((byte) 0x0F).put((byte) 0).put((byte) 24).put((byte) 0).putInt(24);
+            h.send(pdu);
             expectTerm(h, Pdu.FES_INVALID_HEADER_FIELD, 0);
         }
     }
@@ -131,9 +132,9 @@ class BadInputTest {
     void controllerToHostTypeFromHostIsInvalid() throws Exception {
         try (RawHost h = raw()) {
             h.handshake();
-            ByteBuffer b = RawHost.le(24).put((byte) Pdu.T_CAPSULE_RESP).put((byte) 0).put((byte) 24).put((byte) 0)
-                    .putInt(24);
-            h.send(b.array());
+            byte[] pdu = new byte[24];
+            RawHost.le(pdu).put((byte) Pdu.T_CAPSULE_RESP).put((byte) 0).put((byte) 24).put((byte) 0).putInt(24);
+            h.send(pdu);
             expectTerm(h, Pdu.FES_INVALID_HEADER_FIELD, 0);
         }
     }
@@ -201,10 +202,11 @@ class BadInputTest {
             assertEquals(Pdu.T_ICRESP, r.type());
             assertEquals(1, r.b().get(11) & 3, "header digest granted");
             Sqe sqe = new Sqe().opcode(Nvme.ADMIN_KEEP_ALIVE).flags(Nvme.PSDT_SGL);
-            ByteBuffer b = RawHost.le(76).put((byte) 4).put((byte) Pdu.F_HDGST).put((byte) 72).put((byte) 0)
+            byte[] pdu = new byte[76];
+            ByteBuffer b = RawHost.le(pdu).put((byte) 4).put((byte) Pdu.F_HDGST).put((byte) 72).put((byte) 0)
                     .putInt(76).put(sqe.array());
-            b.putInt(72, RawHost.crc(b.array(), 0, 72) ^ 1);
-            h.send(b.array());
+            b.putInt(72, RawHost.crc(pdu, 0, 72) ^ 1);
+            h.send(pdu);
             expectTerm(h, Pdu.FES_HEADER_DIGEST, 0);
         }
     }
@@ -217,10 +219,11 @@ class BadInputTest {
             byte[] data = new byte[1024];
             Sqe sqe = new Sqe().opcode(Nvme.FABRICS).flags(Nvme.PSDT_SGL).cid(3).fctype(Nvme.FCTYPE_CONNECT)
                     .shortAt(44, 31).sgl(0, 1024, Nvme.SGL_INCAPSULE);
-            ByteBuffer b = RawHost.le(72 + 1024 + 4).put((byte) 4).put((byte) Pdu.F_DDGST).put((byte) 72)
-                    .put((byte) 72).putInt(72 + 1024 + 4).put(sqe.array()).put(data);
-            b.putInt(RawHost.crc(data, 0, 1024) + 1);
-            h.send(b.array());
+            byte[] pdu = new byte[72 + 1024 + 4];
+            RawHost.le(pdu).put((byte) 4).put((byte) Pdu.F_DDGST).put((byte) 72)
+                    .put((byte) 72).putInt(72 + 1024 + 4).put(sqe.array()).put(data)
+                    .putInt(RawHost.crc(data, 0, 1024) + 1);
+            h.send(pdu);
             int status = RawHost.responseStatus(h.read());
             assertEquals(Nvme.SC_TRANSIENT_TRANSPORT, status & 0xFF, "SC");
             assertEquals(0, (status >> 8) & 7, "SCT");
@@ -233,10 +236,11 @@ class BadInputTest {
     void h2cDataForUnknownCommandIsFatal() throws Exception {
         try (RawHost h = raw()) {
             h.handshake();
-            ByteBuffer b = RawHost.le(24 + 16).put((byte) Pdu.T_H2C_DATA).put((byte) Pdu.F_LAST_PDU).put((byte) 24)
+            byte[] pdu = new byte[24 + 16];
+            RawHost.le(pdu).put((byte) Pdu.T_H2C_DATA).put((byte) Pdu.F_LAST_PDU).put((byte) 24)
                     .put((byte) 24).putInt(40).putShort((short) 5).putShort((short) 77).putInt(0).putInt(16).putInt(0)
                     .put(new byte[16]);
-            h.send(b.array());
+            h.send(pdu);
             expectTerm(h, Pdu.FES_INVALID_HEADER_FIELD, 10);
         }
     }
@@ -258,10 +262,11 @@ class BadInputTest {
             assertEquals(9, r2t.u16(8));
             assertEquals(1024, r2t.i32(16), "R2TL");
             int ttag = r2t.u16(10);
-            ByteBuffer b = RawHost.le(24 + 16).put((byte) Pdu.T_H2C_DATA).put((byte) 0).put((byte) 24)
+            byte[] pdu = new byte[24 + 16];
+            RawHost.le(pdu).put((byte) Pdu.T_H2C_DATA).put((byte) 0).put((byte) 24)
                     .put((byte) 24).putInt(40).putShort((short) 9).putShort((short) ttag).putInt(1020).putInt(16)
                     .putInt(0).put(new byte[16]);
-            h.send(b.array());
+            h.send(pdu);
             expectTerm(h, Pdu.FES_DATA_OUT_OF_RANGE, 12);
         }
     }

@@ -48,27 +48,29 @@ public final class RawHost implements AutoCloseable {
         out.flush();
     }
 
-    static ByteBuffer le(int n) {
-        return ByteBuffer.allocate(n).order(ByteOrder.LITTLE_ENDIAN);
+    /** A little-endian buffer over {@code pdu}, to write a PDU into it. */
+    static ByteBuffer le(byte[] pdu) {
+        return ByteBuffer.wrap(pdu).order(ByteOrder.LITTLE_ENDIAN);
     }
 
     static byte[] icReq(boolean hd, boolean dd) {
-        ByteBuffer b = le(128);
-        b.put((byte) 0).put((byte) 0).put((byte) 128).put((byte) 0).putInt(128);
-        b.putShort((short) 0).put((byte) 0).put((byte) ((hd ? 1 : 0) | (dd ? 2 : 0))).putInt(0);
-        return b.array();
+        byte[] pdu = new byte[128];
+        le(pdu).put((byte) 0).put((byte) 0).put((byte) 128).put((byte) 0).putInt(128)
+                .putShort((short) 0).put((byte) 0).put((byte) ((hd ? 1 : 0) | (dd ? 2 : 0))).putInt(0);
+        return pdu;
     }
 
     /** A CapsuleCmd PDU without digests. */
     public static byte[] capsule(Sqe sqe, byte[] data) {
         int plen = 72 + (data == null ? 0 : data.length);
-        ByteBuffer b = le(plen);
+        byte[] pdu = new byte[plen];
+        ByteBuffer b = le(pdu);
         b.put((byte) 4).put((byte) 0).put((byte) 72).put((byte) (data == null ? 0 : 72)).putInt(plen);
         b.put(sqe.array());
         if (data != null) {
             b.put(data);
         }
-        return b.array();
+        return pdu;
     }
 
     static int crc(byte[] b, int off, int len) {
@@ -162,10 +164,11 @@ public final class RawHost implements AutoCloseable {
     private void h2cZeroes(int cid, int ttag, int offset, int length) throws IOException {
         for (int off = 0; off < length; ) {
             int n = Math.min(maxH2CData, length - off);
-            ByteBuffer b = le(24 + n).put((byte) 6).put((byte) (off + n == length ? 4 : 0)).put((byte) 24)
+            byte[] pdu = new byte[24 + n];
+            le(pdu).put((byte) 6).put((byte) (off + n == length ? 4 : 0)).put((byte) 24)
                     .put((byte) 24).putInt(24 + n).putShort((short) cid).putShort((short) ttag).putInt(offset + off)
                     .putInt(n).putInt(0);
-            out.write(b.array());
+            out.write(pdu);
             off += n;
         }
         out.flush();
