@@ -158,7 +158,8 @@ class EmberInputStreamTest {
 
   @Test
   void readsThatWaitGetTheBytesAndReleaseThem() throws Exception {
-    try (EmberInputStream in = open()) {
+    EmberInputStream in = open();
+    try {
       byte[] positional = new byte[2 * CHUNK];
       CompletableFuture<Integer> pread = CompletableFuture.supplyAsync(() -> {
         try {
@@ -186,6 +187,8 @@ class EmberInputStreamTest {
       assertArrayEquals(new byte[] {5, 0, 0, 0, 0, 0, 0, 0, 0, 0}, some);
       in.close();
       assertReleased(chunk);
+    } finally {
+      in.close(); // idempotent: for a failure before the close above
     }
   }
 

@@ -111,7 +111,7 @@ public final class RpcClients implements AutoCloseable {
             .group(group)
             .channel(transports.channel())
             .option(ChannelOption.TCP_NODELAY, true)
-            .option(ChannelOption.RCVBUF_ALLOCATOR, Transports.receiveBuffers())
+            .option(ChannelOption.RECVBUF_ALLOCATOR, Transports.receiveBuffers())
             .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, connectTimeoutMillis)
             .handler(new ChannelInitializer<Channel>() {
               @Override

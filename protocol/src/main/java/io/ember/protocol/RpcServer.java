@@ -66,7 +66,7 @@ public final class RpcServer implements AutoCloseable {
             .channel(transports.serverChannel())
             .option(ChannelOption.SO_REUSEADDR, true)
             .childOption(ChannelOption.TCP_NODELAY, true)
-            .childOption(ChannelOption.RCVBUF_ALLOCATOR, Transports.receiveBuffers())
+            .childOption(ChannelOption.RECVBUF_ALLOCATOR, Transports.receiveBuffers())
             .childHandler(
                 new ChannelInitializer<SocketChannel>() {
                   @Override

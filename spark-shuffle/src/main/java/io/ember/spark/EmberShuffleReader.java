@@ -115,10 +115,8 @@ final class EmberShuffleReader<K, C> implements ShuffleReader<K, C> {
             (scala.collection.Iterator) CollectionConverters.asScala(records));
     if (dep.aggregator().isDefined()) {
       it = dep.mapSideCombine()
-          ? (scala.collection.Iterator) dep.aggregator().get()
-              .combineCombinersByKey((scala.collection.Iterator) it, context)
-          : (scala.collection.Iterator) dep.aggregator().get()
-              .combineValuesByKey((scala.collection.Iterator) it, context);
+          ? dep.aggregator().get().combineCombinersByKey((scala.collection.Iterator) it, context)
+          : dep.aggregator().get().combineValuesByKey((scala.collection.Iterator) it, context);
     }
     if (dep.keyOrdering().isDefined()) {
       ExternalSorter<K, C, C> sorter = new ExternalSorter<>(context, Option.empty(),
