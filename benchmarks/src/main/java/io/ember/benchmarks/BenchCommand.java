@@ -150,7 +150,8 @@ public final class BenchCommand implements Callable<Integer> {
     long warmupEnd = System.nanoTime() + warmupSeconds * 1_000_000_000L;
     int warmups = 0;
     do {
-      round(client, raw, dir, buf, bytes, buffered, label, -1, "warm-up " + (++warmups));
+      warmups++;
+      round(client, raw, dir, buf, bytes, buffered, label, -1, "warm-up " + warmups);
     } while (System.nanoTime() < warmupEnd);
     for (int r = 0; r < rounds; r++) {
       Figures f = round(client, raw, dir, buf, bytes, buffered, label, r,

@@ -267,6 +267,8 @@ public final class NameNodeBench implements Callable<Integer> {
     private final RpcClients rpc;
     private final HostPort namenode;
     private final ScheduledExecutorService timer;
+    /** The heartbeats, cancelled on close. */
+    private final java.util.concurrent.ScheduledFuture<?> beating;
     private final List<Long> samples = Collections.synchronizedList(new ArrayList<>());
     private volatile boolean recording;
     private volatile int id;
@@ -285,7 +287,7 @@ public final class NameNodeBench implements Callable<Integer> {
         t.setDaemon(true);
         return t;
       });
-      timer.scheduleWithFixedDelay(this::beat, 100, 100, TimeUnit.MILLISECONDS);
+      beating = timer.scheduleWithFixedDelay(this::beat, 100, 100, TimeUnit.MILLISECONDS);
     }
 
     private void register() throws EmberException {
@@ -328,6 +330,7 @@ public final class NameNodeBench implements Callable<Integer> {
 
     @Override
     public void close() {
+      beating.cancel(false);
       timer.shutdownNow();
       try {
         timer.awaitTermination(5, TimeUnit.SECONDS);

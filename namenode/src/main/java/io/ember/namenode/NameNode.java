@@ -15,6 +15,7 @@ import io.ember.protocol.RpcService;
 import io.ember.protocol.Wire;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.Channel;
+import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.channel.ChannelPipeline;
@@ -63,6 +64,8 @@ public final class NameNode implements AutoCloseable {
   private final NameNodeState state;
   private final RpcServer server;
   private final ScheduledExecutorService reaper;
+  /** The periodic expiry of silent data nodes, cancelled on close. */
+  private final java.util.concurrent.ScheduledFuture<?> reaping;
   /** The handler pool, or null when requests run on the network threads. */
   private final ExecutorService handlers;
   /** The connection each data node registered on; see {@link #checkHeartbeatConnection}. */
@@ -109,7 +112,8 @@ public final class NameNode implements AutoCloseable {
       return t;
     });
     long period = Math.max(10, timeout.toMillis() / 4);
-    reaper.scheduleWithFixedDelay(state::expireDatanodes, period, period, TimeUnit.MILLISECONDS);
+    reaping = reaper.scheduleWithFixedDelay(state::expireDatanodes, period, period,
+        TimeUnit.MILLISECONDS);
     lifeCycle.started();
   }
 
@@ -155,6 +159,7 @@ public final class NameNode implements AutoCloseable {
       return;
     }
     closing = true;
+    reaping.cancel(false);
     reaper.shutdownNow();
     server.close();
     if (handlers != null) {
@@ -338,7 +343,11 @@ public final class NameNode implements AutoCloseable {
           } catch (RuntimeException e) {
             // An answer that cannot be written: as on the network thread, the connection goes.
             LOG.error("name node: closing connection from {}", channel.remoteAddress(), e);
-            channel.close();
+            channel.close().addListener(f -> {
+              if (!f.isSuccess()) {
+                LOG.debug("name node: closing {} failed", channel.remoteAddress(), f.cause());
+              }
+            });
           } finally {
             frame.release();
           }
@@ -374,7 +383,9 @@ public final class NameNode implements AutoCloseable {
         answer = new Messages.ErrorReply(ErrorCode.INTERNAL, "name node internal error: " + e);
         flags |= Frame.FLAG_ERROR;
       }
-      Frame.write(channel, type, flags, frame.requestId(), answer);
+      // An answer that cannot be written leaves its caller waiting: close, so it fails at once.
+      Frame.write(channel, type, flags, frame.requestId(), answer)
+          .addListener(ChannelFutureListener.CLOSE_ON_FAILURE);
     }
   }
 }

@@ -47,7 +47,7 @@ public final class NameNodeKeys {
   /** Parses {@link #STORAGE_CLASS_ORDER}. */
   public static List<StorageClass> parseOrder(String text) {
     List<StorageClass> order = new ArrayList<>();
-    for (String part : text.split(",")) {
+    for (String part : text.split(",", -1)) {
       StorageClass sc = StorageClass.parse(part);
       if (!order.contains(sc)) {
         order.add(sc);

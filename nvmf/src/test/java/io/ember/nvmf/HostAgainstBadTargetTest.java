@@ -50,7 +50,9 @@ class HostAgainstBadTargetTest {
                 out.flush();
                 try {
                     ByteBuffer p = readPdu(in);
-                    after.complete(p.array());
+                    byte[] bytes = new byte[p.remaining()];
+                    p.duplicate().get(bytes);
+                    after.complete(bytes);
                 } catch (Exception e) {
                     after.complete(null);
                 }

@@ -131,8 +131,8 @@ public final class RpcClients implements AutoCloseable {
       return result;
     }
     opening.add(result);
-    result.whenComplete((c, e) -> opening.remove(result));
     cf.addListener(f -> {
+      opening.remove(result);
       if (f.isSuccess()) {
         if (!result.complete(holder[0])) {
           holder[0].close(); // the client closed while it connected: nobody will use it
@@ -166,6 +166,7 @@ public final class RpcClients implements AutoCloseable {
       f.completeExceptionally(new EmberException(ErrorCode.CLOSED,
           "the client closed while it connected"));
     }
+    opening.clear();
     for (CompletableFuture<RpcClient> f : connections.values()) {
       if (f.isDone() && !f.isCompletedExceptionally()) {
         f.join().close();

@@ -31,7 +31,7 @@ class RpcClientsTest {
           try {
             attempt.get(2, TimeUnit.SECONDS).close(); // the queue still had room
             Socket s = new Socket();
-            s.connect(new InetSocketAddress("127.0.0.1", silent.getLocalPort()), 2000);
+            s.connect(new InetSocketAddress(silent.getInetAddress(), silent.getLocalPort()), 2000);
             filler.add(s);
           } catch (java.util.concurrent.TimeoutException stillConnecting) {
             hanging = attempt;

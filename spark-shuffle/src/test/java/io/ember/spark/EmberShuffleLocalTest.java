@@ -94,7 +94,7 @@ class EmberShuffleLocalTest {
       JavaPairRDD<String, Integer> a = sc.parallelize(words(8000, 4), 4)
           .mapToPair(w -> new Tuple2<>(w, w.length())).reduceByKey(Integer::max);
       JavaPairRDD<String, String> b = sc.parallelize(words(6000, 5), 3)
-          .mapToPair(w -> new Tuple2<>(w, w.toUpperCase())).distinct()
+          .mapToPair(w -> new Tuple2<>(w, w.toUpperCase(java.util.Locale.ROOT))).distinct()
           .mapToPair(t -> t);
       return a.join(b, 6).sortByKey().collect().toString();
     });
