@@ -30,43 +30,64 @@ import picocli.CommandLine.Option;
  * metadata rates with a no-op RPC round trip. Every figure is the median of {@code --rounds}
  * rounds, baseline and Ember interleaved so drift hits both alike.
  */
-@Command(name = "bench", mixinStandardHelpOptions = true,
+@Command(
+    name = "bench",
+    mixinStandardHelpOptions = true,
     description = "Benchmark the DRAM tier on loopback beside raw-socket and no-op RPC baselines.",
-    subcommands = {HadoopBench.class, NvmfTierBench.class, NameNodeBench.class,
-        JmhCommand.class})
+    subcommands = {HadoopBench.class, NvmfTierBench.class, NameNodeBench.class, JmhCommand.class})
 public final class BenchCommand implements Callable<Integer> {
-  @Option(names = "--namenode", paramLabel = "HOST:PORT",
+  @Option(
+      names = "--namenode",
+      paramLabel = "HOST:PORT",
       description = "benchmark a running cluster (default: start one in this process)")
   String namenode;
 
-  @Option(names = "--size", description = "bytes per throughput round (default ${DEFAULT-VALUE})",
+  @Option(
+      names = "--size",
+      description = "bytes per throughput round (default ${DEFAULT-VALUE})",
       defaultValue = "256m")
   String size;
 
-  @Option(names = "--ops", description = "metadata operations per thread and round "
-      + "(default ${DEFAULT-VALUE})", defaultValue = "20000")
+  @Option(
+      names = "--ops",
+      description = "metadata operations per thread and round " + "(default ${DEFAULT-VALUE})",
+      defaultValue = "20000")
   int ops;
 
-  @Option(names = "--threads", split = ",", description = "client threads for metadata "
-      + "(default ${DEFAULT-VALUE})", defaultValue = "1,8")
+  @Option(
+      names = "--threads",
+      split = ",",
+      description = "client threads for metadata " + "(default ${DEFAULT-VALUE})",
+      defaultValue = "1,8")
   int[] threads;
 
-  @Option(names = "--rounds", description = "rounds per figure; the median is reported "
-      + "(default ${DEFAULT-VALUE})", defaultValue = "3")
+  @Option(
+      names = "--rounds",
+      description = "rounds per figure; the median is reported " + "(default ${DEFAULT-VALUE})",
+      defaultValue = "3")
   int rounds;
 
-  @Option(names = "--only", description = "throughput, metadata or all (default ${DEFAULT-VALUE})",
+  @Option(
+      names = "--only",
+      description = "throughput, metadata or all (default ${DEFAULT-VALUE})",
       defaultValue = "all")
   String only;
 
-  @Option(names = "--warmup", description = "seconds of unmeasured traffic before each throughput "
-      + "measure, so the JIT has compiled both paths (default ${DEFAULT-VALUE})",
+  @Option(
+      names = "--warmup",
+      description =
+          "seconds of unmeasured traffic before each throughput "
+              + "measure, so the JIT has compiled both paths (default ${DEFAULT-VALUE})",
       defaultValue = "20")
   int warmupSeconds;
 
-  @Option(names = {"-D", "--set"}, paramLabel = "KEY=VALUE", description = "an Ember setting "
-      + "for the cluster started here and the client, e.g. -D ember.client.read-ahead=16m "
-      + "(repeatable)")
+  @Option(
+      names = {"-D", "--set"},
+      paramLabel = "KEY=VALUE",
+      description =
+          "an Ember setting "
+              + "for the cluster started here and the client, e.g. -D ember.client.read-ahead=16m "
+              + "(repeatable)")
   Map<String, String> settings = new TreeMap<>();
 
   @CommandLine.Spec CommandLine.Model.CommandSpec spec;
@@ -81,14 +102,15 @@ public final class BenchCommand implements Callable<Integer> {
     progress = spec.commandLine().getErr();
     long bytes = ConfigKey.parseSize(size);
     if (rounds < 1 || ops < 1 || bytes < (1 << 20)) {
-      throw new CommandLine.ParameterException(spec.commandLine(),
-          "--rounds and --ops must be positive and --size at least 1m");
+      throw new CommandLine.ParameterException(
+          spec.commandLine(), "--rounds and --ops must be positive and --size at least 1m");
     }
     EmberConfig overrides = EmberConfig.of(settings);
     List<ConfigKey<?>> known = MiniCluster.allKeys();
     List<String> unknown = overrides.unknownKeys(known);
     if (!unknown.isEmpty()) {
-      throw new CommandLine.ParameterException(spec.commandLine(),
+      throw new CommandLine.ParameterException(
+          spec.commandLine(),
           "unknown setting(s) " + unknown + "; see conf/ember.properties.template");
     }
     try {
@@ -100,11 +122,18 @@ public final class BenchCommand implements Callable<Integer> {
     EmberConfig config;
     if (namenode == null) {
       long capacity = bytes + (64L << 20);
-      cluster = MiniCluster.builder().set(DramDataNodeKeys.CAPACITY, Long.toString(capacity))
-          .set(EmberKeys.IO_THREADS, "0").config(overrides).build();
+      cluster =
+          MiniCluster.builder()
+              .set(DramDataNodeKeys.CAPACITY, Long.toString(capacity))
+              .set(EmberKeys.IO_THREADS, "0")
+              .config(overrides)
+              .build();
       config = cluster.config();
-      note("started an in-process cluster: name node " + cluster.namenodeAddress()
-          + ", 1 DRAM data node of " + ConfigKey.formatSize(capacity));
+      note(
+          "started an in-process cluster: name node "
+              + cluster.namenodeAddress()
+              + ", 1 DRAM data node of "
+              + ConfigKey.formatSize(capacity));
     } else {
       config = overrides.with(EmberKeys.NAMENODE_ADDRESS, namenode);
     }
@@ -135,8 +164,14 @@ public final class BenchCommand implements Callable<Integer> {
     return 0;
   }
 
-  private void throughput(EmberClient client, RawSocketBaseline raw, String dir, long bytes,
-      int opSize, boolean buffered) throws Exception {
+  private void throughput(
+      EmberClient client,
+      RawSocketBaseline raw,
+      String dir,
+      long bytes,
+      int opSize,
+      boolean buffered)
+      throws Exception {
     byte[] buf = new byte[opSize];
     new java.util.Random(1).nextBytes(buf);
     double[] emberW = new double[rounds];
@@ -154,17 +189,34 @@ public final class BenchCommand implements Callable<Integer> {
       round(client, raw, dir, buf, bytes, buffered, label, -1, "warm-up " + warmups);
     } while (System.nanoTime() < warmupEnd);
     for (int r = 0; r < rounds; r++) {
-      Figures f = round(client, raw, dir, buf, bytes, buffered, label, r,
-          String.format(Locale.ROOT, "round %d/%d", r + 1, rounds));
+      Figures f =
+          round(
+              client,
+              raw,
+              dir,
+              buf,
+              bytes,
+              buffered,
+              label,
+              r,
+              String.format(Locale.ROOT, "round %d/%d", r + 1, rounds));
       emberW[r] = f.emberWrite();
       rawW[r] = f.rawWrite();
       emberR[r] = f.emberRead();
       rawR[r] = f.rawRead();
     }
     String how = buffered ? " (buffered stream)" : "";
-    row("write " + label + " ops" + how, median(emberW), median(rawW), "MiB/s",
+    row(
+        "write " + label + " ops" + how,
+        median(emberW),
+        median(rawW),
+        "MiB/s",
         opSize >= (1 << 20) ? ">= 0.70" : "");
-    row("read " + label + " ops" + how, median(emberR), median(rawR), "MiB/s",
+    row(
+        "read " + label + " ops" + how,
+        median(emberR),
+        median(rawR),
+        "MiB/s",
         opSize >= (1 << 20) ? ">= 0.70" : "");
   }
 
@@ -172,8 +224,17 @@ public final class BenchCommand implements Callable<Integer> {
   private record Figures(double emberWrite, double rawWrite, double emberRead, double rawRead) {}
 
   /** Moves {@code bytes} through the raw socket and then through an Ember file, in ops of buf. */
-  private Figures round(EmberClient client, RawSocketBaseline raw, String dir, byte[] buf,
-      long bytes, boolean buffered, String label, int index, String round) throws Exception {
+  private Figures round(
+      EmberClient client,
+      RawSocketBaseline raw,
+      String dir,
+      byte[] buf,
+      long bytes,
+      boolean buffered,
+      String label,
+      int index,
+      String round)
+      throws Exception {
     int opSize = buf.length;
     long ops = bytes / opSize;
     note(String.format(Locale.ROOT, "throughput %s ops, %s: raw socket...", label, round));
@@ -182,9 +243,10 @@ public final class BenchCommand implements Callable<Integer> {
     note(String.format(Locale.ROOT, "throughput %s ops, %s: Ember...", label, round));
     String path = dir + "/t-" + opSize + "-" + index;
     long t0 = System.nanoTime();
-    try (EmberOutputStream o = buffered
-        ? client.createBuffered(path, CreateOptions.DEFAULT)
-        : client.create(path, CreateOptions.DEFAULT)) {
+    try (EmberOutputStream o =
+        buffered
+            ? client.createBuffered(path, CreateOptions.DEFAULT)
+            : client.create(path, CreateOptions.DEFAULT)) {
       for (long i = 0; i < ops; i++) {
         o.write(buf, 0, opSize);
       }
@@ -200,8 +262,16 @@ public final class BenchCommand implements Callable<Integer> {
     long t2 = System.nanoTime();
     client.delete(path, false);
     Figures f = new Figures(mibPerSec(bytes, t1 - t0), rw, mibPerSec(bytes, t2 - t1), rr);
-    note(String.format(Locale.ROOT, "throughput %s ops, %s: write %.0f vs raw %.0f MiB/s, "
-        + "read %.0f vs raw %.0f MiB/s", label, round, f.emberWrite(), rw, f.emberRead(), rr));
+    note(
+        String.format(
+            Locale.ROOT,
+            "throughput %s ops, %s: write %.0f vs raw %.0f MiB/s, " + "read %.0f vs raw %.0f MiB/s",
+            label,
+            round,
+            f.emberWrite(),
+            rw,
+            f.emberRead(),
+            rr));
     return f;
   }
 
@@ -218,15 +288,21 @@ public final class BenchCommand implements Callable<Integer> {
       rates(threadCount, noop, (t, i) -> client.lookupAsync(target)); // warm-up, not counted
     } while (System.nanoTime() < warmupEnd);
     for (int r = 0; r < rounds; r++) {
-      note(String.format(Locale.ROOT, "metadata, %d thread(s), round %d/%d...", threadCount, r + 1,
-          rounds));
+      note(
+          String.format(
+              Locale.ROOT, "metadata, %d thread(s), round %d/%d...", threadCount, r + 1, rounds));
       double[] l = rates(threadCount, noop, (t, i) -> client.lookupAsync(target));
       noopForLookup[r] = l[0];
       lookup[r] = l[1];
       String cdir = dir + "/c-" + threadCount + "-" + r;
       client.createDirectory(cdir, false);
-      double[] c = rates(threadCount, noop, (t, i) ->
-          client.createAsync(cdir + "/f-" + t + "-" + i, NodeType.FILE, CreateOptions.DEFAULT));
+      double[] c =
+          rates(
+              threadCount,
+              noop,
+              (t, i) ->
+                  client.createAsync(
+                      cdir + "/f-" + t + "-" + i, NodeType.FILE, CreateOptions.DEFAULT));
       noopForCreate[r] = c[0];
       create[r] = c[1];
       client.delete(cdir, true);
@@ -243,8 +319,8 @@ public final class BenchCommand implements Callable<Integer> {
   /**
    * Operations per second of {@code baseline} and {@code measured} with {@code threadCount}
    * threads, each waiting for each call. The two alternate call by call and each call is timed on
-   * its own, so both see the same machine: on two shared cores, rates measured one after the
-   * other differ by more than the cost being measured.
+   * its own, so both see the same machine: on two shared cores, rates measured one after the other
+   * differ by more than the cost being measured.
    */
   private double[] rates(int threadCount, Op baseline, Op measured) throws Exception {
     AtomicInteger failures = new AtomicInteger();
@@ -254,23 +330,25 @@ public final class BenchCommand implements Callable<Integer> {
     java.util.concurrent.CountDownLatch go = new java.util.concurrent.CountDownLatch(1);
     for (int t = 0; t < threadCount; t++) {
       int id = t;
-      ts[t] = new Thread(() -> {
-        try {
-          go.await();
-          for (int i = 0; i < ops; i++) {
-            long t0 = System.nanoTime();
-            baseline.call(id, i).join();
-            long t1 = System.nanoTime();
-            measured.call(id, i).join();
-            long t2 = System.nanoTime();
-            baselineNanos[id] += t1 - t0;
-            measuredNanos[id] += t2 - t1;
-          }
-        } catch (Exception e) {
-          failures.incrementAndGet();
-          progress.println("bench: " + e.getMessage());
-        }
-      });
+      ts[t] =
+          new Thread(
+              () -> {
+                try {
+                  go.await();
+                  for (int i = 0; i < ops; i++) {
+                    long t0 = System.nanoTime();
+                    baseline.call(id, i).join();
+                    long t1 = System.nanoTime();
+                    measured.call(id, i).join();
+                    long t2 = System.nanoTime();
+                    baselineNanos[id] += t1 - t0;
+                    measuredNanos[id] += t2 - t1;
+                  }
+                } catch (Exception e) {
+                  failures.incrementAndGet();
+                  progress.println("bench: " + e.getMessage());
+                }
+              });
       ts[t].start();
     }
     go.countDown();
@@ -290,8 +368,14 @@ public final class BenchCommand implements Callable<Integer> {
   }
 
   private void row(String what, double ember, double baseline, String unit, String goal) {
-    rows.add(new String[] {what, fmt(ember) + " " + unit, fmt(baseline) + " " + unit,
-        String.format(Locale.ROOT, "%.2f", ember / baseline), goal});
+    rows.add(
+        new String[] {
+          what,
+          fmt(ember) + " " + unit,
+          fmt(baseline) + " " + unit,
+          String.format(Locale.ROOT, "%.2f", ember / baseline),
+          goal
+        });
   }
 
   private void printTable() {
@@ -300,12 +384,17 @@ public final class BenchCommand implements Callable<Integer> {
     for (String[] r : rows) {
       out.printf(Locale.ROOT, f, (Object[]) r);
     }
-    out.println("baselines: throughput = raw socket over loopback moving the same bytes in the"
-        + " same op size, its server sending from and receiving into direct memory the size of"
-        + " the data; metadata = no-op RPC round trip to the name node, alternated"
-        + " call by call with the measured operation.");
-    out.println("figures are medians of " + rounds + " round(s), after " + warmupSeconds
-        + " s of warm-up traffic per throughput measure.");
+    out.println(
+        "baselines: throughput = raw socket over loopback moving the same bytes in the"
+            + " same op size, its server sending from and receiving into direct memory the size of"
+            + " the data; metadata = no-op RPC round trip to the name node, alternated"
+            + " call by call with the measured operation.");
+    out.println(
+        "figures are medians of "
+            + rounds
+            + " round(s), after "
+            + warmupSeconds
+            + " s of warm-up traffic per throughput measure.");
     out.flush();
   }
 

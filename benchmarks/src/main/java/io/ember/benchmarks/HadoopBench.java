@@ -27,22 +27,32 @@ import picocli.CommandLine.Option;
  * FileSystem API on {@code ember://}, beside the same through Ember's own client in the same run,
  * rounds interleaved. The ratio is the adapter's cost.
  */
-@Command(name = "hadoop", mixinStandardHelpOptions = true,
+@Command(
+    name = "hadoop",
+    mixinStandardHelpOptions = true,
     description = "Benchmark the Hadoop FileSystem adapter beside Ember's own client.")
 public final class HadoopBench implements Callable<Integer> {
-  @Option(names = "--namenode", paramLabel = "HOST:PORT",
+  @Option(
+      names = "--namenode",
+      paramLabel = "HOST:PORT",
       description = "benchmark a running cluster (default: start one in this process)")
   String namenode;
 
-  @Option(names = "--size", defaultValue = "1g",
+  @Option(
+      names = "--size",
+      defaultValue = "1g",
       description = "file size per round (default ${DEFAULT-VALUE})")
   String size;
 
-  @Option(names = "--rounds", defaultValue = "3",
+  @Option(
+      names = "--rounds",
+      defaultValue = "3",
       description = "rounds; the median is reported (default ${DEFAULT-VALUE})")
   int rounds;
 
-  @Option(names = "--warmup", defaultValue = "15",
+  @Option(
+      names = "--warmup",
+      defaultValue = "15",
       description = "seconds of unmeasured rounds first (default ${DEFAULT-VALUE})")
   int warmupSeconds;
 
@@ -55,15 +65,17 @@ public final class HadoopBench implements Callable<Integer> {
     long bytes = ConfigKey.parseSize(size);
     int op = 1 << 20;
     if (bytes < op || rounds < 1) {
-      throw new CommandLine.ParameterException(spec.commandLine(),
-          "--size must be at least 1m and --rounds positive");
+      throw new CommandLine.ParameterException(
+          spec.commandLine(), "--size must be at least 1m and --rounds positive");
     }
     MiniCluster cluster = null;
     EmberConfig config;
     if (namenode == null) {
-      cluster = MiniCluster.builder()
-          .set(DramDataNodeKeys.CAPACITY, Long.toString(bytes + (64L << 20)))
-          .set(EmberKeys.IO_THREADS, "0").build();
+      cluster =
+          MiniCluster.builder()
+              .set(DramDataNodeKeys.CAPACITY, Long.toString(bytes + (64L << 20)))
+              .set(EmberKeys.IO_THREADS, "0")
+              .build();
       config = cluster.config();
       progress.println("bench: started an in-process cluster at " + cluster.namenodeAddress());
     } else {
@@ -78,8 +90,8 @@ public final class HadoopBench implements Callable<Integer> {
     long ops = bytes / op;
     String address = config.get(EmberKeys.NAMENODE_ADDRESS);
     try (EmberClient client = EmberClient.connect(config);
-         FileSystem fs = FileSystem.newInstance(URI.create("ember://" + address + "/"),
-             new Configuration())) {
+        FileSystem fs =
+            FileSystem.newInstance(URI.create("ember://" + address + "/"), new Configuration())) {
       String dir = "/bench-hadoop-" + System.nanoTime();
       client.createDirectory(dir, true);
       try {
@@ -143,20 +155,36 @@ public final class HadoopBench implements Callable<Integer> {
       }
     }
     String f = "%-34s %16s %16s %7s %8s%n";
-    out.printf(Locale.ROOT, f, "measure (" + ConfigKey.formatSize(bytes) + " file, 1 MiB ops)",
-        "Hadoop API", "Ember client", "ratio", "goal");
-    out.printf(Locale.ROOT, f, "sequential write",
+    out.printf(
+        Locale.ROOT,
+        f,
+        "measure (" + ConfigKey.formatSize(bytes) + " file, 1 MiB ops)",
+        "Hadoop API",
+        "Ember client",
+        "ratio",
+        "goal");
+    out.printf(
+        Locale.ROOT,
+        f,
+        "sequential write",
         BenchCommand.fmt(BenchCommand.median(hw)) + " MiB/s",
         BenchCommand.fmt(BenchCommand.median(ew)) + " MiB/s",
         String.format(Locale.ROOT, "%.2f", BenchCommand.median(hw) / BenchCommand.median(ew)),
         ">= 0.90");
-    out.printf(Locale.ROOT, f, "sequential read",
+    out.printf(
+        Locale.ROOT,
+        f,
+        "sequential read",
         BenchCommand.fmt(BenchCommand.median(hr)) + " MiB/s",
         BenchCommand.fmt(BenchCommand.median(er)) + " MiB/s",
         String.format(Locale.ROOT, "%.2f", BenchCommand.median(hr) / BenchCommand.median(er)),
         ">= 0.90");
-    out.println("figures are medians of " + rounds + " round(s) after " + warmupSeconds
-        + " s of warm-up; both use buffered streams.");
+    out.println(
+        "figures are medians of "
+            + rounds
+            + " round(s) after "
+            + warmupSeconds
+            + " s of warm-up; both use buffered streams.");
     out.flush();
     return 0;
   }

@@ -10,12 +10,13 @@ import picocli.CommandLine.Unmatched;
  * path: {@code NvmfBenchmark}, and its floor {@code TcpPingPongBenchmark}). Arguments go to JMH
  * unchanged, e.g. {@code ember bench jmh 'NvmfBenchmark.*Qd32' -p queues=1,4 -rf json}.
  */
-@Command(name = "jmh", mixinStandardHelpOptions = false,
+@Command(
+    name = "jmh",
+    mixinStandardHelpOptions = false,
     description = "Run the JMH microbenchmarks; arguments go to JMH (try -h, -l).")
 public final class JmhCommand implements Callable<Integer> {
   /** Everything after "jmh", in order, for JMH to parse. */
-  @Unmatched
-  List<String> args = new java.util.ArrayList<>();
+  @Unmatched List<String> args = new java.util.ArrayList<>();
 
   @Override
   public Integer call() throws Exception {

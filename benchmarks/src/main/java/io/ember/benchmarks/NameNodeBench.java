@@ -43,44 +43,68 @@ import picocli.CommandLine.Option;
  * few connections. A probe data node heartbeats beside them and its heartbeats' round trips are
  * reported too: heartbeats take the name node's write lock, as creates do.
  */
-@Command(name = "namenode", mixinStandardHelpOptions = true,
-    description = "Benchmark name node creates with requests on the network threads and on "
-        + "handler pools.")
+@Command(
+    name = "namenode",
+    mixinStandardHelpOptions = true,
+    description =
+        "Benchmark name node creates with requests on the network threads and on "
+            + "handler pools.")
 public final class NameNodeBench implements Callable<Integer> {
-  @Option(names = "--threads", split = ",", defaultValue = "8,64",
+  @Option(
+      names = "--threads",
+      split = ",",
+      defaultValue = "8,64",
       description = "client threads creating files (default ${DEFAULT-VALUE})")
   int[] threads;
 
-  @Option(names = "--handler-threads", split = ",", defaultValue = "4",
-      description = "handler pool sizes measured against the network threads "
-          + "(default ${DEFAULT-VALUE})")
+  @Option(
+      names = "--handler-threads",
+      split = ",",
+      defaultValue = "4",
+      description =
+          "handler pool sizes measured against the network threads " + "(default ${DEFAULT-VALUE})")
   int[] handlerThreads;
 
-  @Option(names = "--clients", defaultValue = "8",
+  @Option(
+      names = "--clients",
+      defaultValue = "8",
       description = "client connections the threads share (default ${DEFAULT-VALUE})")
   int clients;
 
-  @Option(names = "--datanodes", defaultValue = "4",
+  @Option(
+      names = "--datanodes",
+      defaultValue = "4",
       description = "DRAM data nodes heartbeating to each name node (default ${DEFAULT-VALUE})")
   int datanodes;
 
-  @Option(names = "--seconds", defaultValue = "5",
+  @Option(
+      names = "--seconds",
+      defaultValue = "5",
       description = "seconds per round (default ${DEFAULT-VALUE})")
   int seconds;
 
-  @Option(names = "--rounds", defaultValue = "5",
+  @Option(
+      names = "--rounds",
+      defaultValue = "5",
       description = "rounds per figure; the median is reported (default ${DEFAULT-VALUE})")
   int rounds;
 
-  @Option(names = "--warmup", defaultValue = "10",
-      description = "seconds of unmeasured creates per mode first, so the JIT has compiled "
-          + "every path (default ${DEFAULT-VALUE})")
+  @Option(
+      names = "--warmup",
+      defaultValue = "10",
+      description =
+          "seconds of unmeasured creates per mode first, so the JIT has compiled "
+              + "every path (default ${DEFAULT-VALUE})")
   int warmupSeconds;
 
-  @Option(names = {"-D", "--set"}, paramLabel = "KEY=VALUE", description = "an Ember setting "
-      + "for the clusters started here and their clients (repeatable); the defaults here: "
-      + "ember.rpc.io-threads=0, ember.datanode.heartbeat-interval=100ms, "
-      + "ember.namenode.datanode-timeout=10s")
+  @Option(
+      names = {"-D", "--set"},
+      paramLabel = "KEY=VALUE",
+      description =
+          "an Ember setting "
+              + "for the clusters started here and their clients (repeatable); the defaults here: "
+              + "ember.rpc.io-threads=0, ember.datanode.heartbeat-interval=100ms, "
+              + "ember.namenode.datanode-timeout=10s")
   Map<String, String> settings = new TreeMap<>();
 
   @CommandLine.Spec CommandLine.Model.CommandSpec spec;
@@ -96,14 +120,16 @@ public final class NameNodeBench implements Callable<Integer> {
 
     Mode(int handlers, EmberConfig overrides) throws EmberException {
       this.handlers = handlers;
-      cluster = MiniCluster.builder().dramDatanodes(datanodes)
-          .set(DramDataNodeKeys.CAPACITY, "16m")
-          .set(EmberKeys.IO_THREADS, "0")
-          .set(EmberKeys.HEARTBEAT_INTERVAL, "100ms")
-          .set(NameNodeKeys.DATANODE_TIMEOUT, "10s")
-          .config(overrides)
-          .set(NameNodeKeys.HANDLER_THREADS, Integer.toString(handlers))
-          .build();
+      cluster =
+          MiniCluster.builder()
+              .dramDatanodes(datanodes)
+              .set(DramDataNodeKeys.CAPACITY, "16m")
+              .set(EmberKeys.IO_THREADS, "0")
+              .set(EmberKeys.HEARTBEAT_INTERVAL, "100ms")
+              .set(NameNodeKeys.DATANODE_TIMEOUT, "10s")
+              .config(overrides)
+              .set(NameNodeKeys.HANDLER_THREADS, Integer.toString(handlers))
+              .build();
       try {
         for (int i = 0; i < clients; i++) {
           connections.add(cluster.newClient());
@@ -130,17 +156,23 @@ public final class NameNodeBench implements Callable<Integer> {
   public Integer call() throws Exception {
     PrintWriter out = spec.commandLine().getOut();
     progress = spec.commandLine().getErr();
-    if (rounds < 1 || seconds < 1 || clients < 1 || datanodes < 0 || warmupSeconds < 0
+    if (rounds < 1
+        || seconds < 1
+        || clients < 1
+        || datanodes < 0
+        || warmupSeconds < 0
         || Arrays.stream(threads).anyMatch(t -> t < 1)
         || Arrays.stream(handlerThreads).anyMatch(h -> h < 1)) {
-      throw new CommandLine.ParameterException(spec.commandLine(), "--rounds, --seconds, "
-          + "--clients, --threads and --handler-threads must be positive");
+      throw new CommandLine.ParameterException(
+          spec.commandLine(),
+          "--rounds, --seconds, " + "--clients, --threads and --handler-threads must be positive");
     }
     EmberConfig overrides = EmberConfig.of(settings);
     List<ConfigKey<?>> known = MiniCluster.allKeys();
     List<String> unknown = overrides.unknownKeys(known);
     if (!unknown.isEmpty()) {
-      throw new CommandLine.ParameterException(spec.commandLine(),
+      throw new CommandLine.ParameterException(
+          spec.commandLine(),
           "unknown setting(s) " + unknown + "; see conf/ember.properties.template");
     }
     try {
@@ -155,8 +187,14 @@ public final class NameNodeBench implements Callable<Integer> {
       for (int h : handlerThreads) {
         modes.add(new Mode(h, overrides));
       }
-      note("started " + modes.size() + " clusters of a name node and " + datanodes
-          + " DRAM data nodes, " + clients + " client connections each");
+      note(
+          "started "
+              + modes.size()
+              + " clusters of a name node and "
+              + datanodes
+              + " DRAM data nodes, "
+              + clients
+              + " client connections each");
       for (Mode m : modes) {
         long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(warmupSeconds);
         int w = 0;
@@ -176,8 +214,15 @@ public final class NameNodeBench implements Callable<Integer> {
             m.probe.record(true);
             rates[i][r] = round(m, t, t + "-" + r);
             beats.get(i).addAll(m.probe.record(false));
-            note(String.format(Locale.ROOT, "%d threads, round %d/%d, %s: %.0f creates/s", t,
-                r + 1, rounds, m.name(), rates[i][r]));
+            note(
+                String.format(
+                    Locale.ROOT,
+                    "%d threads, round %d/%d, %s: %.0f creates/s",
+                    t,
+                    r + 1,
+                    rounds,
+                    m.name(),
+                    rates[i][r]));
           }
         }
         double baseline = BenchCommand.median(rates[0]);
@@ -185,10 +230,15 @@ public final class NameNodeBench implements Callable<Integer> {
           double median = BenchCommand.median(rates[i]);
           List<Long> b = beats.get(i);
           Collections.sort(b);
-          rows.add(new String[] {Integer.toString(t), modes.get(i).name(),
-              BenchCommand.fmt(median), String.format(Locale.ROOT, "%.2f", median / baseline),
-              b.isEmpty() ? "-" : millis(b.get((int) Math.min(b.size() - 1, b.size() * 0.99))),
-              b.isEmpty() ? "-" : millis(b.get(b.size() - 1))});
+          rows.add(
+              new String[] {
+                Integer.toString(t),
+                modes.get(i).name(),
+                BenchCommand.fmt(median),
+                String.format(Locale.ROOT, "%.2f", median / baseline),
+                b.isEmpty() ? "-" : millis(b.get((int) Math.min(b.size() - 1, b.size() * 0.99))),
+                b.isEmpty() ? "-" : millis(b.get(b.size() - 1))
+              });
         }
       }
     } finally {
@@ -197,15 +247,26 @@ public final class NameNodeBench implements Callable<Integer> {
       }
     }
     String f = "%-8s %-20s %12s %7s %15s %15s%n";
-    out.printf(Locale.ROOT, f, "threads", "requests run on", "creates/s", "ratio",
-        "heartbeat p99", "heartbeat max");
+    out.printf(
+        Locale.ROOT,
+        f,
+        "threads",
+        "requests run on",
+        "creates/s",
+        "ratio",
+        "heartbeat p99",
+        "heartbeat max");
     for (String[] row : rows) {
       out.printf(Locale.ROOT, f, (Object[]) row);
     }
-    out.println("ratio: creates/s against the network threads (ember.namenode.handler-threads=0)"
-        + " with the same client threads, in the same run; medians of " + rounds + " round(s) of "
-        + seconds + " s. Heartbeat: round trips of a probe data node's heartbeats (every 100 ms)"
-        + " during the rounds.");
+    out.println(
+        "ratio: creates/s against the network threads (ember.namenode.handler-threads=0)"
+            + " with the same client threads, in the same run; medians of "
+            + rounds
+            + " round(s) of "
+            + seconds
+            + " s. Heartbeat: round trips of a probe data node's heartbeats (every 100 ms)"
+            + " during the rounds.");
     out.flush();
     return 0;
   }
@@ -227,22 +288,25 @@ public final class NameNodeBench implements Callable<Integer> {
     for (int t = 0; t < threadCount; t++) {
       int id = t;
       EmberClient c = m.connections.get(t % m.connections.size());
-      ts[t] = new Thread(() -> {
-        try {
-          go.await();
-          long end = start[0] + TimeUnit.SECONDS.toNanos(seconds);
-          long n = 0;
-          while (System.nanoTime() - end < 0) {
-            c.createAsync(dir + "/f-" + id + "-" + n, NodeType.FILE, CreateOptions.DEFAULT)
-                .join();
-            n++;
-          }
-          counts[id] = n;
-        } catch (Exception e) {
-          failures.incrementAndGet();
-          progress.println("bench: " + e.getMessage());
-        }
-      }, "bench-create-" + t);
+      ts[t] =
+          new Thread(
+              () -> {
+                try {
+                  go.await();
+                  long end = start[0] + TimeUnit.SECONDS.toNanos(seconds);
+                  long n = 0;
+                  while (System.nanoTime() - end < 0) {
+                    c.createAsync(dir + "/f-" + id + "-" + n, NodeType.FILE, CreateOptions.DEFAULT)
+                        .join();
+                    n++;
+                  }
+                  counts[id] = n;
+                } catch (Exception e) {
+                  failures.incrementAndGet();
+                  progress.println("bench: " + e.getMessage());
+                }
+              },
+              "bench-create-" + t);
       ts[t].start();
     }
     start[0] = System.nanoTime();
@@ -267,8 +331,10 @@ public final class NameNodeBench implements Callable<Integer> {
     private final RpcClients rpc;
     private final HostPort namenode;
     private final ScheduledExecutorService timer;
+
     /** The heartbeats, cancelled on close. */
     private final java.util.concurrent.ScheduledFuture<?> beating;
+
     private final List<Long> samples = Collections.synchronizedList(new ArrayList<>());
     private volatile boolean recording;
     private volatile int id;
@@ -282,27 +348,41 @@ public final class NameNodeBench implements Callable<Integer> {
         rpc.close();
         throw e;
       }
-      timer = Executors.newSingleThreadScheduledExecutor(r -> {
-        Thread t = new Thread(r, "bench-heartbeat-probe");
-        t.setDaemon(true);
-        return t;
-      });
+      timer =
+          Executors.newSingleThreadScheduledExecutor(
+              r -> {
+                Thread t = new Thread(r, "bench-heartbeat-probe");
+                t.setDaemon(true);
+                return t;
+              });
       beating = timer.scheduleWithFixedDelay(this::beat, 100, 100, TimeUnit.MILLISECONDS);
     }
 
     private void register() throws EmberException {
-      id = Futures.await(rpc.get(namenode, "name node").thenCompose(c -> c.call(
-          MessageType.REGISTER_DATANODE,
-          new Messages.RegisterRequest(StorageClass.DRAM, "probe", "127.0.0.1:1", 0, false),
-          Messages.RegisterResponse::decode))).datanodeId();
+      id =
+          Futures.await(
+                  rpc.get(namenode, "name node")
+                      .thenCompose(
+                          c ->
+                              c.call(
+                                  MessageType.REGISTER_DATANODE,
+                                  new Messages.RegisterRequest(
+                                      StorageClass.DRAM, "probe", "127.0.0.1:1", 0, false),
+                                  Messages.RegisterResponse::decode)))
+              .datanodeId();
     }
 
     private void beat() {
       long t0 = System.nanoTime();
       try {
-        Futures.await(rpc.get(namenode, "name node").thenCompose(c -> c.call(
-            MessageType.HEARTBEAT, new Messages.HeartbeatRequest(id),
-            Messages.HeartbeatResponse::decode)));
+        Futures.await(
+            rpc.get(namenode, "name node")
+                .thenCompose(
+                    c ->
+                        c.call(
+                            MessageType.HEARTBEAT,
+                            new Messages.HeartbeatRequest(id),
+                            Messages.HeartbeatResponse::decode)));
         if (recording) {
           samples.add(System.nanoTime() - t0);
         }

@@ -32,33 +32,48 @@ import picocli.CommandLine.Option;
  * reads and sequential 4 KiB writes one at a time. Then an unaligned 4 KiB write workload, to count
  * the sectors read-modify-write touched.
  */
-@Command(name = "nvmf", mixinStandardHelpOptions = true,
+@Command(
+    name = "nvmf",
+    mixinStandardHelpOptions = true,
     description = "Benchmark the NVMf tier beside the bare NVMf host on the same target.")
 public final class NvmfTierBench implements Callable<Integer> {
-  @Option(names = "--target", paramLabel = "URI",
+  @Option(
+      names = "--target",
+      paramLabel = "URI",
       description = "target namespace (default: an embedded in-memory target)")
   String target;
 
-  @Option(names = "--size", defaultValue = "256m",
+  @Option(
+      names = "--size",
+      defaultValue = "256m",
       description = "bytes per sequential round (default ${DEFAULT-VALUE})")
   String size;
 
-  @Option(names = "--ops", defaultValue = "5000",
+  @Option(
+      names = "--ops",
+      defaultValue = "5000",
       description = "4 KiB operations per round (default ${DEFAULT-VALUE})")
   int ops;
 
-  @Option(names = "--rounds", defaultValue = "3",
+  @Option(
+      names = "--rounds",
+      defaultValue = "3",
       description = "rounds; medians are reported (default ${DEFAULT-VALUE})")
   int rounds;
 
-  @Option(names = "--queues", defaultValue = "1",
-      description = "I/O queues of the bare host and of Ember's client alike "
-          + "(default ${DEFAULT-VALUE})")
+  @Option(
+      names = "--queues",
+      defaultValue = "1",
+      description =
+          "I/O queues of the bare host and of Ember's client alike " + "(default ${DEFAULT-VALUE})")
   int queues;
 
-  @Option(names = "--warmup", defaultValue = "15",
-      description = "seconds of unmeasured rounds first, so the JIT has compiled both paths "
-          + "(default ${DEFAULT-VALUE})")
+  @Option(
+      names = "--warmup",
+      defaultValue = "15",
+      description =
+          "seconds of unmeasured rounds first, so the JIT has compiled both paths "
+              + "(default ${DEFAULT-VALUE})")
   int warmupSeconds;
 
   @CommandLine.Spec CommandLine.Model.CommandSpec spec;
@@ -73,38 +88,47 @@ public final class NvmfTierBench implements Callable<Integer> {
     PrintWriter progress = spec.commandLine().getErr();
     long bytes = ConfigKey.parseSize(size);
     if (bytes < SEQ || ops < 1 || rounds < 1) {
-      throw new CommandLine.ParameterException(spec.commandLine(),
-          "--size must be at least 1m, --ops and --rounds positive");
+      throw new CommandLine.ParameterException(
+          spec.commandLine(), "--size must be at least 1m, --ops and --rounds positive");
     }
-    MiniCluster.Builder b = MiniCluster.builder().dramDatanodes(0)
-        .set(EmberKeys.IO_THREADS, "0")
-        .set(io.ember.tier.nvmf.NvmfTierKeys.QUEUES, Integer.toString(queues))
-        .set(NvmfDataNodeKeys.EMBEDDED_SIZE, Long.toString(2 * bytes + (64L << 20)));
+    MiniCluster.Builder b =
+        MiniCluster.builder()
+            .dramDatanodes(0)
+            .set(EmberKeys.IO_THREADS, "0")
+            .set(io.ember.tier.nvmf.NvmfTierKeys.QUEUES, Integer.toString(queues))
+            .set(NvmfDataNodeKeys.EMBEDDED_SIZE, Long.toString(2 * bytes + (64L << 20)));
     b.nvmfDatanode(target == null ? "" : target);
     double[][] r = new double[10][rounds];
     long rmwSectors;
     long rmwWrites;
     try (MiniCluster cluster = b.build();
-         EmberClient client = cluster.newClient()) {
+        EmberClient client = cluster.newClient()) {
       NvmfUri uri = NvmfUri.parse(cluster.nvmfDatanodes().get(0).target().toString());
       progress.println("bench: NVMf target " + uri);
       CreateOptions nvmf = CreateOptions.DEFAULT.withStorageClass(StorageClass.NVMF);
       byte[] buf = new byte[SEQ];
       new Random(1).nextBytes(buf);
       long seqOps = bytes / SEQ;
-      try (NvmfController bare = NvmfHost.connect(uri,
-          NvmfHostOptions.builder().ioQueues(queues).ioQueueSize(64).build())) {
+      try (NvmfController bare =
+          NvmfHost.connect(
+              uri, NvmfHostOptions.builder().ioQueues(queues).ioQueueSize(64).build())) {
         int nsid = uri.nsid();
         int lba = bare.namespace(nsid).blockSize();
         // The bare host works in the upper half of the namespace, Ember's blocks in the lower;
         // it must stop short of the last LBA, where the data node records its registration.
         long bareBase = bare.namespace(nsid).sizeBytes() / 2 / lba;
         if ((bareBase + 1) * lba + bytes > bare.namespace(nsid).sizeBytes()) {
-          throw new CommandLine.ParameterException(spec.commandLine(), "--size " + size
-              + " is more than half of NVMf target " + uri + "'s namespace, less one LBA");
+          throw new CommandLine.ParameterException(
+              spec.commandLine(),
+              "--size "
+                  + size
+                  + " is more than half of NVMf target "
+                  + uri
+                  + "'s namespace, less one LBA");
         }
         NvmfQueue q = bare.ioQueue(0);
-        java.util.concurrent.atomic.AtomicInteger nextQueue = new java.util.concurrent.atomic.AtomicInteger();
+        java.util.concurrent.atomic.AtomicInteger nextQueue =
+            new java.util.concurrent.atomic.AtomicInteger();
         java.util.function.Supplier<NvmfQueue> anyQueue =
             () -> bare.ioQueue(Math.floorMod(nextQueue.getAndIncrement(), bare.ioQueueCount()));
         ByteBuffer[] seqBufs = new ByteBuffer[DEPTH];
@@ -120,22 +144,40 @@ public final class NvmfTierBench implements Callable<Integer> {
             continue;
           }
           int slot = Math.max(round, 0);
-          progress.printf(Locale.ROOT, "bench: %s: bare host...%n", round < 0 ? "warm-up"
-              : "round " + (round + 1) + "/" + rounds);
+          progress.printf(
+              Locale.ROOT,
+              "bench: %s: bare host...%n",
+              round < 0 ? "warm-up" : "round " + (round + 1) + "/" + rounds);
           progress.flush();
           long t0 = System.nanoTime();
-          pipeline(seqOps, i -> anyQueue.get().write(nsid, bareBase + i * (SEQ / lba),
-              seqBufs[(int) (i % DEPTH)].duplicate()));
+          pipeline(
+              seqOps,
+              i ->
+                  anyQueue
+                      .get()
+                      .write(
+                          nsid,
+                          bareBase + i * (SEQ / lba),
+                          seqBufs[(int) (i % DEPTH)].duplicate()));
           long t1 = System.nanoTime();
-          pipeline(seqOps, i -> anyQueue.get().read(nsid, bareBase + i * (SEQ / lba),
-              seqBufs[(int) (i % DEPTH)].duplicate()));
+          pipeline(
+              seqOps,
+              i ->
+                  anyQueue
+                      .get()
+                      .read(
+                          nsid,
+                          bareBase + i * (SEQ / lba),
+                          seqBufs[(int) (i % DEPTH)].duplicate()));
           long t2 = System.nanoTime();
           long span = seqOps * (SEQ / SMALL);
           r[0][slot] = BenchCommand.mibPerSec(seqOps * SEQ, t1 - t0);
           r[1][slot] = BenchCommand.mibPerSec(seqOps * SEQ, t2 - t1);
 
-          progress.printf(Locale.ROOT, "bench: %s: Ember client...%n", round < 0 ? "warm-up"
-              : "round " + (round + 1) + "/" + rounds);
+          progress.printf(
+              Locale.ROOT,
+              "bench: %s: Ember client...%n",
+              round < 0 ? "warm-up" : "round " + (round + 1) + "/" + rounds);
           progress.flush();
           String path = "/bench-nvmf-" + round;
           long t5 = System.nanoTime();
@@ -158,19 +200,25 @@ public final class NvmfTierBench implements Callable<Integer> {
           String asyncPath = path + "-async";
           long t8 = System.nanoTime();
           try (EmberOutputStream o = client.create(asyncPath, nvmf)) {
-            pipeline(seqOps, i -> {
-              try {
-                return o.writeAsync(io.netty.buffer.Unpooled.wrappedBuffer(
-                    seqBufs[(int) (i % DEPTH)].duplicate()));
-              } catch (java.io.IOException e) {
-                return CompletableFuture.failedFuture(e);
-              }
-            });
+            pipeline(
+                seqOps,
+                i -> {
+                  try {
+                    return o.writeAsync(
+                        io.netty.buffer.Unpooled.wrappedBuffer(
+                            seqBufs[(int) (i % DEPTH)].duplicate()));
+                  } catch (java.io.IOException e) {
+                    return CompletableFuture.failedFuture(e);
+                  }
+                });
           }
           long t9 = System.nanoTime();
           try (EmberInputStream in = client.open(asyncPath)) {
-            pipeline(seqOps, i -> in.readAsync(i * SEQ, seqBufs[(int) (i % DEPTH)].duplicate())
-                .thenApply(n -> (Void) null));
+            pipeline(
+                seqOps,
+                i ->
+                    in.readAsync(i * SEQ, seqBufs[(int) (i % DEPTH)].duplicate())
+                        .thenApply(n -> (Void) null));
           }
           long t10 = System.nanoTime();
           client.delete(asyncPath, false);
@@ -178,8 +226,10 @@ public final class NvmfTierBench implements Callable<Integer> {
           r[9][slot] = BenchCommand.mibPerSec(seqOps * SEQ, t10 - t9);
           // One at a time, latency-bound: bare and Ember alternate call by call and each call is
           // timed on its own, so both see the same machine.
-          progress.printf(Locale.ROOT, "bench: %s: 4 KiB, alternating...%n", round < 0 ? "warm-up"
-              : "round " + (round + 1) + "/" + rounds);
+          progress.printf(
+              Locale.ROOT,
+              "bench: %s: 4 KiB, alternating...%n",
+              round < 0 ? "warm-up" : "round " + (round + 1) + "/" + rounds);
           progress.flush();
           byte[] four = new byte[SMALL];
           long bareRead = 0;
@@ -187,8 +237,8 @@ public final class NvmfTierBench implements Callable<Integer> {
           try (EmberInputStream in = client.open(path)) {
             for (int i = 0; i < ops; i++) {
               long a = System.nanoTime();
-              q.read(nsid, bareBase + (long) rnd.nextInt((int) span) * (SMALL / lba),
-                  small.clear()).join();
+              q.read(nsid, bareBase + (long) rnd.nextInt((int) span) * (SMALL / lba), small.clear())
+                  .join();
               long c = System.nanoTime();
               in.readFully((long) rnd.nextInt((int) span) * SMALL, four, 0, SMALL);
               long d = System.nanoTime();
@@ -244,22 +294,42 @@ public final class NvmfTierBench implements Callable<Integer> {
     row(out, f, "seq 1 MiB read, stream into byte[]", r[5], r[1], "MiB/s", "");
     row(out, f, "random 4 KiB read, one at a time*", r[6], r[2], "ops/s", ">= 0.80");
     row(out, f, "4 KiB write, one at a time*", r[7], r[3], "ops/s", ">= 0.80");
-    out.printf(Locale.ROOT, "unaligned 4 KiB workload: %d writes touched %d sectors by "
-        + "read-modify-write%n", rmwWrites, rmwSectors);
-    out.println("figures are medians of " + rounds + " round(s) after " + warmupSeconds
-        + " s of warm-up, measured in the same run; * bare and Ember calls alternate one by one;");
-    out.println("the bare host uses direct buffers with 8 in flight; 'async' rows give Ember the "
-        + "same, 'stream' rows add the copy into the caller's byte[] and the stream's window.");
+    out.printf(
+        Locale.ROOT,
+        "unaligned 4 KiB workload: %d writes touched %d sectors by " + "read-modify-write%n",
+        rmwWrites,
+        rmwSectors);
+    out.println(
+        "figures are medians of "
+            + rounds
+            + " round(s) after "
+            + warmupSeconds
+            + " s of warm-up, measured in the same run; * bare and Ember calls alternate one by one;");
+    out.println(
+        "the bare host uses direct buffers with 8 in flight; 'async' rows give Ember the "
+            + "same, 'stream' rows add the copy into the caller's byte[] and the stream's window.");
     out.flush();
     return 0;
   }
 
-  private static void row(PrintWriter out, String f, String what, double[] ember, double[] bare,
-      String unit, String goal) {
+  private static void row(
+      PrintWriter out,
+      String f,
+      String what,
+      double[] ember,
+      double[] bare,
+      String unit,
+      String goal) {
     double e = BenchCommand.median(ember);
     double b = BenchCommand.median(bare);
-    out.printf(Locale.ROOT, f, what, BenchCommand.fmt(e) + " " + unit,
-        BenchCommand.fmt(b) + " " + unit, String.format(Locale.ROOT, "%.2f", e / b), goal);
+    out.printf(
+        Locale.ROOT,
+        f,
+        what,
+        BenchCommand.fmt(e) + " " + unit,
+        BenchCommand.fmt(b) + " " + unit,
+        String.format(Locale.ROOT, "%.2f", e / b),
+        goal);
   }
 
   private interface Issue {

@@ -18,9 +18,9 @@ import java.util.Random;
  * <p>The client side uses a blocking socket stream and one array of the operation size, as the
  * Ember run's caller does. The server side keeps the bytes where a data node keeps them: in direct
  * memory as large as the data, sent from and received into with no copy in user space. A server
- * that sent one small array over and over would send from the CPU cache, which no store can do
- * with data it holds; its speed then swings between about 2.5 and 6 GB/s on two cores with
- * where the scheduler puts its threads.
+ * that sent one small array over and over would send from the CPU cache, which no store can do with
+ * data it holds; its speed then swings between about 2.5 and 6 GB/s on two cores with where the
+ * scheduler puts its threads.
  */
 final class RawSocketBaseline implements AutoCloseable {
   /** Direct memory the server moves bytes through; larger runs cycle through it. */
@@ -39,14 +39,17 @@ final class RawSocketBaseline implements AutoCloseable {
     while (store.hasRemaining()) {
       store.put(random, 0, Math.min(random.length, store.remaining()));
     }
-    server = ServerSocketChannel.open()
-        .bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 8);
+    server =
+        ServerSocketChannel.open()
+            .bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 8);
     acceptor = new Thread(this::serve, "raw-socket-baseline");
     acceptor.setDaemon(true);
     acceptor.start();
   }
 
-  /** MiB/s sending {@code bytes} in writes of {@code opSize}, ended by the peer's acknowledgement. */
+  /**
+   * MiB/s sending {@code bytes} in writes of {@code opSize}, ended by the peer's acknowledgement.
+   */
   double send(long bytes, int opSize) throws IOException {
     byte[] buf = new byte[opSize];
     try (Socket s = connect()) {

@@ -25,14 +25,15 @@ final class BlockCache {
 
   BlockCache(int maxFiles) {
     this.maxFiles = maxFiles;
-    this.files = new LinkedHashMap<>(16, 0.75f, true) {
-      private static final long serialVersionUID = 1L;
+    this.files =
+        new LinkedHashMap<>(16, 0.75f, true) {
+          private static final long serialVersionUID = 1L;
 
-      @Override
-      protected boolean removeEldestEntry(Map.Entry<Long, Cached[]> eldest) {
-        return size() > BlockCache.this.maxFiles;
-      }
-    };
+          @Override
+          protected boolean removeEldestEntry(Map.Entry<Long, Cached[]> eldest) {
+            return size() > BlockCache.this.maxFiles;
+          }
+        };
   }
 
   synchronized Cached get(long fileId, int index) {

@@ -9,27 +9,47 @@ public final class ClientKeys {
 
   /** Largest single transfer to a data node; also the unit of read-ahead. */
   public static final ConfigKey<Long> TRANSFER_SIZE =
-      ConfigKey.ofSize("ember.client.transfer-size", "1m", 4096, 16L << 20,
+      ConfigKey.ofSize(
+          "ember.client.transfer-size",
+          "1m",
+          4096,
+          16L << 20,
           "largest single read or write sent to a data node (a power of two)");
 
   /** Bytes a stream may have in flight to data nodes before a write waits. */
   public static final ConfigKey<Long> WRITE_WINDOW =
-      ConfigKey.ofSize("ember.client.write-window", "8m", 4096, 1L << 30,
+      ConfigKey.ofSize(
+          "ember.client.write-window",
+          "8m",
+          4096,
+          1L << 30,
           "bytes an output stream may have in flight before write() waits");
 
   /** Bytes a sequential reader fetches ahead of its position. */
   public static final ConfigKey<Long> READ_AHEAD =
-      ConfigKey.ofSize("ember.client.read-ahead", "4m", 0, 1L << 30,
+      ConfigKey.ofSize(
+          "ember.client.read-ahead",
+          "4m",
+          0,
+          1L << 30,
           "bytes an input stream fetches ahead of its position (0: none)");
 
   /** Size of a buffered output stream's buffer. */
   public static final ConfigKey<Long> BUFFER_SIZE =
-      ConfigKey.ofSize("ember.client.buffer-size", "1m", 512, 64L << 20,
+      ConfigKey.ofSize(
+          "ember.client.buffer-size",
+          "1m",
+          512,
+          64L << 20,
           "buffer of a buffered output stream; a divisor of the block size keeps writes aligned");
 
   /** Files whose block locations the client keeps. */
   public static final ConfigKey<Integer> BLOCK_CACHE_FILES =
-      ConfigKey.ofInt("ember.client.block-cache-files", 1024, 0, 1 << 20,
+      ConfigKey.ofInt(
+          "ember.client.block-cache-files",
+          1024,
+          0,
+          1 << 20,
           "files whose block locations are cached");
 
   /** Every key of this class. */

@@ -60,9 +60,21 @@ public final class ClientMetrics {
 
   @Override
   public String toString() {
-    return "written=" + bytesWritten() + "B in " + blockWrites() + ", read=" + bytesRead() + "B in "
-        + blockReads() + ", metadata calls=" + metadataCalls() + ", block cache hits="
-        + blockCacheHits() + " misses=" + blockCacheMisses() + ", read-modify-write sectors="
+    return "written="
+        + bytesWritten()
+        + "B in "
+        + blockWrites()
+        + ", read="
+        + bytesRead()
+        + "B in "
+        + blockReads()
+        + ", metadata calls="
+        + metadataCalls()
+        + ", block cache hits="
+        + blockCacheHits()
+        + " misses="
+        + blockCacheMisses()
+        + ", read-modify-write sectors="
         + readModifyWriteSectors();
   }
 }

@@ -34,13 +34,13 @@ import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
 
 /**
- * The entry point to an Ember cluster: namespace operations against the name node, and streams
- * that move bytes straight between this process and the data nodes.
+ * The entry point to an Ember cluster: namespace operations against the name node, and streams that
+ * move bytes straight between this process and the data nodes.
  *
- * <p>Every operation has an asynchronous form returning a {@link CompletableFuture} that fails
- * with an {@link EmberException}, and a blocking convenience that throws it. Futures complete on
- * the client's network threads: continuations must not block. Paths are absolute and follow
- * {@link Paths}' rules. A client is thread-safe; share one per process.
+ * <p>Every operation has an asynchronous form returning a {@link CompletableFuture} that fails with
+ * an {@link EmberException}, and a blocking convenience that throws it. Futures complete on the
+ * client's network threads: continuations must not block. Paths are absolute and follow {@link
+ * Paths}' rules. A client is thread-safe; share one per process.
  *
  * <pre>{@code
  * try (EmberClient client = EmberClient.connect("127.0.0.1:9060")) {
@@ -67,6 +67,7 @@ public final class EmberClient implements AutoCloseable {
   private final BlockCache blockCache;
   private final ClientMetrics metrics = new ClientMetrics();
   private final int transferSize;
+
   /** Longest a blocking call waits: every call's own timeouts are shorter. */
   private final java.time.Duration waitLimit;
 
@@ -79,14 +80,22 @@ public final class EmberClient implements AutoCloseable {
           ClientKeys.TRANSFER_SIZE.name() + ": " + transfer + " is not a power of two");
     }
     if (transfer + 1024 > config.get(EmberKeys.MAX_FRAME_BYTES)) {
-      throw new IllegalArgumentException(ClientKeys.TRANSFER_SIZE.name() + " (" + transfer
-          + ") must be below " + EmberKeys.MAX_FRAME_BYTES.name());
+      throw new IllegalArgumentException(
+          ClientKeys.TRANSFER_SIZE.name()
+              + " ("
+              + transfer
+              + ") must be below "
+              + EmberKeys.MAX_FRAME_BYTES.name());
     }
     this.transferSize = (int) transfer;
-    this.waitLimit = config.get(EmberKeys.RPC_TIMEOUT)
-        .plus(config.get(EmberKeys.CONNECT_TIMEOUT)).plusSeconds(10);
+    this.waitLimit =
+        config
+            .get(EmberKeys.RPC_TIMEOUT)
+            .plus(config.get(EmberKeys.CONNECT_TIMEOUT))
+            .plusSeconds(10);
     this.blockCache = new BlockCache(config.get(ClientKeys.BLOCK_CACHE_FILES));
-    for (StorageTier t : ServiceLoader.load(StorageTier.class, EmberClient.class.getClassLoader())) {
+    for (StorageTier t :
+        ServiceLoader.load(StorageTier.class, EmberClient.class.getClassLoader())) {
       tiers.put(t.name(), t);
     }
     this.connections = new RpcClients(config, "ember-client");
@@ -99,8 +108,8 @@ public final class EmberClient implements AutoCloseable {
    * @throws IllegalArgumentException when a configuration value is bad
    */
   public static EmberClient connect(EmberConfig config) throws EmberException {
-    HostPort nn = HostPort.parse(config.get(EmberKeys.NAMENODE_ADDRESS),
-        EmberKeys.DEFAULT_NAMENODE_PORT);
+    HostPort nn =
+        HostPort.parse(config.get(EmberKeys.NAMENODE_ADDRESS), EmberKeys.DEFAULT_NAMENODE_PORT);
     EmberClient client = new EmberClient(config, nn);
     client.lifeCycle.beginStart();
     try {
@@ -150,9 +159,10 @@ public final class EmberClient implements AutoCloseable {
    * @return the new entry; fails with ALREADY_EXISTS, PARENT_NOT_FOUND, NOT_A_DIRECTORY or
    *     INVALID_PATH
    */
-  public CompletableFuture<NodeStatus> createAsync(String path, NodeType type,
-      CreateOptions options) {
-    return call(MessageType.CREATE,
+  public CompletableFuture<NodeStatus> createAsync(
+      String path, NodeType type, CreateOptions options) {
+    return call(
+        MessageType.CREATE,
         new Messages.CreateRequest(path, type, options.storageClass(), options.createParents()),
         NodeStatus::decode);
   }
@@ -163,11 +173,14 @@ public final class EmberClient implements AutoCloseable {
    * @return fails with NOT_FOUND or INVALID_PATH
    */
   public CompletableFuture<NodeStatus> lookupAsync(String path) {
-    return call(MessageType.LOOKUP, new Messages.PathRequest(path), in -> {
-      NodeStatus s = NodeStatus.decode(in);
-      io.ember.protocol.Wire.expectEnd(in, "LOOKUP answer");
-      return s;
-    });
+    return call(
+        MessageType.LOOKUP,
+        new Messages.PathRequest(path),
+        in -> {
+          NodeStatus s = NodeStatus.decode(in);
+          io.ember.protocol.Wire.expectEnd(in, "LOOKUP answer");
+          return s;
+        });
   }
 
   /**
@@ -180,17 +193,20 @@ public final class EmberClient implements AutoCloseable {
     return listFrom(path, "", all);
   }
 
-  private CompletableFuture<List<DirEntry>> listFrom(String path, String after,
-      List<DirEntry> all) {
-    return call(MessageType.LIST, new Messages.ListRequest(path, after, LIST_PAGE),
-        Messages.ListResponse::decode)
-        .thenCompose(page -> {
-          all.addAll(page.entries());
-          if (page.more() && !page.entries().isEmpty()) {
-            return listFrom(path, page.entries().get(page.entries().size() - 1).name(), all);
-          }
-          return CompletableFuture.completedFuture(all);
-        });
+  private CompletableFuture<List<DirEntry>> listFrom(
+      String path, String after, List<DirEntry> all) {
+    return call(
+            MessageType.LIST,
+            new Messages.ListRequest(path, after, LIST_PAGE),
+            Messages.ListResponse::decode)
+        .thenCompose(
+            page -> {
+              all.addAll(page.entries());
+              if (page.more() && !page.entries().isEmpty()) {
+                return listFrom(path, page.entries().get(page.entries().size() - 1).name(), all);
+              }
+              return CompletableFuture.completedFuture(all);
+            });
   }
 
   /**
@@ -199,8 +215,8 @@ public final class EmberClient implements AutoCloseable {
    * @return fails with NOT_FOUND, DIRECTORY_NOT_EMPTY or INVALID_ARGUMENT (the root)
    */
   public CompletableFuture<Void> deleteAsync(String path, boolean recursive) {
-    return call(MessageType.DELETE, new Messages.DeleteRequest(path, recursive),
-        ResponseDecoder.EMPTY);
+    return call(
+        MessageType.DELETE, new Messages.DeleteRequest(path, recursive), ResponseDecoder.EMPTY);
   }
 
   /**
@@ -210,8 +226,8 @@ public final class EmberClient implements AutoCloseable {
    * @return fails with NOT_FOUND, ALREADY_EXISTS, PARENT_NOT_FOUND or RENAME_INTO_ITSELF
    */
   public CompletableFuture<Void> renameAsync(String source, String target) {
-    return call(MessageType.RENAME, new Messages.RenameRequest(source, target),
-        ResponseDecoder.EMPTY);
+    return call(
+        MessageType.RENAME, new Messages.RenameRequest(source, target), ResponseDecoder.EMPTY);
   }
 
   /** Capacity and use per storage class. */
@@ -228,8 +244,9 @@ public final class EmberClient implements AutoCloseable {
    * @throws EmberException as {@link #createAsync}
    */
   public NodeStatus createDirectory(String path, boolean createParents) throws EmberException {
-    return await(createAsync(path, NodeType.DIRECTORY,
-        CreateOptions.DEFAULT.withCreateParents(createParents)));
+    return await(
+        createAsync(
+            path, NodeType.DIRECTORY, CreateOptions.DEFAULT.withCreateParents(createParents)));
   }
 
   /**
@@ -242,8 +259,8 @@ public final class EmberClient implements AutoCloseable {
   }
 
   /**
-   * Creates a file and opens it for writing, unbuffered: each write goes to the data node as it
-   * is (split at block boundaries), with up to {@link ClientKeys#WRITE_WINDOW} bytes in flight.
+   * Creates a file and opens it for writing, unbuffered: each write goes to the data node as it is
+   * (split at block boundaries), with up to {@link ClientKeys#WRITE_WINDOW} bytes in flight.
    *
    * @throws EmberException as {@link #createAsync}
    */
@@ -252,9 +269,9 @@ public final class EmberClient implements AutoCloseable {
   }
 
   /**
-   * Creates a file and opens it for writing through a buffer of {@link ClientKeys#BUFFER_SIZE}:
-   * for many small writes. The buffer is sent when full or on {@code flush()}, in pieces aligned to
-   * the buffer and the block.
+   * Creates a file and opens it for writing through a buffer of {@link ClientKeys#BUFFER_SIZE}: for
+   * many small writes. The buffer is sent when full or on {@code flush()}, in pieces aligned to the
+   * buffer and the block.
    *
    * @throws EmberException as {@link #createAsync}
    */
@@ -270,8 +287,8 @@ public final class EmberClient implements AutoCloseable {
    *
    * @return fails as {@link #createAsync}
    */
-  public CompletableFuture<EmberOutputStream> createBufferedAsync(String path,
-      CreateOptions options) {
+  public CompletableFuture<EmberOutputStream> createBufferedAsync(
+      String path, CreateOptions options) {
     return createStreamAsync(path, options, (int) (long) config.get(ClientKeys.BUFFER_SIZE));
   }
 
@@ -280,17 +297,27 @@ public final class EmberClient implements AutoCloseable {
     return await(createStreamAsync(path, options, bufferSize));
   }
 
-  private CompletableFuture<EmberOutputStream> createStreamAsync(String path,
-      CreateOptions options, int bufferSize) {
-    return normalized(path).thenCompose(canonical ->
-        createAsync(canonical, NodeType.FILE, options).thenApply(st -> {
-          int blockSize = st.blockSize();
-          EmberOutputStream out = new EmberOutputStream(this, canonical, st.id(), blockSize,
-              Math.min(transferSize, blockSize), bufferSize,
-              config.get(ClientKeys.WRITE_WINDOW));
-          out.allocateFirstBlock();
-          return out;
-        }));
+  private CompletableFuture<EmberOutputStream> createStreamAsync(
+      String path, CreateOptions options, int bufferSize) {
+    return normalized(path)
+        .thenCompose(
+            canonical ->
+                createAsync(canonical, NodeType.FILE, options)
+                    .thenApply(
+                        st -> {
+                          int blockSize = st.blockSize();
+                          EmberOutputStream out =
+                              new EmberOutputStream(
+                                  this,
+                                  canonical,
+                                  st.id(),
+                                  blockSize,
+                                  Math.min(transferSize, blockSize),
+                                  bufferSize,
+                                  config.get(ClientKeys.WRITE_WINDOW));
+                          out.allocateFirstBlock();
+                          return out;
+                        }));
   }
 
   /** The path in canonical form, or INVALID_PATH as a failed future. */
@@ -318,19 +345,29 @@ public final class EmberClient implements AutoCloseable {
    * @return fails with NOT_FOUND or INVALID_PATH, or NOT_A_FILE for a directory or multifile
    */
   public CompletableFuture<EmberInputStream> openAsync(String path) {
-    return normalized(path).thenCompose(canonical -> {
-      long asked = System.nanoTime();
-      return call(MessageType.OPEN, new Messages.OpenRequest(canonical, BLOCKS_PER_FETCH),
-          Messages.OpenResponse::decode).thenApply(opened -> streamOf(canonical, opened, asked));
-    });
+    return normalized(path)
+        .thenCompose(
+            canonical -> {
+              long asked = System.nanoTime();
+              return call(
+                      MessageType.OPEN,
+                      new Messages.OpenRequest(canonical, BLOCKS_PER_FETCH),
+                      Messages.OpenResponse::decode)
+                  .thenApply(opened -> streamOf(canonical, opened, asked));
+            });
   }
 
   private EmberInputStream streamOf(String path, Messages.OpenResponse opened, long askedNanos) {
     NodeStatus st = opened.status();
     if (!st.isFile()) {
-      throw new CompletionException(new EmberException(ErrorCode.NOT_A_FILE, path + " is a "
-          + st.type().name().toLowerCase(Locale.ROOT) + ", not a file"
-          + (st.type() == NodeType.MULTIFILE ? " (use openMultiFile)" : "")));
+      throw new CompletionException(
+          new EmberException(
+              ErrorCode.NOT_A_FILE,
+              path
+                  + " is a "
+                  + st.type().name().toLowerCase(Locale.ROOT)
+                  + ", not a file"
+                  + (st.type() == NodeType.MULTIFILE ? " (use openMultiFile)" : "")));
     }
     // The first blocks' locations come with the status, so a first read needs no round trip to
     // the name node of its own.
@@ -339,8 +376,8 @@ public final class EmberClient implements AutoCloseable {
   }
 
   /**
-   * Opens a multifile for reading: its closed child files one after another, in name order, as
-   * one stream. Children still being written are skipped.
+   * Opens a multifile for reading: its closed child files one after another, in name order, as one
+   * stream. Children still being written are skipped.
    *
    * @throws EmberException NOT_FOUND, or NOT_A_DIRECTORY when the path is not a multifile
    */
@@ -443,7 +480,9 @@ public final class EmberClient implements AutoCloseable {
   }
 
   CompletableFuture<BlockLocation> allocateBlock(long fileId, int index) {
-    return call(MessageType.ALLOCATE_BLOCK, new Messages.AllocateBlockRequest(fileId, index),
+    return call(
+        MessageType.ALLOCATE_BLOCK,
+        new Messages.AllocateBlockRequest(fileId, index),
         in -> {
           BlockLocation b = BlockLocation.decode(in);
           io.ember.protocol.Wire.expectEnd(in, "ALLOCATE_BLOCK answer");
@@ -452,8 +491,8 @@ public final class EmberClient implements AutoCloseable {
   }
 
   CompletableFuture<NodeStatus> closeFile(long fileId, long length) {
-    return call(MessageType.CLOSE_FILE, new Messages.CloseFileRequest(fileId, length),
-        NodeStatus::decode);
+    return call(
+        MessageType.CLOSE_FILE, new Messages.CloseFileRequest(fileId, length), NodeStatus::decode);
   }
 
   /**
@@ -464,19 +503,24 @@ public final class EmberClient implements AutoCloseable {
    */
   CompletableFuture<BlockLocation> blockLocation(long fileId, int index) {
     BlockCache.Cached cached = blockCache.get(fileId, index);
-    if (cached != null && (cached.askedWithin(UNCHECKED_TRUST_NANOS, System.nanoTime())
-        || checksGenerations(cached.location()))) {
+    if (cached != null
+        && (cached.askedWithin(UNCHECKED_TRUST_NANOS, System.nanoTime())
+            || checksGenerations(cached.location()))) {
       metrics.blockCacheHits.increment();
       return CompletableFuture.completedFuture(cached.location());
     }
     metrics.blockCacheMisses.increment();
-    return fetchBlocks(fileId, index).thenApply(page -> {
-      if (page.isEmpty() || page.get(0).index() != index) {
-        throw new java.util.concurrent.CompletionException(new EmberException(
-            ErrorCode.INTERNAL, "name node has no block " + index + " of file id " + fileId));
-      }
-      return page.get(0);
-    });
+    return fetchBlocks(fileId, index)
+        .thenApply(
+            page -> {
+              if (page.isEmpty() || page.get(0).index() != index) {
+                throw new java.util.concurrent.CompletionException(
+                    new EmberException(
+                        ErrorCode.INTERNAL,
+                        "name node has no block " + index + " of file id " + fileId));
+              }
+              return page.get(0);
+            });
   }
 
   void invalidateBlocks(long fileId) {
@@ -493,13 +537,15 @@ public final class EmberClient implements AutoCloseable {
 
   private CompletableFuture<List<BlockLocation>> fetchBlocks(long fileId, int start) {
     long asked = System.nanoTime();
-    return call(MessageType.GET_BLOCKS,
-        new Messages.GetBlocksRequest(fileId, start, BLOCKS_PER_FETCH),
-        Messages.BlocksResponse::decode)
-        .thenApply(r -> {
-          blockCache.put(fileId, r.blocks(), asked);
-          return r.blocks();
-        });
+    return call(
+            MessageType.GET_BLOCKS,
+            new Messages.GetBlocksRequest(fileId, start, BLOCKS_PER_FETCH),
+            Messages.BlocksResponse::decode)
+        .thenApply(
+            r -> {
+              blockCache.put(fileId, r.blocks(), asked);
+              return r.blocks();
+            });
   }
 
   /**
@@ -518,9 +564,15 @@ public final class EmberClient implements AutoCloseable {
         lifeCycle.checkRunning();
         StorageTier tier = tiers.get(block.tier());
         if (tier == null) {
-          throw new EmberException(ErrorCode.INTERNAL, "block " + block.index() + " is on tier '"
-              + block.tier() + "', which this client does not have on its class path (tiers: "
-              + tiers.keySet() + ")");
+          throw new EmberException(
+              ErrorCode.INTERNAL,
+              "block "
+                  + block.index()
+                  + " is on tier '"
+                  + block.tier()
+                  + "', which this client does not have on its class path (tiers: "
+                  + tiers.keySet()
+                  + ")");
         }
         e = tier.open(new TierContext(config, connections, metrics));
         endpoints.put(block.tier(), e);

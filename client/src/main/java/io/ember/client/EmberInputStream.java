@@ -22,11 +22,11 @@ import java.util.concurrent.atomic.AtomicBoolean;
 /**
  * Reads one closed Ember file straight from its data nodes. Sequential reads fetch ahead of the
  * position; {@link #seek} moves the position; positional reads ({@link #read(long, byte[], int,
- * int)}) leave it alone and may run from several threads at once. Nothing past the published
- * length is ever returned.
+ * int)}) leave it alone and may run from several threads at once. Nothing past the published length
+ * is ever returned.
  *
- * <p>A block whose data node is lost fails the read with {@link ErrorCode#DATANODE_LOST} naming
- * the file, the block and the node; no read waits longer than the configured RPC timeout.
+ * <p>A block whose data node is lost fails the read with {@link ErrorCode#DATANODE_LOST} naming the
+ * file, the block and the node; no read waits longer than the configured RPC timeout.
  */
 public final class EmberInputStream extends InputStream {
   private final EmberClient client;
@@ -50,8 +50,8 @@ public final class EmberInputStream extends InputStream {
 
   /**
    * Releases the bytes of a fetch nobody will take: when it has completed, or whenever it does. A
-   * wait that gave up (the last-resort deadline, an interrupt) does not stop the read, whose
-   * buffer would otherwise never be released.
+   * wait that gave up (the last-resort deadline, an interrupt) does not stop the read, whose buffer
+   * would otherwise never be released.
    */
   private static void releaseWhenDone(CompletableFuture<ByteBuf> fetch) {
     // The stage returned completes as the fetch did, once its buffer is released: nobody wants the
@@ -60,8 +60,8 @@ public final class EmberInputStream extends InputStream {
         fetch.whenComplete((buf, e) -> ReferenceCountUtil.release(buf));
   }
 
-  EmberInputStream(EmberClient client, String path, NodeStatus status, int transferSize,
-      long readAhead) {
+  EmberInputStream(
+      EmberClient client, String path, NodeStatus status, int transferSize, long readAhead) {
     this.client = client;
     this.path = path;
     this.fileId = status.id();
@@ -94,7 +94,8 @@ public final class EmberInputStream extends InputStream {
   public void seek(long newPosition) throws IOException {
     checkOpen();
     if (newPosition < 0 || newPosition > length) {
-      throw new EOFException("cannot seek " + path + " to " + newPosition + ": length is " + length);
+      throw new EOFException(
+          "cannot seek " + path + " to " + newPosition + ": length is " + length);
     }
     position = newPosition;
   }
@@ -180,7 +181,8 @@ public final class EmberInputStream extends InputStream {
   @Override
   public int available() throws IOException {
     checkOpen();
-    if (current != null && position >= currentStart
+    if (current != null
+        && position >= currentStart
         && position < currentStart + current.readableBytes()) {
       return (int) (currentStart + current.readableBytes() - position);
     }
@@ -242,9 +244,9 @@ public final class EmberInputStream extends InputStream {
 
   /**
    * Reads up to {@code dst.remaining()} bytes at {@code pos} into {@code dst}, asynchronously and
-   * without moving the stream's position; many such reads may be in flight at once. The caller
-   * owns {@code dst} and must not touch it until the future completes, which then advances {@code
-   * dst}'s position by the bytes read. Tiers that can (NVMf, for sector-aligned ranges into direct
+   * without moving the stream's position; many such reads may be in flight at once. The caller owns
+   * {@code dst} and must not touch it until the future completes, which then advances {@code dst}'s
+   * position by the bytes read. Tiers that can (NVMf, for sector-aligned ranges into direct
    * buffers) read straight into {@code dst} with no copy.
    *
    * @return bytes read, -1 when {@code pos} is at or past the end; fails with {@link
@@ -274,10 +276,12 @@ public final class EmberInputStream extends InputStream {
       parts.add(fetchInto(p, slice.slice()));
       p += piece;
     }
-    return CompletableFuture.allOf(parts.toArray(new CompletableFuture<?>[0])).thenApply(v -> {
-      dst.position(base + n);
-      return n;
-    });
+    return CompletableFuture.allOf(parts.toArray(new CompletableFuture<?>[0]))
+        .thenApply(
+            v -> {
+              dst.position(base + n);
+              return n;
+            });
   }
 
   /**
@@ -287,8 +291,8 @@ public final class EmberInputStream extends InputStream {
    */
   public void readFully(long pos, byte[] b, int off, int len) throws IOException {
     if (pos < 0 || len < 0 || pos > length - len) {
-      throw new EOFException("cannot read " + len + " bytes at " + pos + " of " + path
-          + ": length is " + length);
+      throw new EOFException(
+          "cannot read " + len + " bytes at " + pos + " of " + path + ": length is " + length);
     }
     read(pos, b, off, len);
   }
@@ -344,26 +348,29 @@ public final class EmberInputStream extends InputStream {
 
   /**
    * Copies the whole chunk at the position into {@code b} at {@code off} and returns its length.
-   * The copy runs on whichever thread completes the fetch; a read that gives up waiting (a
-   * timeout) first claims the copy, so no bytes land in {@code b} after this returns.
+   * The copy runs on whichever thread completes the fetch; a read that gives up waiting (a timeout)
+   * first claims the copy, so no bytes land in {@code b} after this returns.
    */
   private int readChunkInto(byte[] b, int off) throws IOException {
     Chunk next = takeChunk(position);
     currentStart = next.start();
     fillAhead();
     AtomicBoolean claimed = new AtomicBoolean();
-    CompletableFuture<Integer> copied = next.data().thenApply(buf -> {
-      try {
-        if (!claimed.compareAndSet(false, true)) {
-          return -1;
-        }
-        int n = buf.readableBytes();
-        buf.getBytes(buf.readerIndex(), b, off, n);
-        return n;
-      } finally {
-        buf.release();
-      }
-    });
+    CompletableFuture<Integer> copied =
+        next.data()
+            .thenApply(
+                buf -> {
+                  try {
+                    if (!claimed.compareAndSet(false, true)) {
+                      return -1;
+                    }
+                    int n = buf.readableBytes();
+                    buf.getBytes(buf.readerIndex(), b, off, n);
+                    return n;
+                  } finally {
+                    buf.release();
+                  }
+                });
     try {
       return client.await(copied);
     } catch (EmberException e) {
@@ -416,22 +423,32 @@ public final class EmberInputStream extends InputStream {
   /** Fetches {@code len} bytes at {@code pos}, within one block. The caller releases the result. */
   private CompletableFuture<ByteBuf> fetch(long pos, int len) {
     return fromBlock(pos, len, (block, endpoint, offset) -> endpoint.read(block, offset, len))
-        .thenApply(buf -> {
-          if (buf.readableBytes() != len) {
-            int got = buf.readableBytes();
-            buf.release();
-            throw new CompletionException(new EmberException(ErrorCode.MALFORMED_FRAME,
-                "got " + got + " bytes of " + path + " at " + pos + " where " + len
-                    + " were asked for"));
-          }
-          return buf;
-        });
+        .thenApply(
+            buf -> {
+              if (buf.readableBytes() != len) {
+                int got = buf.readableBytes();
+                buf.release();
+                throw new CompletionException(
+                    new EmberException(
+                        ErrorCode.MALFORMED_FRAME,
+                        "got "
+                            + got
+                            + " bytes of "
+                            + path
+                            + " at "
+                            + pos
+                            + " where "
+                            + len
+                            + " were asked for"));
+              }
+              return buf;
+            });
   }
 
   /** Reads {@code dst.remaining()} bytes at {@code pos}, within one block, into {@code dst}. */
   private CompletableFuture<Void> fetchInto(long pos, ByteBuffer dst) {
-    return fromBlock(pos, dst.remaining(),
-        (block, endpoint, offset) -> endpoint.readInto(block, offset, dst));
+    return fromBlock(
+        pos, dst.remaining(), (block, endpoint, offset) -> endpoint.readInto(block, offset, dst));
   }
 
   private interface BlockRead<T> {
@@ -448,44 +465,72 @@ public final class EmberInputStream extends InputStream {
   }
 
   /**
-   * {@link #fromBlock(long, int, BlockRead)}; a location its endpoint refuses as stale (a data
-   * node restarted at that address, a target that came back under a new registration) is asked
-   * of the name node again, {@code once}.
+   * {@link #fromBlock(long, int, BlockRead)}; a location its endpoint refuses as stale (a data node
+   * restarted at that address, a target that came back under a new registration) is asked of the
+   * name node again, {@code once}.
    */
   private <T> CompletableFuture<T> fromBlock(long pos, int len, BlockRead<T> read, boolean once) {
     int index = (int) (pos / blockSize);
     int offset = (int) (pos % blockSize);
-    return client.blockLocation(fileId, index).exceptionallyCompose(e -> {
-      EmberException cause = EmberException.of(e);
-      return CompletableFuture.failedFuture(new EmberException(cause.code(),
-          "locating block " + index + " of " + path + " failed: " + cause.getMessage(), cause));
-    }).thenCompose(block -> {
-      if (block.lost()) {
-        client.invalidateBlocks(fileId);
-        throw new CompletionException(new EmberException(ErrorCode.DATANODE_LOST,
-            block.describeNode() + " lost: block " + index + " of " + path + " unavailable"));
-      }
-      StorageEndpoint endpoint;
-      try {
-        endpoint = client.endpoint(block);
-      } catch (EmberException e) {
-        throw new CompletionException(e);
-      }
-      return read.start(block, endpoint, offset).thenApply(result -> {
-        client.metrics().bytesRead.add(len);
-        client.metrics().blockReads.increment();
-        return result;
-      }).exceptionallyCompose(e -> {
-        client.invalidateBlocks(fileId);
-        EmberException cause = EmberException.of(e);
-        if (once && cause.code() == ErrorCode.STALE_LOCATION) {
-          return fromBlock(pos, len, read, false);
-        }
-        return CompletableFuture.failedFuture(new EmberException(cause.code(), "reading block "
-            + index + " of " + path + " from " + block.describeNode() + " failed: "
-            + cause.getMessage(), cause));
-      });
-    });
+    return client
+        .blockLocation(fileId, index)
+        .exceptionallyCompose(
+            e -> {
+              EmberException cause = EmberException.of(e);
+              return CompletableFuture.failedFuture(
+                  new EmberException(
+                      cause.code(),
+                      "locating block " + index + " of " + path + " failed: " + cause.getMessage(),
+                      cause));
+            })
+        .thenCompose(
+            block -> {
+              if (block.lost()) {
+                client.invalidateBlocks(fileId);
+                throw new CompletionException(
+                    new EmberException(
+                        ErrorCode.DATANODE_LOST,
+                        block.describeNode()
+                            + " lost: block "
+                            + index
+                            + " of "
+                            + path
+                            + " unavailable"));
+              }
+              StorageEndpoint endpoint;
+              try {
+                endpoint = client.endpoint(block);
+              } catch (EmberException e) {
+                throw new CompletionException(e);
+              }
+              return read.start(block, endpoint, offset)
+                  .thenApply(
+                      result -> {
+                        client.metrics().bytesRead.add(len);
+                        client.metrics().blockReads.increment();
+                        return result;
+                      })
+                  .exceptionallyCompose(
+                      e -> {
+                        client.invalidateBlocks(fileId);
+                        EmberException cause = EmberException.of(e);
+                        if (once && cause.code() == ErrorCode.STALE_LOCATION) {
+                          return fromBlock(pos, len, read, false);
+                        }
+                        return CompletableFuture.failedFuture(
+                            new EmberException(
+                                cause.code(),
+                                "reading block "
+                                    + index
+                                    + " of "
+                                    + path
+                                    + " from "
+                                    + block.describeNode()
+                                    + " failed: "
+                                    + cause.getMessage(),
+                                cause));
+                      });
+            });
   }
 
   private void checkOpen() throws IOException {

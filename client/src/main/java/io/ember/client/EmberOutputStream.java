@@ -15,10 +15,9 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 
 /**
- * Writes one Ember file, sequentially, straight to the data nodes. Blocks are allocated as the
- * file grows; up to a window of bytes is in flight at once, so writes overlap the network.
- * Closing waits for every write and publishes the file's length: readers see nothing of the file
- * before that.
+ * Writes one Ember file, sequentially, straight to the data nodes. Blocks are allocated as the file
+ * grows; up to a window of bytes is in flight at once, so writes overlap the network. Closing waits
+ * for every write and publishes the file's length: readers see nothing of the file before that.
  *
  * <p>Not thread-safe: one writer per file. For a file many writers fill at once, use a multifile
  * with one child file per writer.
@@ -46,8 +45,14 @@ public final class EmberOutputStream extends OutputStream {
 
   private record InFlight(CompletableFuture<Void> done, int bytes) {}
 
-  EmberOutputStream(EmberClient client, String path, long fileId, int blockSize, int transferSize,
-      int bufferSize, long window) {
+  EmberOutputStream(
+      EmberClient client,
+      String path,
+      long fileId,
+      int blockSize,
+      int transferSize,
+      int bufferSize,
+      long window) {
     this.client = client;
     this.path = path;
     this.fileId = fileId;
@@ -143,8 +148,8 @@ public final class EmberOutputStream extends OutputStream {
   }
 
   /**
-   * Sends buffered bytes and waits until every byte written so far is on its data node. The
-   * file's length is still unpublished: readers see it after {@link #close()}.
+   * Sends buffered bytes and waits until every byte written so far is on its data node. The file's
+   * length is still unpublished: readers see it after {@link #close()}.
    *
    * @throws IOException the first write error of this stream
    */
@@ -235,27 +240,34 @@ public final class EmberOutputStream extends OutputStream {
     int index = (int) (start / blockSize);
     int offset = (int) (start % blockSize);
     int n = data.readableBytes();
-    CompletableFuture<Void> done = block(index)
-        .exceptionallyCompose(allocError -> {
-          data.release();
-          return CompletableFuture.failedFuture(describe(allocError, start, index, null));
-        })
-        .thenCompose(block -> {
-          StorageEndpoint endpoint;
-          try {
-            endpoint = client.endpoint(block);
-          } catch (EmberException e) {
-            data.release();
-            throw new CompletionException(describe(e, start, index, block));
-          }
-          return endpoint.write(block, offset, data)
-              .exceptionallyCompose(writeError ->
-                  CompletableFuture.failedFuture(describe(writeError, start, index, block)))
-              .thenRun(() -> {
-                client.metrics().bytesWritten.add(n);
-                client.metrics().blockWrites.increment();
-              });
-        });
+    CompletableFuture<Void> done =
+        block(index)
+            .exceptionallyCompose(
+                allocError -> {
+                  data.release();
+                  return CompletableFuture.failedFuture(describe(allocError, start, index, null));
+                })
+            .thenCompose(
+                block -> {
+                  StorageEndpoint endpoint;
+                  try {
+                    endpoint = client.endpoint(block);
+                  } catch (EmberException e) {
+                    data.release();
+                    throw new CompletionException(describe(e, start, index, block));
+                  }
+                  return endpoint
+                      .write(block, offset, data)
+                      .exceptionallyCompose(
+                          writeError ->
+                              CompletableFuture.failedFuture(
+                                  describe(writeError, start, index, block)))
+                      .thenRun(
+                          () -> {
+                            client.metrics().bytesWritten.add(n);
+                            client.metrics().blockWrites.increment();
+                          });
+                });
     InFlight sent = new InFlight(done, n);
     inFlight.add(sent);
     inFlightBytes += n;
@@ -313,11 +325,12 @@ public final class EmberOutputStream extends OutputStream {
 
   private EmberException describe(Throwable t, long offset, int index, BlockLocation block) {
     EmberException e = EmberException.of(t);
-    String where = block == null
-        ? "block " + index
-        : "block " + index + " on " + block.describeNode();
-    return new EmberException(e.code(),
-        "writing " + path + " at byte " + offset + " (" + where + ") failed: " + e.getMessage(), e);
+    String where =
+        block == null ? "block " + index : "block " + index + " on " + block.describeNode();
+    return new EmberException(
+        e.code(),
+        "writing " + path + " at byte " + offset + " (" + where + ") failed: " + e.getMessage(),
+        e);
   }
 
   private void checkUsable() throws IOException {

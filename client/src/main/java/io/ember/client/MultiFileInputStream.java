@@ -42,9 +42,13 @@ final class MultiFileInputStream extends InputStream {
           return -1;
         }
         DirEntry child = children.get(next++);
-        current = new EmberInputStream(client, Paths.child(path, child.name()), child.status(),
-            (int) (long) client.config().get(ClientKeys.TRANSFER_SIZE),
-            client.config().get(ClientKeys.READ_AHEAD));
+        current =
+            new EmberInputStream(
+                client,
+                Paths.child(path, child.name()),
+                child.status(),
+                (int) (long) client.config().get(ClientKeys.TRANSFER_SIZE),
+                client.config().get(ClientKeys.READ_AHEAD));
       }
       int n = current.read(b, off, len);
       if (n >= 0) {

@@ -12,8 +12,8 @@ import org.junit.jupiter.api.Test;
 
 class BlockCacheTest {
   private static BlockLocation block(int index) {
-    return new BlockLocation(index, 100 + index, 1, 1, 7, StorageClass.NVMF, "nvmf", "e", 0, 4096,
-        false);
+    return new BlockLocation(
+        index, 100 + index, 1, 1, 7, StorageClass.NVMF, "nvmf", "e", 0, 4096, false);
   }
 
   @Test

@@ -37,6 +37,7 @@ import org.junit.jupiter.api.Test;
 class EmberInputStreamTest {
   private static final int BLOCK = 64 << 10;
   private static final int CHUNK = 4096;
+
   /** Far longer than anything here takes on a starved machine: only a real failure waits it out. */
   private static final long PATIENCE_SECONDS = 60;
 
@@ -48,12 +49,16 @@ class EmberInputStreamTest {
     HandTier.READS.clear();
     EmberConfig config = EmberConfig.defaults().with(EmberKeys.IO_THREADS, "1");
     BlockLocation block = location();
-    namenode = new RpcServer("fake name node", config, (ch, type, in) -> {
-      if (type != MessageType.GET_BLOCKS) {
-        throw new EmberException(ErrorCode.UNKNOWN_MESSAGE, "not faked: " + type);
-      }
-      return new Messages.BlocksResponse(List.of(block));
-    });
+    namenode =
+        new RpcServer(
+            "fake name node",
+            config,
+            (ch, type, in) -> {
+              if (type != MessageType.GET_BLOCKS) {
+                throw new EmberException(ErrorCode.UNKNOWN_MESSAGE, "not faked: " + type);
+              }
+              return new Messages.BlocksResponse(List.of(block));
+            });
     int port = namenode.start("127.0.0.1", 0).getPort();
     client = EmberClient.connect(config.with(EmberKeys.NAMENODE_ADDRESS, "127.0.0.1:" + port));
   }
@@ -71,8 +76,8 @@ class EmberInputStreamTest {
 
   /** Block 0 of the file, on the hand tier. */
   private static BlockLocation location() {
-    return new BlockLocation(0, 1, 1, 1, 0, StorageClass.DRAM, HandTier.NAME, "nowhere:1", 0,
-        BLOCK, false);
+    return new BlockLocation(
+        0, 1, 1, 1, 0, StorageClass.DRAM, HandTier.NAME, "nowhere:1", 0, BLOCK, false);
   }
 
   /** A one-block file, read in 4 KiB chunks with no read-ahead. */
@@ -82,8 +87,12 @@ class EmberInputStreamTest {
 
   /** A one-block file, read in 4 KiB chunks with {@code readAhead} bytes fetched ahead. */
   private EmberInputStream open(long readAhead) {
-    return new EmberInputStream(client, "/f", new NodeStatus(7, NodeType.FILE, BLOCK, 1, BLOCK,
-        StorageClass.DRAM, 0, false), CHUNK, readAhead);
+    return new EmberInputStream(
+        client,
+        "/f",
+        new NodeStatus(7, NodeType.FILE, BLOCK, 1, BLOCK, StorageClass.DRAM, 0, false),
+        CHUNK,
+        readAhead);
   }
 
   /** Completes the next {@code n} reads asked of the tier with {@code CHUNK} bytes each. */
@@ -114,8 +123,12 @@ class EmberInputStreamTest {
       }
     }
     if (leaked != 0) {
-      fail(leaked + " of " + sent.size() + " buffers that came after the read gave up were never"
-          + " released");
+      fail(
+          leaked
+              + " of "
+              + sent.size()
+              + " buffers that came after the read gave up were never"
+              + " released");
     }
   }
 
@@ -161,13 +174,15 @@ class EmberInputStreamTest {
     EmberInputStream in = open();
     try {
       byte[] positional = new byte[2 * CHUNK];
-      CompletableFuture<Integer> pread = CompletableFuture.supplyAsync(() -> {
-        try {
-          return in.read(0, positional, 0, positional.length);
-        } catch (Exception e) {
-          throw new RuntimeException(e);
-        }
-      });
+      CompletableFuture<Integer> pread =
+          CompletableFuture.supplyAsync(
+              () -> {
+                try {
+                  return in.read(0, positional, 0, positional.length);
+                } catch (Exception e) {
+                  throw new RuntimeException(e);
+                }
+              });
       List<ByteBuf> sent = completeReads(2, (byte) 4);
       assertEquals(2 * CHUNK, pread.get(PATIENCE_SECONDS, TimeUnit.SECONDS));
       assertEquals(4, positional[0]);
@@ -175,13 +190,15 @@ class EmberInputStreamTest {
       assertReleased(sent);
 
       byte[] some = new byte[10];
-      CompletableFuture<Integer> read = CompletableFuture.supplyAsync(() -> {
-        try {
-          return in.read(some, 0, some.length);
-        } catch (Exception e) {
-          throw new RuntimeException(e);
-        }
-      });
+      CompletableFuture<Integer> read =
+          CompletableFuture.supplyAsync(
+              () -> {
+                try {
+                  return in.read(some, 0, some.length);
+                } catch (Exception e) {
+                  throw new RuntimeException(e);
+                }
+              });
       List<ByteBuf> chunk = completeReads(1, (byte) 5);
       assertEquals(10, read.get(PATIENCE_SECONDS, TimeUnit.SECONDS));
       assertArrayEquals(new byte[] {5, 0, 0, 0, 0, 0, 0, 0, 0, 0}, some);
@@ -196,13 +213,15 @@ class EmberInputStreamTest {
   void aSequentialReadFetchesAheadAsFarAsAskedAndCloseReleasesWhatWasNotRead() throws Exception {
     EmberInputStream in = open(3 * CHUNK);
     byte[] one = new byte[1];
-    CompletableFuture<Integer> read = CompletableFuture.supplyAsync(() -> {
-      try {
-        return in.read(one, 0, 1);
-      } catch (Exception e) {
-        throw new RuntimeException(e);
-      }
-    });
+    CompletableFuture<Integer> read =
+        CompletableFuture.supplyAsync(
+            () -> {
+              try {
+                return in.read(one, 0, 1);
+              } catch (Exception e) {
+                throw new RuntimeException(e);
+              }
+            });
     // The chunk read and three ahead of it: each completed in the order asked.
     List<ByteBuf> sent = completeReads(4, (byte) 6);
     assertEquals(1, read.get(PATIENCE_SECONDS, TimeUnit.SECONDS));

@@ -18,6 +18,7 @@ import java.util.concurrent.LinkedBlockingQueue;
 public final class HandTier implements StorageTier {
   /** The tier name block locations name. */
   public static final String NAME = "hand";
+
   /** The reads asked of the tier, oldest first, each waiting for a test to complete it. */
   static final BlockingQueue<CompletableFuture<ByteBuf>> READS = new LinkedBlockingQueue<>();
 

@@ -29,16 +29,16 @@ import org.slf4j.LoggerFactory;
  * name node hands back for trimming. Shared by every kind of data node.
  *
  * <p>A node the name node marked lost only because its heartbeats were late (a stalled JVM, a
- * loaded machine) registers again as the same node and gets its blocks back. While {@code
- * healthy} says no (an NVMf target that went away), no heartbeat is sent, so the name node marks
- * the node lost; once healthy again the node registers as a new node, since it cannot vouch
- * for what the target holds, unless its {@link Stamp} shows the storage still records its
- * incarnation (the contents survived), in which case it asks to come back under it.
+ * loaded machine) registers again as the same node and gets its blocks back. While {@code healthy}
+ * says no (an NVMf target that went away), no heartbeat is sent, so the name node marks the node
+ * lost; once healthy again the node registers as a new node, since it cannot vouch for what the
+ * target holds, unless its {@link Stamp} shows the storage still records its incarnation (the
+ * contents survived), in which case it asks to come back under it.
  *
- * <p>Every registration first offers the incarnation the storage records, asking only to come
- * back ({@link Messages.RegisterRequest#reviving}); a name node that does not know it (it
- * restarted) refuses, and the node records a new incarnation on the storage and registers as a
- * new node. So a block location names contents the storage holds, never an older node's.
+ * <p>Every registration first offers the incarnation the storage records, asking only to come back
+ * ({@link Messages.RegisterRequest#reviving}); a name node that does not know it (it restarted)
+ * refuses, and the node records a new incarnation on the storage and registers as a new node. So a
+ * block location names contents the storage holds, never an older node's.
  */
 public final class NameNodeLink implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(NameNodeLink.class);
@@ -51,20 +51,24 @@ public final class NameNodeLink implements AutoCloseable {
   private final BooleanSupplier healthy;
   private final Stamp stamp;
   private final ScheduledExecutorService timer;
+
   /** The heartbeat task, once started. */
   private volatile ScheduledFuture<?> heartbeats;
+
   private final long intervalMillis;
   private final LifeCycle lifeCycle;
   private volatile int datanodeId = -1;
+
   /** While set, no heartbeat or registration is sent, as from a stalled process. */
   private volatile boolean suspended;
+
   private volatile int blockSize;
   private List<Long> trimmed = List.of();
 
   /**
    * Where a data node records which incarnation its storage's contents belong to. Clients that
-   * reach the storage without the data node check it against the incarnation their block
-   * locations name.
+   * reach the storage without the data node check it against the incarnation their block locations
+   * name.
    */
   public interface Stamp {
     /**
@@ -88,8 +92,8 @@ public final class NameNodeLink implements AutoCloseable {
 
   /**
    * A stamp kept in the data node's memory, for storage that lives and dies with the process
-   * (DRAM). It is forgotten if the node's health check ever fails, since memory cannot tell
-   * whether its contents survived.
+   * (DRAM). It is forgotten if the node's health check ever fails, since memory cannot tell whether
+   * its contents survived.
    */
   public static final class MemoryStamp implements Stamp {
     private volatile long incarnation;
@@ -118,12 +122,17 @@ public final class NameNodeLink implements AutoCloseable {
    * @param healthy whether the node can serve its blocks now (heartbeat thread)
    * @param stamp where the storage records its incarnation (heartbeat thread)
    */
-  public NameNodeLink(EmberConfig config, String name, Messages.RegisterRequest registration,
-      Function<List<Long>, List<Long>> trimmer, BooleanSupplier healthy, Stamp stamp) {
+  public NameNodeLink(
+      EmberConfig config,
+      String name,
+      Messages.RegisterRequest registration,
+      Function<List<Long>, List<Long>> trimmer,
+      BooleanSupplier healthy,
+      Stamp stamp) {
     this.name = name;
     this.stamp = stamp;
-    this.namenode = HostPort.parse(config.get(EmberKeys.NAMENODE_ADDRESS),
-        EmberKeys.DEFAULT_NAMENODE_PORT);
+    this.namenode =
+        HostPort.parse(config.get(EmberKeys.NAMENODE_ADDRESS), EmberKeys.DEFAULT_NAMENODE_PORT);
     this.registration = registration;
     this.trimmer = trimmer;
     this.healthy = healthy;
@@ -131,11 +140,13 @@ public final class NameNodeLink implements AutoCloseable {
     Duration interval = config.get(EmberKeys.HEARTBEAT_INTERVAL);
     this.intervalMillis = interval.toMillis();
     this.lifeCycle = new LifeCycle(name + " link");
-    this.timer = Executors.newSingleThreadScheduledExecutor(r -> {
-      Thread t = new Thread(r, "datanode-heartbeat");
-      t.setDaemon(true);
-      return t;
-    });
+    this.timer =
+        Executors.newSingleThreadScheduledExecutor(
+            r -> {
+              Thread t = new Thread(r, "datanode-heartbeat");
+              t.setDaemon(true);
+              return t;
+            });
   }
 
   /** Registers now (or keeps trying in the background) and starts heartbeats. */
@@ -144,11 +155,16 @@ public final class NameNodeLink implements AutoCloseable {
     try {
       register();
     } catch (EmberException e) {
-      LOG.warn("{}: not registered with name node {} yet ({}); retrying every {} ms", name,
-          namenode, e.getMessage(), intervalMillis);
+      LOG.warn(
+          "{}: not registered with name node {} yet ({}); retrying every {} ms",
+          name,
+          namenode,
+          e.getMessage(),
+          intervalMillis);
     }
-    heartbeats = timer.scheduleWithFixedDelay(this::beat, intervalMillis, intervalMillis,
-        TimeUnit.MILLISECONDS);
+    heartbeats =
+        timer.scheduleWithFixedDelay(
+            this::beat, intervalMillis, intervalMillis, TimeUnit.MILLISECONDS);
     lifeCycle.started();
   }
 
@@ -172,8 +188,9 @@ public final class NameNodeLink implements AutoCloseable {
         if (e.code() != ErrorCode.UNKNOWN_DATANODE) {
           throw e;
         }
-        LOG.info("{}: the name node does not know the contents it holds; registering as a new "
-            + "node", name);
+        LOG.info(
+            "{}: the name node does not know the contents it holds; registering as a new " + "node",
+            name);
       }
     }
     long fresh = newIncarnation();
@@ -182,17 +199,27 @@ public final class NameNodeLink implements AutoCloseable {
   }
 
   private Messages.RegisterResponse send(Messages.RegisterRequest request) throws EmberException {
-    return Futures.await(connections.get(namenode, "name node")
-        .thenCompose(c -> c.call(MessageType.REGISTER_DATANODE, request,
-            Messages.RegisterResponse::decode)));
+    return Futures.await(
+        connections
+            .get(namenode, "name node")
+            .thenCompose(
+                c ->
+                    c.call(
+                        MessageType.REGISTER_DATANODE,
+                        request,
+                        Messages.RegisterResponse::decode)));
   }
 
   private void registered(Messages.RegisterResponse r) {
     blockSize = r.blockSize();
     datanodeId = r.datanodeId();
     trimmed = List.of();
-    LOG.info("{}: registered as data node {} with {} blocks of {} bytes", name, r.datanodeId(),
-        r.blockCount(), r.blockSize());
+    LOG.info(
+        "{}: registered as data node {} with {} blocks of {} bytes",
+        name,
+        r.datanodeId(),
+        r.blockCount(),
+        r.blockSize());
   }
 
   /**
@@ -228,14 +255,21 @@ public final class NameNodeLink implements AutoCloseable {
       }
       int id = datanodeId;
       List<Long> report = trimmed;
-      Messages.HeartbeatResponse r = Futures.await(connections.get(namenode, "name node")
-          .thenCompose(c -> c.call(MessageType.HEARTBEAT, new Messages.HeartbeatRequest(id, report),
-              Messages.HeartbeatResponse::decode)));
+      Messages.HeartbeatResponse r =
+          Futures.await(
+              connections
+                  .get(namenode, "name node")
+                  .thenCompose(
+                      c ->
+                          c.call(
+                              MessageType.HEARTBEAT,
+                              new Messages.HeartbeatRequest(id, report),
+                              Messages.HeartbeatResponse::decode)));
       trimmed = r.toTrim().isEmpty() ? List.of() : new ArrayList<>(trimmer.apply(r.toTrim()));
     } catch (EmberException e) {
       if (e.code() == ErrorCode.UNKNOWN_DATANODE) {
-        LOG.warn("{}: the name node does not know data node {}; registering again", name,
-            datanodeId);
+        LOG.warn(
+            "{}: the name node does not know data node {}; registering again", name, datanodeId);
         datanodeId = -1;
         try {
           register();

@@ -22,19 +22,24 @@ import java.util.function.BooleanSupplier;
 import org.junit.jupiter.api.Test;
 
 /**
- * A data node's link against a real name node over loopback, with heartbeats slower than the
- * name node's timeout: the node is marked lost between heartbeats, and each time registers again
- * as the same node rather than as a new one with none of its blocks.
+ * A data node's link against a real name node over loopback, with heartbeats slower than the name
+ * node's timeout: the node is marked lost between heartbeats, and each time registers again as the
+ * same node rather than as a new one with none of its blocks.
  */
 class NameNodeLinkTest {
   /** Far longer than any step takes even on a starved machine: the test waits for events. */
   private static final Duration PATIENCE = Duration.ofSeconds(90);
 
   private static Messages.ClassUsage dram(RpcClients rpc, HostPort nn) throws Exception {
-    return Futures.await(rpc.get(nn, "name node").thenCompose(c -> c.call(MessageType.DF,
-            Message.EMPTY, Messages.DfResponse::decode)))
-        .classes().stream().filter(u -> u.storageClass().equals(StorageClass.DRAM))
-        .findFirst().orElseThrow();
+    return Futures.await(
+            rpc.get(nn, "name node")
+                .thenCompose(
+                    c -> c.call(MessageType.DF, Message.EMPTY, Messages.DfResponse::decode)))
+        .classes()
+        .stream()
+        .filter(u -> u.storageClass().equals(StorageClass.DRAM))
+        .findFirst()
+        .orElseThrow();
   }
 
   private static void await(String what, BooleanSupplier condition) throws InterruptedException {
@@ -50,8 +55,10 @@ class NameNodeLinkTest {
   /** A memory stamp that counts what the link asks of it. */
   private static final class CountingStamp implements NameNodeLink.Stamp {
     private final NameNodeLink.MemoryStamp stamp = new NameNodeLink.MemoryStamp();
+
     /** Every registration starts by asking for the incarnation held. */
     final AtomicInteger registrations = new AtomicInteger();
+
     final AtomicInteger forgotten = new AtomicInteger();
 
     @Override
@@ -74,24 +81,32 @@ class NameNodeLinkTest {
 
   @Test
   void lateHeartbeatsKeepTheNodeAndHealthLossMakesANewOne() throws Exception {
-    EmberConfig config = EmberConfig.defaults()
-        .with(NameNodeKeys.DATANODE_TIMEOUT, "200ms")
-        .with(EmberKeys.HEARTBEAT_INTERVAL, "700ms");
+    EmberConfig config =
+        EmberConfig.defaults()
+            .with(NameNodeKeys.DATANODE_TIMEOUT, "200ms")
+            .with(EmberKeys.HEARTBEAT_INTERVAL, "700ms");
     AtomicBoolean healthy = new AtomicBoolean(true);
     CountingStamp stamp = new CountingStamp();
     try (NameNode nn = NameNode.start(config, "127.0.0.1", 0);
-         RpcClients rpc = new RpcClients(config, "test", 1)) {
+        RpcClients rpc = new RpcClients(config, "test", 1)) {
       HostPort address = new HostPort("127.0.0.1", nn.address().getPort());
       EmberConfig linkConfig = config.with(EmberKeys.NAMENODE_ADDRESS, address.toString());
-      try (NameNodeLink link = new NameNodeLink(linkConfig, "test node",
-          new Messages.RegisterRequest(StorageClass.DRAM, "dram", "127.0.0.1:1", 8L << 20, false),
-          slots -> List.of(), healthy::get, stamp)) {
+      try (NameNodeLink link =
+          new NameNodeLink(
+              linkConfig,
+              "test node",
+              new Messages.RegisterRequest(
+                  StorageClass.DRAM, "dram", "127.0.0.1:1", 8L << 20, false),
+              slots -> List.of(),
+              healthy::get,
+              stamp)) {
         link.start();
         int id = link.datanodeId();
         assertTrue(id >= 0);
         // Each heartbeat comes after the node was marked lost (timeout 200 ms, heartbeats every
         // 700 ms), is refused, and the node registers again: wait for three such returns.
-        await("three registrations after the first",
+        await(
+            "three registrations after the first",
             () -> stamp.registrations.get() >= 4 && link.datanodeId() >= 0);
         assertEquals(id, link.datanodeId());
         Messages.ClassUsage usage = dram(rpc, address);
@@ -101,7 +116,8 @@ class NameNodeLinkTest {
         healthy.set(false);
         await("a heartbeat that found the node unhealthy", () -> stamp.forgotten.get() > 0);
         healthy.set(true);
-        await("a registration as a new node",
+        await(
+            "a registration as a new node",
             () -> link.datanodeId() >= 0 && link.datanodeId() != id);
         assertTrue(link.datanodeId() > id, "registered as " + link.datanodeId());
       }

@@ -11,12 +11,16 @@ import picocli.CommandLine.Option;
 
 /** The options every command shares: a config file and single settings. */
 final class ConfigOptions {
-  @Option(names = "--config", paramLabel = "FILE",
-      description = "a properties file of ember.* settings (default: conf/ember.properties if "
-          + "present)")
+  @Option(
+      names = "--config",
+      paramLabel = "FILE",
+      description =
+          "a properties file of ember.* settings (default: conf/ember.properties if " + "present)")
   Path configFile;
 
-  @Option(names = {"-D", "--set"}, paramLabel = "KEY=VALUE",
+  @Option(
+      names = {"-D", "--set"},
+      paramLabel = "KEY=VALUE",
       description = "one setting, e.g. -D ember.rpc.timeout=10s (repeatable)")
   Map<String, String> settings = Map.of();
 
@@ -40,9 +44,11 @@ final class ConfigOptions {
     config = config.withAll(EmberConfig.of(settings));
     List<String> unknown = config.unknownKeys(MiniCluster.allKeys());
     if (!unknown.isEmpty()) {
-      throw new IllegalArgumentException("unknown setting(s) " + unknown
-          + (file != null ? " (from " + file + " or -D)" : "")
-          + "; see conf/ember.properties.template for the known ones");
+      throw new IllegalArgumentException(
+          "unknown setting(s) "
+              + unknown
+              + (file != null ? " (from " + file + " or -D)" : "")
+              + "; see conf/ember.properties.template for the known ones");
     }
     config.validate(MiniCluster.allKeys());
     return config;

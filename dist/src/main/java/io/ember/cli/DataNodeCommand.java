@@ -10,7 +10,9 @@ import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 /** {@code ember datanode}: runs a data node of one tier. */
-@Command(name = "datanode", mixinStandardHelpOptions = true,
+@Command(
+    name = "datanode",
+    mixinStandardHelpOptions = true,
     description = "Run a data node until Ctrl-C.",
     subcommands = {DataNodeCommand.Dram.class, DataNodeCommand.Nvmf.class})
 final class DataNodeCommand implements Runnable {
@@ -18,12 +20,14 @@ final class DataNodeCommand implements Runnable {
 
   @Override
   public void run() {
-    throw new picocli.CommandLine.ParameterException(spec.commandLine(),
-        "name the tier: ember datanode dram|nvmf ...");
+    throw new picocli.CommandLine.ParameterException(
+        spec.commandLine(), "name the tier: ember datanode dram|nvmf ...");
   }
 
   /** {@code ember datanode dram}. */
-  @Command(name = "dram", mixinStandardHelpOptions = true,
+  @Command(
+      name = "dram",
+      mixinStandardHelpOptions = true,
       description = "Run a DRAM data node: memory served as blocks of storage class DRAM.")
   static final class Dram implements Callable<Integer> {
     @Mixin ConfigOptions options;
@@ -33,7 +37,9 @@ final class DataNodeCommand implements Runnable {
     @Option(names = "--capacity", description = "memory to offer, e.g. 4g (default 1g)")
     String capacity;
 
-    @Option(names = "--namenode", paramLabel = "HOST:PORT",
+    @Option(
+        names = "--namenode",
+        paramLabel = "HOST:PORT",
         description = "the name node (default 127.0.0.1:9060)")
     String namenode;
 
@@ -43,7 +49,8 @@ final class DataNodeCommand implements Runnable {
     @Option(names = "--port", description = "port to listen on (default: any free port)")
     Integer port;
 
-    @Option(names = "--advertise-host",
+    @Option(
+        names = "--advertise-host",
         description = "host clients should connect to (default: this machine's address)")
     String advertiseHost;
 
@@ -66,33 +73,49 @@ final class DataNodeCommand implements Runnable {
         config = config.with(DramDataNodeKeys.ADVERTISE_HOST, advertiseHost);
       }
       try (DramDataNode dn = DramDataNode.start(config)) {
-        UntilStopped.run(dn, spec.commandLine().getOut(), "DRAM data node serving "
-            + dn.capacity() + " bytes at " + dn.endpoint() + " for name node "
-            + config.get(EmberKeys.NAMENODE_ADDRESS) + "; Ctrl-C stops");
+        UntilStopped.run(
+            dn,
+            spec.commandLine().getOut(),
+            "DRAM data node serving "
+                + dn.capacity()
+                + " bytes at "
+                + dn.endpoint()
+                + " for name node "
+                + config.get(EmberKeys.NAMENODE_ADDRESS)
+                + "; Ctrl-C stops");
       }
       return 0;
     }
   }
 
   /** {@code ember datanode nvmf}. */
-  @Command(name = "nvmf", mixinStandardHelpOptions = true,
-      description = "Run an NVMf data node: registers an NVMe namespace behind an NVMe-oF target "
-          + "as blocks of storage class NVMf. Clients reach the target directly.")
+  @Command(
+      name = "nvmf",
+      mixinStandardHelpOptions = true,
+      description =
+          "Run an NVMf data node: registers an NVMe namespace behind an NVMe-oF target "
+              + "as blocks of storage class NVMf. Clients reach the target directly.")
   static final class Nvmf implements Callable<Integer> {
     @Mixin ConfigOptions options;
 
-    @Option(names = "--target", paramLabel = "URI",
+    @Option(
+        names = "--target",
+        paramLabel = "URI",
         description = "the namespace: nvmf+tcp://host:port/subsystem-nqn[/nsid]")
     String target;
 
-    @Option(names = "--embedded-target", paramLabel = "FILE",
+    @Option(
+        names = "--embedded-target",
+        paramLabel = "FILE",
         description = "start an embedded NVMe/TCP target backed by FILE instead")
     String embeddedFile;
 
     @Option(names = "--size", description = "size of the embedded target's namespace (default 1g)")
     String size;
 
-    @Option(names = "--namenode", paramLabel = "HOST:PORT",
+    @Option(
+        names = "--namenode",
+        paramLabel = "HOST:PORT",
         description = "the name node (default 127.0.0.1:9060)")
     String namenode;
 
@@ -101,8 +124,8 @@ final class DataNodeCommand implements Runnable {
     @Override
     public Integer call() throws Exception {
       if ((target == null) == (embeddedFile == null)) {
-        throw new picocli.CommandLine.ParameterException(spec.commandLine(),
-            "give either --target URI or --embedded-target FILE");
+        throw new picocli.CommandLine.ParameterException(
+            spec.commandLine(), "give either --target URI or --embedded-target FILE");
       }
       EmberConfig config = options.load();
       if (target != null) {
@@ -118,9 +141,16 @@ final class DataNodeCommand implements Runnable {
       }
       try (io.ember.datanode.nvmf.NvmfDataNode dn =
           io.ember.datanode.nvmf.NvmfDataNode.start(config)) {
-        UntilStopped.run(dn, spec.commandLine().getOut(), "NVMf data node serving "
-            + dn.capacity() + " bytes of " + dn.target() + " for name node "
-            + config.get(EmberKeys.NAMENODE_ADDRESS) + "; Ctrl-C stops");
+        UntilStopped.run(
+            dn,
+            spec.commandLine().getOut(),
+            "NVMf data node serving "
+                + dn.capacity()
+                + " bytes of "
+                + dn.target()
+                + " for name node "
+                + config.get(EmberKeys.NAMENODE_ADDRESS)
+                + "; Ctrl-C stops");
       }
       return 0;
     }

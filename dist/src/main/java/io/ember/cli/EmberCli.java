@@ -15,12 +15,12 @@ import picocli.CommandLine.Command;
     version = "Ember 0.1.0-SNAPSHOT",
     description = "Ember: a distributed store for ephemeral data (DRAM and NVMf tiers).",
     subcommands = {
-        LocalCommand.class,
-        NameNodeCommand.class,
-        DataNodeCommand.class,
-        FsCommand.class,
-        BenchCommand.class,
-        CommandLine.HelpCommand.class
+      LocalCommand.class,
+      NameNodeCommand.class,
+      DataNodeCommand.class,
+      FsCommand.class,
+      BenchCommand.class,
+      CommandLine.HelpCommand.class
     })
 public final class EmberCli implements Runnable {
   /** Exit code for usage errors, as {@code hdfs dfs} returns (-1). */
@@ -36,8 +36,11 @@ public final class EmberCli implements Runnable {
   /** Runs the command line and exits with its code. */
   public static void main(String[] args) {
     configureLogging(args);
-    System.exit(run(args, new PrintWriter(new OutputStreamWriter(System.out, UTF_8), true),
-        new PrintWriter(new OutputStreamWriter(System.err, UTF_8), true)));
+    System.exit(
+        run(
+            args,
+            new PrintWriter(new OutputStreamWriter(System.out, UTF_8), true),
+            new PrintWriter(new OutputStreamWriter(System.err, UTF_8), true)));
   }
 
   /** Runs the command line with the given output streams and returns the exit code. */
@@ -45,22 +48,24 @@ public final class EmberCli implements Runnable {
     CommandLine cli = new CommandLine(new EmberCli());
     cli.setOut(out);
     cli.setErr(err);
-    cli.setParameterExceptionHandler((ex, a) -> {
-      CommandLine c = ex.getCommandLine();
-      c.getErr().println("ember: " + ex.getMessage());
-      c.getErr().println("Try '" + c.getCommandSpec().qualifiedName() + " --help'.");
-      return USAGE_ERROR;
-    });
-    cli.setExecutionExceptionHandler((ex, c, parsed) -> {
-      String line = "ember " + c.getCommandName() + ": " + oneLine(ex);
-      if (!expected(ex)) {
-        // A bug or an environment problem: one line here, the stack trace in the log.
-        java.nio.file.Path log = writeLog(line, ex);
-        line += log == null ? "" : " (details in " + log + ")";
-      }
-      c.getErr().println(line);
-      return 1;
-    });
+    cli.setParameterExceptionHandler(
+        (ex, a) -> {
+          CommandLine c = ex.getCommandLine();
+          c.getErr().println("ember: " + ex.getMessage());
+          c.getErr().println("Try '" + c.getCommandSpec().qualifiedName() + " --help'.");
+          return USAGE_ERROR;
+        });
+    cli.setExecutionExceptionHandler(
+        (ex, c, parsed) -> {
+          String line = "ember " + c.getCommandName() + ": " + oneLine(ex);
+          if (!expected(ex)) {
+            // A bug or an environment problem: one line here, the stack trace in the log.
+            java.nio.file.Path log = writeLog(line, ex);
+            line += log == null ? "" : " (details in " + log + ")";
+          }
+          c.getErr().println(line);
+          return 1;
+        });
     return cli.execute(args);
   }
 
@@ -75,16 +80,20 @@ public final class EmberCli implements Runnable {
   /** Appends the error to logs/ember-cli.log under EMBER_HOME (or the temp directory). */
   static java.nio.file.Path writeLog(String line, Throwable t) {
     String home = System.getenv("EMBER_HOME");
-    java.nio.file.Path dir = home != null
-        ? java.nio.file.Path.of(home, "logs")
-        : java.nio.file.Path.of(System.getProperty("java.io.tmpdir"));
+    java.nio.file.Path dir =
+        home != null
+            ? java.nio.file.Path.of(home, "logs")
+            : java.nio.file.Path.of(System.getProperty("java.io.tmpdir"));
     java.nio.file.Path log = dir.resolve("ember-cli.log");
     try {
       java.nio.file.Files.createDirectories(dir);
       java.io.StringWriter trace = new java.io.StringWriter();
       t.printStackTrace(new PrintWriter(trace));
-      java.nio.file.Files.writeString(log, java.time.Instant.now() + " " + line + "\n" + trace,
-          java.nio.file.StandardOpenOption.CREATE, java.nio.file.StandardOpenOption.APPEND);
+      java.nio.file.Files.writeString(
+          log,
+          java.time.Instant.now() + " " + line + "\n" + trace,
+          java.nio.file.StandardOpenOption.CREATE,
+          java.nio.file.StandardOpenOption.APPEND);
       return log;
     } catch (java.io.IOException e) {
       return null;
@@ -102,9 +111,13 @@ public final class EmberCli implements Runnable {
   }
 
   private static void configureLogging(String[] args) {
-    boolean server = args.length > 0
-        && (args[0].equals("namenode") || args[0].equals("datanode") || args[0].equals("local"));
-    System.setProperty("org.slf4j.simpleLogger.defaultLogLevel",
+    boolean server =
+        args.length > 0
+            && (args[0].equals("namenode")
+                || args[0].equals("datanode")
+                || args[0].equals("local"));
+    System.setProperty(
+        "org.slf4j.simpleLogger.defaultLogLevel",
         System.getProperty("ember.log.level", server ? "info" : "warn"));
     System.setProperty("org.slf4j.simpleLogger.showDateTime", "true");
     System.setProperty("org.slf4j.simpleLogger.dateTimeFormat", "yyyy-MM-dd HH:mm:ss.SSS");

@@ -40,12 +40,14 @@ import picocli.CommandLine.ParentCommand;
  * paths, prints one line per failure ({@code ember fs rm: /x does not exist}) and exits 1 if any
  * failed, 0 otherwise; usage errors exit 255.
  */
-@Command(name = "fs", mixinStandardHelpOptions = true,
+@Command(
+    name = "fs",
+    mixinStandardHelpOptions = true,
     description = "File system shell: ls, mkdir, put, get, cat, rm, mv, stat, df.",
     subcommands = {
-        FsCommand.Ls.class, FsCommand.Mkdir.class, FsCommand.Put.class, FsCommand.Get.class,
-        FsCommand.Cat.class, FsCommand.Rm.class, FsCommand.Mv.class, FsCommand.Stat.class,
-        FsCommand.Df.class
+      FsCommand.Ls.class, FsCommand.Mkdir.class, FsCommand.Put.class, FsCommand.Get.class,
+      FsCommand.Cat.class, FsCommand.Rm.class, FsCommand.Mv.class, FsCommand.Stat.class,
+      FsCommand.Df.class
     })
 final class FsCommand implements Runnable {
   private static final DateTimeFormatter TIME =
@@ -53,7 +55,10 @@ final class FsCommand implements Runnable {
 
   @Mixin ConfigOptions options;
 
-  @Option(names = "--namenode", paramLabel = "HOST:PORT", scope = CommandLine.ScopeType.INHERIT,
+  @Option(
+      names = "--namenode",
+      paramLabel = "HOST:PORT",
+      scope = CommandLine.ScopeType.INHERIT,
       description = "the name node (default 127.0.0.1:9060)")
   String namenode;
 
@@ -107,7 +112,9 @@ final class FsCommand implements Runnable {
 
   @Command(name = "ls", description = "List directories, or show files.")
   static final class Ls extends Sub {
-    @Option(names = {"-R", "--recursive"}, description = "list subdirectories too")
+    @Option(
+        names = {"-R", "--recursive"},
+        description = "list subdirectories too")
     boolean recursive;
 
     @Parameters(paramLabel = "PATH", defaultValue = "/", description = "paths (default /)")
@@ -147,14 +154,20 @@ final class FsCommand implements Runnable {
     }
 
     static String line(String path, NodeStatus st) {
-      char kind = switch (st.type()) {
-        case DIRECTORY -> 'd';
-        case MULTIFILE -> 'm';
-        case FILE -> st.open() ? 'w' : '-';
-      };
-      return String.format(Locale.ROOT, "%c %-5s %12d %s %s", kind,
-          st.isFile() ? st.storageClass().displayName() : "-", st.length(),
-          TIME.format(Instant.ofEpochMilli(st.modificationTime())), path);
+      char kind =
+          switch (st.type()) {
+            case DIRECTORY -> 'd';
+            case MULTIFILE -> 'm';
+            case FILE -> st.open() ? 'w' : '-';
+          };
+      return String.format(
+          Locale.ROOT,
+          "%c %-5s %12d %s %s",
+          kind,
+          st.isFile() ? st.storageClass().displayName() : "-",
+          st.length(),
+          TIME.format(Instant.ofEpochMilli(st.modificationTime())),
+          path);
     }
   }
 
@@ -191,17 +204,24 @@ final class FsCommand implements Runnable {
 
   @Command(name = "put", description = "Copy local files (or - for standard input) into Ember.")
   static final class Put extends Sub {
-    @Option(names = "--storage-class", paramLabel = "CLASS", defaultValue = "dram",
+    @Option(
+        names = "--storage-class",
+        paramLabel = "CLASS",
+        defaultValue = "dram",
         description = "preferred storage class: dram or nvmf (default ${DEFAULT-VALUE})")
     String storageClass;
 
     @Option(names = "-p", description = "create missing parent directories")
     boolean parents;
 
-    @Option(names = {"-f", "--force"}, description = "overwrite an existing file")
+    @Option(
+        names = {"-f", "--force"},
+        description = "overwrite an existing file")
     boolean force;
 
-    @Parameters(paramLabel = "SRC... DST", arity = "2..*",
+    @Parameters(
+        paramLabel = "SRC... DST",
+        arity = "2..*",
         description = "local files (- for stdin), then an Ember file or directory")
     List<String> args;
 
@@ -216,15 +236,17 @@ final class FsCommand implements Runnable {
         return;
       }
       for (String src : sources) {
-        String target = dstIsDir
-            ? Paths.child(dst, src.equals("-") ? "stdin" : Path.of(src).getFileName().toString())
-            : dst;
+        String target =
+            dstIsDir
+                ? Paths.child(
+                    dst, src.equals("-") ? "stdin" : Path.of(src).getFileName().toString())
+                : dst;
         try (InputStream in = src.equals("-") ? System.in : Files.newInputStream(Path.of(src))) {
           if (force) {
             deleteIfFile(client, target);
           }
-          try (EmberOutputStream out = client.createBuffered(target,
-              new CreateOptions(sc, parents))) {
+          try (EmberOutputStream out =
+              client.createBuffered(target, new CreateOptions(sc, parents))) {
             in.transferTo(out);
           }
         } catch (java.nio.file.NoSuchFileException e) {
@@ -304,7 +326,9 @@ final class FsCommand implements Runnable {
 
   @Command(name = "rm", description = "Delete files and directories.")
   static final class Rm extends Sub {
-    @Option(names = {"-r", "-R"}, description = "delete directories and their contents")
+    @Option(
+        names = {"-r", "-R"},
+        description = "delete directories and their contents")
     boolean recursive;
 
     @Option(names = "-f", description = "no error when a path does not exist")
@@ -368,19 +392,29 @@ final class FsCommand implements Runnable {
           String path = Paths.normalize(p);
           NodeStatus st = client.lookup(path);
           out().println("path:          " + path);
-          out().println("type:          " + st.type().name().toLowerCase(Locale.ROOT)
-              + (st.open() ? " (being written; length not yet published)" : ""));
+          out()
+              .println(
+                  "type:          "
+                      + st.type().name().toLowerCase(Locale.ROOT)
+                      + (st.open() ? " (being written; length not yet published)" : ""));
           out().println("length:        " + st.length());
           out().println("storage class: " + st.storageClass().displayName());
           out().println("modified:      " + Instant.ofEpochMilli(st.modificationTime()));
           if (st.isFile()) {
-            out().println("blocks:        " + st.blockCount() + " of " + st.blockSize()
-                + " bytes");
+            out().println("blocks:        " + st.blockCount() + " of " + st.blockSize() + " bytes");
             for (BlockLocation b : client.blockLocations(path)) {
-              out().println(String.format(Locale.ROOT,
-                  "  block %d: id %d, %s on data node %d (%s) at %d%s", b.index(), b.blockId(),
-                  b.storageClass().displayName(), b.datanodeId(), b.endpoint(), b.address(),
-                  b.lost() ? " LOST" : ""));
+              out()
+                  .println(
+                      String.format(
+                          Locale.ROOT,
+                          "  block %d: id %d, %s on data node %d (%s) at %d%s",
+                          b.index(),
+                          b.blockId(),
+                          b.storageClass().displayName(),
+                          b.datanodeId(),
+                          b.endpoint(),
+                          b.address(),
+                          b.lost() ? " LOST" : ""));
             }
           }
         } catch (EmberException e) {
@@ -398,13 +432,32 @@ final class FsCommand implements Runnable {
     @Override
     void apply(EmberClient client) throws IOException {
       List<ClassUsage> usage = client.df();
-      out().println(String.format(Locale.ROOT, "%-8s %14s %14s %14s %5s %6s %5s", "class",
-          "capacity", "used", "free", "use%", "nodes", "lost"));
+      out()
+          .println(
+              String.format(
+                  Locale.ROOT,
+                  "%-8s %14s %14s %14s %5s %6s %5s",
+                  "class",
+                  "capacity",
+                  "used",
+                  "free",
+                  "use%",
+                  "nodes",
+                  "lost"));
       for (ClassUsage u : usage) {
         long pct = u.capacityBytes() == 0 ? 0 : 100 * u.usedBytes() / u.capacityBytes();
-        out().println(String.format(Locale.ROOT, "%-8s %14s %14s %14s %4d%% %6d %5d",
-            u.storageClass().displayName(), size(u.capacityBytes()), size(u.usedBytes()),
-            size(u.freeBytes()), pct, u.liveNodes(), u.lostNodes()));
+        out()
+            .println(
+                String.format(
+                    Locale.ROOT,
+                    "%-8s %14s %14s %14s %4d%% %6d %5d",
+                    u.storageClass().displayName(),
+                    size(u.capacityBytes()),
+                    size(u.usedBytes()),
+                    size(u.freeBytes()),
+                    pct,
+                    u.liveNodes(),
+                    u.lostNodes()));
       }
       if (usage.isEmpty()) {
         out().println("(no data nodes registered)");
@@ -432,10 +485,9 @@ final class FsCommand implements Runnable {
     if (st.type() == NodeType.DIRECTORY) {
       throw new EmberException(ErrorCode.NOT_A_FILE, Paths.normalize(path) + " is a directory");
     }
-    try (InputStream in = st.type() == NodeType.MULTIFILE
-        ? client.openMultiFile(path) : client.open(path)) {
+    try (InputStream in =
+        st.type() == NodeType.MULTIFILE ? client.openMultiFile(path) : client.open(path)) {
       in.transferTo(out);
     }
   }
-
 }

@@ -25,9 +25,12 @@ import picocli.CommandLine.Option;
  * {@code ember local}: a name node and a DRAM data node in this process on loopback; with {@code
  * --demo}, writes, lists and reads back a few files, verifies them, and exits.
  */
-@Command(name = "local", mixinStandardHelpOptions = true,
-    description = "Run a local cluster (name node + DRAM data node) on loopback until Ctrl-C; "
-        + "--demo writes and reads a few files and exits.")
+@Command(
+    name = "local",
+    mixinStandardHelpOptions = true,
+    description =
+        "Run a local cluster (name node + DRAM data node) on loopback until Ctrl-C; "
+            + "--demo writes and reads a few files and exits.")
 final class LocalCommand implements Callable<Integer> {
   @Mixin ConfigOptions options;
 
@@ -40,11 +43,14 @@ final class LocalCommand implements Callable<Integer> {
   @Option(names = "--capacity", description = "DRAM data node capacity (default 256m)")
   String capacity = "256m";
 
-  @Option(names = "--nvmf-size",
+  @Option(
+      names = "--nvmf-size",
       description = "size of the NVMf data node's embedded target (default 1g; 0: no NVMf tier)")
   String nvmfSize = "1g";
 
-  @Option(names = "--nvmf-file", paramLabel = "FILE",
+  @Option(
+      names = "--nvmf-file",
+      paramLabel = "FILE",
       description = "file backing the embedded target (default: a temporary file, removed on exit)")
   java.nio.file.Path nvmfFile;
 
@@ -55,13 +61,17 @@ final class LocalCommand implements Callable<Integer> {
     PrintWriter out = spec.commandLine().getOut();
     EmberConfig config = options.load();
     int nnPort = port != null ? port : config.get(NameNodeKeys.PORT);
-    MiniCluster.Builder builder = MiniCluster.builder()
-        .realTimeouts()
-        .config(config)
-        .namenodePort(nnPort)
-        .set(DramDataNodeKeys.CAPACITY, capacity)
-        .set(EmberKeys.IO_THREADS, config.isSet(EmberKeys.IO_THREADS)
-            ? config.get(EmberKeys.IO_THREADS).toString() : "0");
+    MiniCluster.Builder builder =
+        MiniCluster.builder()
+            .realTimeouts()
+            .config(config)
+            .namenodePort(nnPort)
+            .set(DramDataNodeKeys.CAPACITY, capacity)
+            .set(
+                EmberKeys.IO_THREADS,
+                config.isSet(EmberKeys.IO_THREADS)
+                    ? config.get(EmberKeys.IO_THREADS).toString()
+                    : "0");
     boolean nvmf = io.ember.protocol.ConfigKey.parseSize(nvmfSize) > 0;
     java.nio.file.Path backing = nvmfFile;
     if (nvmf) {
@@ -69,28 +79,42 @@ final class LocalCommand implements Callable<Integer> {
         backing = java.nio.file.Files.createTempFile("ember-local-nvmf-", ".img");
         backing.toFile().deleteOnExit();
       }
-      builder.set(io.ember.datanode.nvmf.NvmfDataNodeKeys.EMBEDDED_FILE, backing.toString())
+      builder
+          .set(io.ember.datanode.nvmf.NvmfDataNodeKeys.EMBEDDED_FILE, backing.toString())
           .set(io.ember.datanode.nvmf.NvmfDataNodeKeys.EMBEDDED_SIZE, nvmfSize)
           .nvmfDatanode("");
     }
     try (MiniCluster cluster = builder.build()) {
-      out.println("Ember local cluster: name node listening on " + cluster.namenodeAddress()
-          + ", 1 DRAM data node (" + capacity + ") at " + cluster.datanodes().get(0).endpoint()
-          + (nvmf ? ", 1 NVMf data node (" + nvmfSize + ", embedded NVMe/TCP target at "
-              + cluster.nvmfDatanodes().get(0).target() + " on " + backing + ")" : ""));
+      out.println(
+          "Ember local cluster: name node listening on "
+              + cluster.namenodeAddress()
+              + ", 1 DRAM data node ("
+              + capacity
+              + ") at "
+              + cluster.datanodes().get(0).endpoint()
+              + (nvmf
+                  ? ", 1 NVMf data node ("
+                      + nvmfSize
+                      + ", embedded NVMe/TCP target at "
+                      + cluster.nvmfDatanodes().get(0).target()
+                      + " on "
+                      + backing
+                      + ")"
+                  : ""));
       out.flush();
       if (demo) {
         runDemo(cluster, out, nvmf);
         return 0;
       }
-      UntilStopped.run(cluster, out, "Try: bin/ember fs --namenode " + cluster.namenodeAddress()
-          + " ls /\nCtrl-C stops.");
+      UntilStopped.run(
+          cluster,
+          out,
+          "Try: bin/ember fs --namenode " + cluster.namenodeAddress() + " ls /\nCtrl-C stops.");
     }
     return 0;
   }
 
-  private static void runDemo(MiniCluster cluster, PrintWriter out, boolean nvmf)
-      throws Exception {
+  private static void runDemo(MiniCluster cluster, PrintWriter out, boolean nvmf) throws Exception {
     try (EmberClient client = cluster.newClient()) {
       client.createDirectory("/demo", true);
       byte[] hello = "Hello from Ember!\n".getBytes(StandardCharsets.UTF_8);
@@ -107,24 +131,27 @@ final class LocalCommand implements Callable<Integer> {
         o.write(big);
       }
       long t1 = System.nanoTime();
-      out.printf("wrote /demo/random-8m.bin (8 MiB in %.1f ms, crc32c %08x)%n",
-          (t1 - t0) / 1e6, written);
+      out.printf(
+          "wrote /demo/random-8m.bin (8 MiB in %.1f ms, crc32c %08x)%n", (t1 - t0) / 1e6, written);
 
       client.createMultiFile("/demo/shuffle", CreateOptions.DEFAULT);
       Thread[] writers = new Thread[4];
       Exception[] errors = new Exception[4];
       for (int w = 0; w < writers.length; w++) {
         int id = w;
-        writers[w] = new Thread(() -> {
-          try (EmberOutputStream o =
-              client.createBuffered("/demo/shuffle/map-" + id, CreateOptions.DEFAULT)) {
-            for (int i = 0; i < 1000; i++) {
-              o.write(("map " + id + " record " + i + "\n").getBytes(StandardCharsets.UTF_8));
-            }
-          } catch (Exception e) {
-            errors[id] = e;
-          }
-        });
+        writers[w] =
+            new Thread(
+                () -> {
+                  try (EmberOutputStream o =
+                      client.createBuffered("/demo/shuffle/map-" + id, CreateOptions.DEFAULT)) {
+                    for (int i = 0; i < 1000; i++) {
+                      o.write(
+                          ("map " + id + " record " + i + "\n").getBytes(StandardCharsets.UTF_8));
+                    }
+                  } catch (Exception e) {
+                    errors[id] = e;
+                  }
+                });
         writers[w].start();
       }
       for (Thread t : writers) {
@@ -151,8 +178,9 @@ final class LocalCommand implements Callable<Integer> {
           back = in.readAllBytes();
         }
         boolean same = java.util.Arrays.equals(onNvmf, back);
-        out.println("wrote and read /demo/on-nvmf.bin (3 MiB on NVMf, over NVMe/TCP): "
-            + (same ? "matches" : "MISMATCH"));
+        out.println(
+            "wrote and read /demo/on-nvmf.bin (3 MiB on NVMf, over NVMe/TCP): "
+                + (same ? "matches" : "MISMATCH"));
         if (!same) {
           throw new IllegalStateException("NVMf demo read back different data than it wrote");
         }
@@ -171,16 +199,20 @@ final class LocalCommand implements Callable<Integer> {
       }
       long t3 = System.nanoTime();
       long read = checksum(back);
-      out.printf("read /demo/random-8m.bin (%d bytes in %.1f ms, crc32c %08x): %s%n", back.length,
-          (t3 - t2) / 1e6, read, read == written ? "matches" : "MISMATCH");
+      out.printf(
+          "read /demo/random-8m.bin (%d bytes in %.1f ms, crc32c %08x): %s%n",
+          back.length, (t3 - t2) / 1e6, read, read == written ? "matches" : "MISMATCH");
       long lines;
       try (InputStream in = client.openMultiFile("/demo/shuffle")) {
         lines = new String(in.readAllBytes(), StandardCharsets.UTF_8).lines().count();
       }
       out.println("read multifile /demo/shuffle: " + lines + " records (expected 4000)");
       for (ClassUsage u : client.df()) {
-        out.printf("df %s: %d of %d blocks used (%d live node(s))%n",
-            u.storageClass().displayName(), u.totalBlocks() - u.freeBlocks(), u.totalBlocks(),
+        out.printf(
+            "df %s: %d of %d blocks used (%d live node(s))%n",
+            u.storageClass().displayName(),
+            u.totalBlocks() - u.freeBlocks(),
+            u.totalBlocks(),
             u.liveNodes());
       }
       client.delete("/demo", true);

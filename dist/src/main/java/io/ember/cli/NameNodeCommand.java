@@ -9,7 +9,9 @@ import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 /** {@code ember namenode}: runs a name node until stopped. */
-@Command(name = "namenode", mixinStandardHelpOptions = true,
+@Command(
+    name = "namenode",
+    mixinStandardHelpOptions = true,
     description = "Run a name node until Ctrl-C.")
 final class NameNodeCommand implements Callable<Integer> {
   @Mixin ConfigOptions options;
@@ -32,11 +34,18 @@ final class NameNodeCommand implements Callable<Integer> {
       config = config.with(NameNodeKeys.PORT, port.toString());
     }
     try (NameNode nn = NameNode.start(config)) {
-      String where = nn.address().getAddress().isAnyLocalAddress()
-          ? "all interfaces, port " + nn.address().getPort()
-          : nn.address().getHostString() + ":" + nn.address().getPort();
-      UntilStopped.run(nn, spec.commandLine().getOut(), "name node listening on " + where
-          + " (block size " + nn.blockSize() + " bytes); Ctrl-C stops");
+      String where =
+          nn.address().getAddress().isAnyLocalAddress()
+              ? "all interfaces, port " + nn.address().getPort()
+              : nn.address().getHostString() + ":" + nn.address().getPort();
+      UntilStopped.run(
+          nn,
+          spec.commandLine().getOut(),
+          "name node listening on "
+              + where
+              + " (block size "
+              + nn.blockSize()
+              + " bytes); Ctrl-C stops");
     }
     return 0;
   }

@@ -28,9 +28,12 @@ class EmberCliTest {
 
   @BeforeAll
   static void start() throws Exception {
-    cluster = MiniCluster.builder().blockSize("64k")
-        .set(io.ember.datanode.nvmf.NvmfDataNodeKeys.EMBEDDED_SIZE, "16m").nvmfDatanode("")
-        .build();
+    cluster =
+        MiniCluster.builder()
+            .blockSize("64k")
+            .set(io.ember.datanode.nvmf.NvmfDataNodeKeys.EMBEDDED_SIZE, "16m")
+            .nvmfDatanode("")
+            .build();
   }
 
   @AfterAll
@@ -88,8 +91,8 @@ class EmberCliTest {
   }
 
   static Result fs(String... args) {
-    List<String> all = new ArrayList<>(List.of("fs", "--namenode",
-        cluster.namenodeAddress().toString()));
+    List<String> all =
+        new ArrayList<>(List.of("fs", "--namenode", cluster.namenodeAddress().toString()));
     all.addAll(Arrays.asList(args));
     return run(all.toArray(new String[0]));
   }
@@ -165,18 +168,18 @@ class EmberCliTest {
     new Random(2).nextBytes(content);
     Path local = tmp.resolve("n.bin");
     Files.write(local, content);
-    assertEquals(0, fs("put", "-p", "--storage-class", "nvmf", local.toString(),
-        "/classes/n.bin").code());
+    assertEquals(
+        0, fs("put", "-p", "--storage-class", "nvmf", local.toString(), "/classes/n.bin").code());
     assertEquals(0, fs("put", local.toString(), "/classes/d.bin").code());
 
     Result nvmf = fs("stat", "/classes/n.bin");
     assertEquals(0, nvmf.code());
     assertTrue(nvmf.out().contains("storage class: NVMf"), nvmf.out());
-    assertEquals(4, nvmf.out().lines().filter(l -> l.contains(", NVMf on data node")).count(),
-        nvmf.out());
+    assertEquals(
+        4, nvmf.out().lines().filter(l -> l.contains(", NVMf on data node")).count(), nvmf.out());
     Result dram = fs("stat", "/classes/d.bin");
-    assertEquals(4, dram.out().lines().filter(l -> l.contains(", DRAM on data node")).count(),
-        dram.out());
+    assertEquals(
+        4, dram.out().lines().filter(l -> l.contains(", DRAM on data node")).count(), dram.out());
 
     Result df = fs("df");
     assertEquals(0, df.code());
@@ -213,15 +216,15 @@ class EmberCliTest {
     }
     Result r = run("fs", "--namenode", "127.0.0.1:" + port, "ls", "/");
     assertEquals(1, r.code());
-    assertTrue(r.err().startsWith("ember fs ls: cannot reach name node 127.0.0.1:" + port),
-        r.err());
+    assertTrue(
+        r.err().startsWith("ember fs ls: cannot reach name node 127.0.0.1:" + port), r.err());
     assertEquals(1, r.err().lines().count(), r.err());
 
-    Result badSetting = run("fs", "--namenode", "127.0.0.1:" + port, "-D",
-        "ember.rpc.timout=1s", "ls");
+    Result badSetting =
+        run("fs", "--namenode", "127.0.0.1:" + port, "-D", "ember.rpc.timout=1s", "ls");
     assertEquals(1, badSetting.code());
-    assertTrue(badSetting.err().contains("unknown setting(s) [ember.rpc.timout]"),
-        badSetting.err());
+    assertTrue(
+        badSetting.err().contains("unknown setting(s) [ember.rpc.timout]"), badSetting.err());
   }
 
   @Test
@@ -229,8 +232,9 @@ class EmberCliTest {
     String line = "ember test: boom";
     java.nio.file.Path log = EmberCli.writeLog(line, new IllegalStateException("boom"));
     assertTrue(log != null && Files.readString(log).contains("IllegalStateException: boom"));
-    assertTrue(EmberCli.expected(new io.ember.protocol.EmberException(
-        io.ember.protocol.ErrorCode.NOT_FOUND, "x")));
+    assertTrue(
+        EmberCli.expected(
+            new io.ember.protocol.EmberException(io.ember.protocol.ErrorCode.NOT_FOUND, "x")));
     assertTrue(!EmberCli.expected(new NullPointerException()));
   }
 
@@ -246,8 +250,19 @@ class EmberCliTest {
 
   @Test
   void benchPrintsFiguresBesideBaselines() {
-    Result r = run("bench", "--size", "2m", "--ops", "50", "--rounds", "1", "--threads", "1,2",
-        "--warmup", "0");
+    Result r =
+        run(
+            "bench",
+            "--size",
+            "2m",
+            "--ops",
+            "50",
+            "--rounds",
+            "1",
+            "--threads",
+            "1,2",
+            "--warmup",
+            "0");
     assertEquals(0, r.code(), r.err());
     assertTrue(r.out().contains("write 1 MiB ops"), r.out());
     assertTrue(r.out().contains("read 4 KiB ops (buffered stream)"), r.out());
@@ -257,14 +272,25 @@ class EmberCliTest {
 
   @Test
   void benchTakesSettingsAndRefusesUnknownOnes() {
-    Result ok = run("bench", "--size", "2m", "--rounds", "1", "--warmup", "0", "--only",
-        "throughput", "-D", "ember.client.read-ahead=0");
+    Result ok =
+        run(
+            "bench",
+            "--size",
+            "2m",
+            "--rounds",
+            "1",
+            "--warmup",
+            "0",
+            "--only",
+            "throughput",
+            "-D",
+            "ember.client.read-ahead=0");
     assertEquals(0, ok.code(), ok.err());
     assertTrue(ok.out().contains("read 1 MiB ops"), ok.out());
     Result unknown = run("bench", "-D", "ember.client.read-ahaed=0");
     assertEquals(EmberCli.USAGE_ERROR, unknown.code(), unknown.err());
-    assertTrue(unknown.err().contains("unknown setting(s) [ember.client.read-ahaed]"),
-        unknown.err());
+    assertTrue(
+        unknown.err().contains("unknown setting(s) [ember.client.read-ahaed]"), unknown.err());
     Result bad = run("bench", "-D", "ember.client.read-ahead=lots");
     assertEquals(EmberCli.USAGE_ERROR, bad.code(), bad.err());
     assertTrue(bad.err().contains("ember.client.read-ahead"), bad.err());

@@ -40,9 +40,9 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * A real multi-process cluster started the way a user does: {@code ember namenode} and {@code
- * ember datanode dram} as separate JVMs on loopback ports, then {@code ember fs} against them, and
- * a data node killed with SIGKILL.
+ * A real multi-process cluster started the way a user does: {@code ember namenode} and {@code ember
+ * datanode dram} as separate JVMs on loopback ports, then {@code ember fs} against them, and a data
+ * node killed with SIGKILL.
  */
 class MultiProcessClusterTest {
   /**
@@ -50,6 +50,7 @@ class MultiProcessClusterTest {
    * longer than it takes on a starved machine. Tests wait for the event, never for a fixed time.
    */
   private static final long PATIENCE_SECONDS = 120;
+
   private final List<Process> processes = new ArrayList<>();
 
   @AfterEach
@@ -60,12 +61,16 @@ class MultiProcessClusterTest {
   }
 
   private Process ember(Path log, String... args) throws Exception {
-    List<String> cmd = new ArrayList<>(List.of(
-        Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-        "-cp", System.getProperty("java.class.path"), EmberCli.class.getName()));
+    List<String> cmd =
+        new ArrayList<>(
+            List.of(
+                Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                "-cp",
+                System.getProperty("java.class.path"),
+                EmberCli.class.getName()));
     cmd.addAll(List.of(args));
-    Process p = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile())
-        .start();
+    Process p =
+        new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile()).start();
     processes.add(p);
     return p;
   }
@@ -74,8 +79,9 @@ class MultiProcessClusterTest {
     long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(PATIENCE_SECONDS);
     while (System.nanoTime() - deadline < 0) {
       if (Files.exists(log)) {
-        try (BufferedReader r = new BufferedReader(new InputStreamReader(
-            Files.newInputStream(log), StandardCharsets.UTF_8))) {
+        try (BufferedReader r =
+            new BufferedReader(
+                new InputStreamReader(Files.newInputStream(log), StandardCharsets.UTF_8))) {
           String line;
           while ((line = r.readLine()) != null) {
             Matcher m = pattern.matcher(line);
@@ -87,36 +93,48 @@ class MultiProcessClusterTest {
       }
       Thread.sleep(50);
     }
-    throw new AssertionError("no line matching " + pattern + " in " + log + ":\n"
-        + (Files.exists(log) ? Files.readString(log) : "(no log)"));
+    throw new AssertionError(
+        "no line matching "
+            + pattern
+            + " in "
+            + log
+            + ":\n"
+            + (Files.exists(log) ? Files.readString(log) : "(no log)"));
   }
 
   /** Waits until the name node counts no live DRAM data node and {@code lost} lost ones. */
   private static void awaitLost(String namenode, int lost) throws Exception {
     long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(PATIENCE_SECONDS);
-    try (EmberClient c = EmberClient.connect(
-        EmberConfig.defaults().with(EmberKeys.NAMENODE_ADDRESS, namenode))) {
+    try (EmberClient c =
+        EmberClient.connect(EmberConfig.defaults().with(EmberKeys.NAMENODE_ADDRESS, namenode))) {
       while (true) {
         List<ClassUsage> usage = c.df();
-        if (usage.stream().anyMatch(u -> u.storageClass().equals(StorageClass.DRAM)
-            && u.liveNodes() == 0 && u.lostNodes() == lost)) {
+        if (usage.stream()
+            .anyMatch(
+                u ->
+                    u.storageClass().equals(StorageClass.DRAM)
+                        && u.liveNodes() == 0
+                        && u.lostNodes() == lost)) {
           return;
         }
-        assertTrue(System.nanoTime() - deadline < 0, "no DRAM data node lost after "
-            + PATIENCE_SECONDS + " s: " + usage);
+        assertTrue(
+            System.nanoTime() - deadline < 0,
+            "no DRAM data node lost after " + PATIENCE_SECONDS + " s: " + usage);
         Thread.sleep(50);
       }
     }
   }
 
-  private static int fs(String namenode, ByteArrayOutputStream stdout, StringWriter err,
-      String... args) {
+  private static int fs(
+      String namenode, ByteArrayOutputStream stdout, StringWriter err, String... args) {
     List<String> all = new ArrayList<>(List.of("fs", "--namenode", namenode));
     all.addAll(List.of(args));
     PrintStream saved = System.out;
     System.setOut(new PrintStream(stdout, true));
     try {
-      return EmberCli.run(all.toArray(new String[0]), new PrintWriter(new StringWriter(), true),
+      return EmberCli.run(
+          all.toArray(new String[0]),
+          new PrintWriter(new StringWriter(), true),
           new PrintWriter(err, true));
     } finally {
       System.setOut(saved);
@@ -127,13 +145,32 @@ class MultiProcessClusterTest {
   void namenodeAndDatanodeProcessesServeTheShell(@TempDir Path tmp) throws Exception {
     Path nnLog = tmp.resolve("namenode.log");
     // Long enough that a data node starved of CPU is not taken for dead before the kill.
-    ember(nnLog, "namenode", "--host", "127.0.0.1", "--port", "0",
-        "-D", "ember.namenode.datanode-timeout=5s");
-    String port = awaitLine(nnLog, Pattern.compile("name node listening on 127\\.0\\.0\\.1:(\\d+)"));
+    ember(
+        nnLog,
+        "namenode",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        "0",
+        "-D",
+        "ember.namenode.datanode-timeout=5s");
+    String port =
+        awaitLine(nnLog, Pattern.compile("name node listening on 127\\.0\\.0\\.1:(\\d+)"));
     String namenode = "127.0.0.1:" + port;
     Path dnLog = tmp.resolve("datanode.log");
-    Process dn = ember(dnLog, "datanode", "dram", "--capacity", "64m", "--namenode", namenode,
-        "--host", "127.0.0.1", "-D", "ember.datanode.heartbeat-interval=100ms");
+    Process dn =
+        ember(
+            dnLog,
+            "datanode",
+            "dram",
+            "--capacity",
+            "64m",
+            "--namenode",
+            namenode,
+            "--host",
+            "127.0.0.1",
+            "-D",
+            "ember.datanode.heartbeat-interval=100ms");
     awaitLine(dnLog, Pattern.compile("(DRAM data node serving)"));
     awaitLine(nnLog, Pattern.compile("(registered data node 1)"));
 
@@ -142,8 +179,10 @@ class MultiProcessClusterTest {
     Path local = tmp.resolve("in.bin");
     Files.write(local, content);
     StringWriter err = new StringWriter();
-    assertEquals(0, fs(namenode, new ByteArrayOutputStream(), err, "put", "-p",
-        local.toString(), "/mp/in.bin"), err.toString());
+    assertEquals(
+        0,
+        fs(namenode, new ByteArrayOutputStream(), err, "put", "-p", local.toString(), "/mp/in.bin"),
+        err.toString());
     ByteArrayOutputStream cat = new ByteArrayOutputStream();
     assertEquals(0, fs(namenode, cat, err, "cat", "/mp/in.bin"), err.toString());
     assertArrayEquals(content, cat.toByteArray());
@@ -153,9 +192,13 @@ class MultiProcessClusterTest {
     awaitLine(nnLog, Pattern.compile("(data node 1 \\(127\\.0\\.0\\.1:\\d+\\) lost)"));
     StringWriter lostErr = new StringWriter();
     assertEquals(1, fs(namenode, new ByteArrayOutputStream(), lostErr, "cat", "/mp/in.bin"));
-    assertTrue(lostErr.toString().matches(
-        "(?s)ember fs cat: data node 1 \\(127\\.0\\.0\\.1:\\d+\\) lost: block 0 of /mp/in\\.bin "
-            + "unavailable\\s*"), lostErr.toString());
+    assertTrue(
+        lostErr
+            .toString()
+            .matches(
+                "(?s)ember fs cat: data node 1 \\(127\\.0\\.0\\.1:\\d+\\) lost: block 0 of /mp/in\\.bin "
+                    + "unavailable\\s*"),
+        lostErr.toString());
   }
 
   private static void signal(Process p, String signal) throws Exception {
@@ -168,13 +211,30 @@ class MultiProcessClusterTest {
       throws Exception {
     Path nnLog = tmp.resolve("namenode.log");
     // The name node must not declare the node lost while it is stopped: this is a slow peer.
-    ember(nnLog, "namenode", "--host", "127.0.0.1", "--port", "0",
-        "-D", "ember.namenode.datanode-timeout=60s");
-    String namenode = "127.0.0.1:"
-        + awaitLine(nnLog, Pattern.compile("name node listening on 127\\.0\\.0\\.1:(\\d+)"));
+    ember(
+        nnLog,
+        "namenode",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        "0",
+        "-D",
+        "ember.namenode.datanode-timeout=60s");
+    String namenode =
+        "127.0.0.1:"
+            + awaitLine(nnLog, Pattern.compile("name node listening on 127\\.0\\.0\\.1:(\\d+)"));
     Path dnLog = tmp.resolve("datanode.log");
-    Process dn = ember(dnLog, "datanode", "dram", "--capacity", "64m", "--namenode", namenode,
-        "--host", "127.0.0.1");
+    Process dn =
+        ember(
+            dnLog,
+            "datanode",
+            "dram",
+            "--capacity",
+            "64m",
+            "--namenode",
+            namenode,
+            "--host",
+            "127.0.0.1");
     awaitLine(dnLog, Pattern.compile("(DRAM data node serving)"));
     awaitLine(nnLog, Pattern.compile("(registered data node 1)"));
 
@@ -188,9 +248,10 @@ class MultiProcessClusterTest {
       }
     }
     // Short enough for a quick test, long enough that no call before the stop runs out of it.
-    EmberConfig readerConfig = config
-        .with(EmberKeys.RPC_TIMEOUT, "5s")
-        .with(ClientKeys.READ_AHEAD, "0"); // each block fetched when read, not before the stop
+    EmberConfig readerConfig =
+        config
+            .with(EmberKeys.RPC_TIMEOUT, "5s")
+            .with(ClientKeys.READ_AHEAD, "0"); // each block fetched when read, not before the stop
     try (EmberClient client = EmberClient.connect(readerConfig)) {
       try (EmberInputStream in = client.open("/slow.bin")) {
         byte[] buf = new byte[block];
@@ -206,18 +267,21 @@ class MultiProcessClusterTest {
           assertTrue(e.getMessage().contains("no answer within 5000 ms"), e.getMessage());
           // A reader interrupted while it waits gives up the same way, and claims the copy too.
           AtomicReference<Throwable> failure = new AtomicReference<>();
-          Thread reader = new Thread(() -> {
-            try {
-              in.read(buf, 0, block);
-            } catch (Throwable t) {
-              failure.set(t);
-            }
-          });
+          Thread reader =
+              new Thread(
+                  () -> {
+                    try {
+                      in.read(buf, 0, block);
+                    } catch (Throwable t) {
+                      failure.set(t);
+                    }
+                  });
           reader.start();
           long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(PATIENCE_SECONDS);
           while (reader.getState() != Thread.State.WAITING
               && reader.getState() != Thread.State.TIMED_WAITING) {
-            assertTrue(reader.isAlive() && System.nanoTime() - deadline < 0,
+            assertTrue(
+                reader.isAlive() && System.nanoTime() - deadline < 0,
                 "the reader never waited: " + failure.get());
             Thread.sleep(10);
           }

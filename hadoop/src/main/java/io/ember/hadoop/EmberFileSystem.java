@@ -34,18 +34,19 @@ import org.apache.hadoop.security.UserGroupInformation;
 import org.apache.hadoop.util.Progressable;
 
 /**
- * Ember as a Hadoop {@link FileSystem}: {@code ember://namenode-host:port/path}, the port defaulting
- * to 9060. Registered through {@code META-INF/services}, so {@code fs.ember.impl} need not be set.
+ * Ember as a Hadoop {@link FileSystem}: {@code ember://namenode-host:port/path}, the port
+ * defaulting to 9060. Registered through {@code META-INF/services}, so {@code fs.ember.impl} need
+ * not be set.
  *
  * <p>Semantics, where Hadoop leaves a choice:
  *
  * <ul>
  *   <li>Files are written once. {@code append} and {@code concat} throw {@link
  *       UnsupportedOperationException}.
- *   <li>A file's length is published when its stream is closed; before that, readers see an
- *       empty file. {@code hflush()} and {@code hsync()} send every buffered byte to the data nodes
- *       and wait for them (so no data is lost if this process dies) but do not publish: the stream
- *       does not claim the {@code hflush}/{@code hsync} capabilities.
+ *   <li>A file's length is published when its stream is closed; before that, readers see an empty
+ *       file. {@code hflush()} and {@code hsync()} send every buffered byte to the data nodes and
+ *       wait for them (so no data is lost if this process dies) but do not publish: the stream does
+ *       not claim the {@code hflush}/{@code hsync} capabilities.
  *   <li>{@code rename} follows HDFS: it returns false when the source is missing, the destination
  *       exists as a file, its parent is missing, or a directory would move into itself; a
  *       destination that is a directory receives the source inside it.
@@ -63,6 +64,7 @@ import org.apache.hadoop.util.Progressable;
 public class EmberFileSystem extends FileSystem {
   /** The URI scheme. */
   public static final String SCHEME = "ember";
+
   /** Storage class of new files: dram (default) or nvmf. */
   public static final String STORAGE_CLASS_KEY = "ember.hadoop.storage-class";
 
@@ -84,8 +86,8 @@ public class EmberFileSystem extends FileSystem {
     setConf(conf);
     String host = name.getHost();
     if (host == null) {
-      throw new IOException("an ember URI needs the name node's host: ember://host:port/, got "
-          + name);
+      throw new IOException(
+          "an ember URI needs the name node's host: ember://host:port/, got " + name);
     }
     int port = name.getPort() < 0 ? EmberKeys.DEFAULT_NAMENODE_PORT : name.getPort();
     uri = URI.create(SCHEME + "://" + host + ":" + port);
@@ -178,21 +180,34 @@ public class EmberFileSystem extends FileSystem {
   }
 
   @Override
-  public FSDataOutputStream create(Path f, FsPermission permission, boolean overwrite,
-      int bufferSize, short replication, long blockSize, Progressable progress)
+  public FSDataOutputStream create(
+      Path f,
+      FsPermission permission,
+      boolean overwrite,
+      int bufferSize,
+      short replication,
+      long blockSize,
+      Progressable progress)
       throws IOException {
     return create(f, overwrite, true, defaultStorageClass);
   }
 
   @Override
-  public FSDataOutputStream createNonRecursive(Path f, FsPermission permission,
-      java.util.EnumSet<CreateFlag> flags, int bufferSize, short replication, long blockSize,
-      Progressable progress) throws IOException {
+  public FSDataOutputStream createNonRecursive(
+      Path f,
+      FsPermission permission,
+      java.util.EnumSet<CreateFlag> flags,
+      int bufferSize,
+      short replication,
+      long blockSize,
+      Progressable progress)
+      throws IOException {
     return create(f, flags.contains(CreateFlag.OVERWRITE), false, defaultStorageClass);
   }
 
-  FSDataOutputStream create(Path f, boolean overwrite, boolean createParents,
-      StorageClass storageClass) throws IOException {
+  FSDataOutputStream create(
+      Path f, boolean overwrite, boolean createParents, StorageClass storageClass)
+      throws IOException {
     String path = emberPath(f);
     if (path.equals("/")) {
       throw new FileAlreadyExistsException("cannot create /: it is the root directory");
@@ -212,12 +227,12 @@ public class EmberFileSystem extends FileSystem {
         String parent = f.getParent() == null ? "/" : emberPath(f.getParent());
         NodeStatus p = lookupOrNull(parent);
         if (p == null) {
-          throw new FileNotFoundException("cannot create " + path + ": parent " + parent
-              + " does not exist");
+          throw new FileNotFoundException(
+              "cannot create " + path + ": parent " + parent + " does not exist");
         }
         if (p.isFile()) {
-          throw new ParentNotDirectoryException("cannot create " + path + ": parent " + parent
-              + " is a file");
+          throw new ParentNotDirectoryException(
+              "cannot create " + path + ": parent " + parent + " is a file");
         }
       }
       EmberOutputStream out =
@@ -265,8 +280,12 @@ public class EmberFileSystem extends FileSystem {
       return true;
     } catch (EmberException e) {
       switch (e.code()) {
-        case NOT_FOUND, ALREADY_EXISTS, PARENT_NOT_FOUND, NOT_A_DIRECTORY, RENAME_INTO_ITSELF,
-            INVALID_ARGUMENT:
+        case NOT_FOUND,
+        ALREADY_EXISTS,
+        PARENT_NOT_FOUND,
+        NOT_A_DIRECTORY,
+        RENAME_INTO_ITSELF,
+        INVALID_ARGUMENT:
           return false;
         default:
           throw translate(e);
@@ -378,8 +397,9 @@ public class EmberFileSystem extends FileSystem {
         if (length <= 0 || offset >= end || offset + length <= start) {
           continue;
         }
-        out.add(new BlockLocation(new String[] {b.endpoint()}, new String[] {b.host()},
-            offset, length, b.lost()));
+        out.add(
+            new BlockLocation(
+                new String[] {b.endpoint()}, new String[] {b.host()}, offset, length, b.lost()));
       }
       return out.toArray(new BlockLocation[0]);
     } catch (EmberException e) {
@@ -422,20 +442,29 @@ public class EmberFileSystem extends FileSystem {
 
   private FileStatus toStatus(NodeStatus st, Path qualified) {
     boolean dir = st.isContainer();
-    return new FileStatus(st.length(), dir, 1, st.blockSize(), st.modificationTime(),
-        st.modificationTime(), dir ? new FsPermission((short) 0755) : new FsPermission(
-            (short) 0644), user, user, qualified);
+    return new FileStatus(
+        st.length(),
+        dir,
+        1,
+        st.blockSize(),
+        st.modificationTime(),
+        st.modificationTime(),
+        dir ? new FsPermission((short) 0755) : new FsPermission((short) 0644),
+        user,
+        user,
+        qualified);
   }
 
   /** Hadoop's exception types for Ember's codes, so callers can catch what they expect. */
   static IOException translate(EmberException e) {
-    IOException out = switch (e.code()) {
-      case NOT_FOUND, PARENT_NOT_FOUND -> new FileNotFoundException(e.getMessage());
-      case ALREADY_EXISTS -> new FileAlreadyExistsException(e.getMessage());
-      case NOT_A_DIRECTORY -> new ParentNotDirectoryException(e.getMessage());
-      case DIRECTORY_NOT_EMPTY -> new PathIsNotEmptyDirectoryException(e.getMessage());
-      default -> null;
-    };
+    IOException out =
+        switch (e.code()) {
+          case NOT_FOUND, PARENT_NOT_FOUND -> new FileNotFoundException(e.getMessage());
+          case ALREADY_EXISTS -> new FileAlreadyExistsException(e.getMessage());
+          case NOT_A_DIRECTORY -> new ParentNotDirectoryException(e.getMessage());
+          case DIRECTORY_NOT_EMPTY -> new PathIsNotEmptyDirectoryException(e.getMessage());
+          default -> null;
+        };
     if (out == null) {
       return e;
     }

@@ -24,11 +24,13 @@ final class EmberFsInputStream extends FSInputStream
     implements ByteBufferReadable, CanUnbuffer, StreamCapabilities, IOStatisticsSource {
   private final EmberInputStream in;
   private final FileSystem.Statistics statistics;
-  private final IOStatisticsStore ioStatistics = IOStatisticsBinding.iostatisticsStore()
-      .withCounters(StreamStatisticNames.STREAM_READ_BYTES,
-          StreamStatisticNames.STREAM_READ_OPERATIONS,
-          StreamStatisticNames.STREAM_READ_SEEK_OPERATIONS)
-      .build();
+  private final IOStatisticsStore ioStatistics =
+      IOStatisticsBinding.iostatisticsStore()
+          .withCounters(
+              StreamStatisticNames.STREAM_READ_BYTES,
+              StreamStatisticNames.STREAM_READ_OPERATIONS,
+              StreamStatisticNames.STREAM_READ_SEEK_OPERATIONS)
+          .build();
   private boolean closed;
 
   EmberFsInputStream(EmberInputStream in, FileSystem.Statistics statistics) {
@@ -43,8 +45,14 @@ final class EmberFsInputStream extends FSInputStream
       throw new EOFException(FSExceptionMessages.NEGATIVE_SEEK + ": " + pos);
     }
     if (pos > in.length()) {
-      throw new EOFException(FSExceptionMessages.CANNOT_SEEK_PAST_EOF + ": " + pos + " > "
-          + in.length() + " in " + in.path());
+      throw new EOFException(
+          FSExceptionMessages.CANNOT_SEEK_PAST_EOF
+              + ": "
+              + pos
+              + " > "
+              + in.length()
+              + " in "
+              + in.path());
     }
     in.seek(pos);
     ioStatistics.incrementCounter(StreamStatisticNames.STREAM_READ_SEEK_OPERATIONS);
@@ -100,8 +108,7 @@ final class EmberFsInputStream extends FSInputStream
   }
 
   @Override
-  public void readFully(long position, byte[] buffer, int offset, int length)
-      throws IOException {
+  public void readFully(long position, byte[] buffer, int offset, int length) throws IOException {
     checkOpen();
     validatePositionedReadArgs(position, buffer, offset, length);
     if (length == 0) {

@@ -17,10 +17,11 @@ import org.apache.hadoop.fs.statistics.impl.IOStatisticsStore;
 final class EmberFsOutputStream extends OutputStream
     implements StreamCapabilities, IOStatisticsSource {
   private final EmberOutputStream out;
-  private final IOStatisticsStore ioStatistics = IOStatisticsBinding.iostatisticsStore()
-      .withCounters(StreamStatisticNames.STREAM_WRITE_BYTES,
-          StreamStatisticNames.STREAM_WRITE_EXCEPTIONS)
-      .build();
+  private final IOStatisticsStore ioStatistics =
+      IOStatisticsBinding.iostatisticsStore()
+          .withCounters(
+              StreamStatisticNames.STREAM_WRITE_BYTES, StreamStatisticNames.STREAM_WRITE_EXCEPTIONS)
+          .build();
 
   EmberFsOutputStream(EmberOutputStream out) {
     this.out = out;

@@ -9,8 +9,8 @@ import org.apache.hadoop.fs.FSDataOutputStreamBuilder;
 import org.apache.hadoop.fs.Path;
 
 /**
- * {@code createFile(path)} for Ember: takes {@value EmberFileSystem#STORAGE_CLASS_KEY} as an
- * option ({@code opt} or {@code must}); a {@code must} of any other key fails.
+ * {@code createFile(path)} for Ember: takes {@value EmberFileSystem#STORAGE_CLASS_KEY} as an option
+ * ({@code opt} or {@code must}); a {@code must} of any other key fails.
  */
 final class EmberOutputStreamBuilder
     extends FSDataOutputStreamBuilder<FSDataOutputStream, EmberOutputStreamBuilder> {
@@ -28,7 +28,8 @@ final class EmberOutputStreamBuilder
 
   @Override
   public FSDataOutputStream build() throws IOException {
-    rejectUnknownMandatoryKeys(Set.of(EmberFileSystem.STORAGE_CLASS_KEY),
+    rejectUnknownMandatoryKeys(
+        Set.of(EmberFileSystem.STORAGE_CLASS_KEY),
         "Ember's createFile() knows only " + EmberFileSystem.STORAGE_CLASS_KEY);
     String sc = getOptions().get(EmberFileSystem.STORAGE_CLASS_KEY);
     StorageClass storageClass;
@@ -39,7 +40,8 @@ final class EmberOutputStreamBuilder
     }
     boolean overwrite = getFlags().contains(CreateFlag.OVERWRITE);
     if (getFlags().contains(CreateFlag.APPEND)) {
-      throw new UnsupportedOperationException("Ember does not support append: files are written once");
+      throw new UnsupportedOperationException(
+          "Ember does not support append: files are written once");
     }
     return fs.create(getPath(), overwrite, isRecursive(), storageClass);
   }

@@ -84,13 +84,17 @@ class EmberFileSystemTest {
       System.setErr(savedErr);
     }
     lastStdout = out.toByteArray();
-    return new String[] {Integer.toString(code), out.toString(StandardCharsets.UTF_8),
-        err.toString(StandardCharsets.UTF_8)};
+    return new String[] {
+      Integer.toString(code),
+      out.toString(StandardCharsets.UTF_8),
+      err.toString(StandardCharsets.UTF_8)
+    };
   }
 
   @Test
   void registeredThroughServiceLoader() throws Exception {
-    assertEquals(EmberFileSystem.class, FileSystem.getFileSystemClass("ember", new Configuration()));
+    assertEquals(
+        EmberFileSystem.class, FileSystem.getFileSystemClass("ember", new Configuration()));
   }
 
   @Test
@@ -142,8 +146,8 @@ class EmberFileSystemTest {
     FileContext fc = FileContext.getFileContext(uri, c);
     Path p = new Path("/fc/file");
     byte[] data = random(100_000, 4);
-    try (FSDataOutputStream out = fc.create(p, EnumSet.of(CreateFlag.CREATE),
-        Options.CreateOpts.createParent())) {
+    try (FSDataOutputStream out =
+        fc.create(p, EnumSet.of(CreateFlag.CREATE), Options.CreateOpts.createParent())) {
       out.write(data);
     }
     try (FSDataInputStream in = fc.open(p)) {
@@ -183,8 +187,9 @@ class EmberFileSystemTest {
   void storageClassOptionPutsTheBlocksThere() throws Exception {
     String other = EmberContractStorage.other();
     Path p = new Path("/" + other + ".bin");
-    try (FSDataOutputStream out = (FSDataOutputStream) fs.createFile(p)
-        .opt(EmberFileSystem.STORAGE_CLASS_KEY, other).build()) {
+    try (FSDataOutputStream out =
+        (FSDataOutputStream)
+            fs.createFile(p).opt(EmberFileSystem.STORAGE_CLASS_KEY, other).build()) {
       out.write(new byte[10]);
     }
     Path q = new Path("/default.bin");
@@ -192,11 +197,14 @@ class EmberFileSystemTest {
       out.write(new byte[10]);
     }
     EmberFileSystem efs = (EmberFileSystem) fs;
-    assertEquals(io.ember.protocol.StorageClass.parse(other),
+    assertEquals(
+        io.ember.protocol.StorageClass.parse(other),
         efs.client().blockLocations("/" + other + ".bin").get(0).storageClass());
-    assertEquals(io.ember.protocol.StorageClass.parse(EmberContractStorage.current()),
+    assertEquals(
+        io.ember.protocol.StorageClass.parse(EmberContractStorage.current()),
         efs.client().blockLocations("/default.bin").get(0).storageClass());
-    assertThrows(IllegalArgumentException.class,
+    assertThrows(
+        IllegalArgumentException.class,
         () -> fs.createFile(new Path("/x")).must("ember.unknown-option", "1").build());
     Configuration bad = new Configuration(conf);
     bad.set(EmberFileSystem.STORAGE_CLASS_KEY, "tape");
@@ -240,8 +248,11 @@ class EmberFileSystemTest {
     }
     try (FSDataInputStream in = fs.open(p)) {
       in.readFully(new byte[data.length]);
-      assertEquals(data.length, IOStatisticsSupport.retrieveIOStatistics(in).counters()
-          .get(StreamStatisticNames.STREAM_READ_BYTES));
+      assertEquals(
+          data.length,
+          IOStatisticsSupport.retrieveIOStatistics(in)
+              .counters()
+              .get(StreamStatisticNames.STREAM_READ_BYTES));
     }
     assertEquals(data.length, stats.getBytesWritten() - written);
     assertEquals(data.length, stats.getBytesRead() - read);
@@ -253,7 +264,8 @@ class EmberFileSystemTest {
     assertThrows(FileNotFoundException.class, () -> fs.open(new Path("/none")));
     fs.mkdirs(new Path("/adir"));
     assertThrows(FileNotFoundException.class, () -> fs.open(new Path("/adir")));
-    assertThrows(org.apache.hadoop.fs.FileAlreadyExistsException.class,
+    assertThrows(
+        org.apache.hadoop.fs.FileAlreadyExistsException.class,
         () -> fs.create(new Path("/adir"), false));
   }
 

@@ -23,13 +23,20 @@ import org.junit.jupiter.api.io.TempDir;
  */
 class ShadedJarIT {
   /** Packages of servers: an application's class path needs none of them. */
-  static final List<String> SERVER_PACKAGES = List.of("io/ember/namenode/", "io/ember/datanode/",
-      "io/ember/nvmf/target/", "io/ember/minicluster/", "io/ember/cli/", "io/ember/benchmarks/");
+  static final List<String> SERVER_PACKAGES =
+      List.of(
+          "io/ember/namenode/",
+          "io/ember/datanode/",
+          "io/ember/nvmf/target/",
+          "io/ember/minicluster/",
+          "io/ember/cli/",
+          "io/ember/benchmarks/");
 
   /** The jar's packages, as folder names ("io/ember/client/"). */
   static java.util.Set<String> packages(Path jar) throws java.io.IOException {
     try (ZipFile z = new ZipFile(jar.toFile())) {
-      return z.stream().filter(e -> e.getName().endsWith(".class"))
+      return z.stream()
+          .filter(e -> e.getName().endsWith(".class"))
           .map(e -> e.getName().substring(0, e.getName().lastIndexOf('/') + 1))
           .collect(Collectors.toCollection(java.util.TreeSet::new));
     }
@@ -38,12 +45,18 @@ class ShadedJarIT {
   @Test
   void carriesTheClientAndBothTiersButNoServer() throws Exception {
     java.util.Set<String> packages = packages(Path.of(System.getProperty("ember.shaded.jar")));
-    for (String expected : List.of("io/ember/client/", "io/ember/hadoop/", "io/ember/tier/dram/",
-        "io/ember/tier/nvmf/", "io/ember/nvmf/tcp/")) {
+    for (String expected :
+        List.of(
+            "io/ember/client/",
+            "io/ember/hadoop/",
+            "io/ember/tier/dram/",
+            "io/ember/tier/nvmf/",
+            "io/ember/nvmf/tcp/")) {
       assertTrue(packages.contains(expected), expected + " missing from " + packages);
     }
     for (String server : SERVER_PACKAGES) {
-      assertTrue(packages.stream().noneMatch(p -> p.startsWith(server)),
+      assertTrue(
+          packages.stream().noneMatch(p -> p.startsWith(server)),
           server + " in the shaded jar: " + packages);
     }
   }
@@ -53,23 +66,35 @@ class ShadedJarIT {
     Path jar = Path.of(System.getProperty("ember.shaded.jar"));
     assertTrue(Files.isRegularFile(jar), "no shaded jar at " + jar);
     try (ZipFile z = new ZipFile(jar.toFile())) {
-      assertTrue(z.stream().noneMatch(e -> e.getName().startsWith("io/netty/")),
+      assertTrue(
+          z.stream().noneMatch(e -> e.getName().startsWith("io/netty/")),
           "Netty is not relocated in " + jar);
       assertTrue(z.stream().anyMatch(e -> e.getName().startsWith("io/ember/shaded/io/netty/")));
-      assertTrue(z.stream().anyMatch(
-          e -> e.getName().equals("META-INF/services/org.apache.hadoop.fs.FileSystem")));
+      assertTrue(
+          z.stream()
+              .anyMatch(
+                  e -> e.getName().equals("META-INF/services/org.apache.hadoop.fs.FileSystem")));
     }
     // Hadoop's jars from this JVM's class path, without any Ember module or test class.
-    List<String> hadoopPath = Stream.of(System.getProperty("java.class.path").split(File.pathSeparator))
-        .filter(p -> !p.contains("ember-") && !p.endsWith("classes")
-            && !p.contains(File.separator + "io" + File.separator + "ember" + File.separator))
-        .collect(Collectors.toList());
+    List<String> hadoopPath =
+        Stream.of(System.getProperty("java.class.path").split(File.pathSeparator))
+            .filter(
+                p ->
+                    !p.contains("ember-")
+                        && !p.endsWith("classes")
+                        && !p.contains(
+                            File.separator + "io" + File.separator + "ember" + File.separator))
+            .collect(Collectors.toList());
     Path conf = Files.createDirectories(tmp.resolve("conf"));
     Files.writeString(conf.resolve("core-site.xml"), "<configuration/>");
     Path local = tmp.resolve("hello.txt");
     Files.writeString(local, "hello from the shaded jar\n");
-    String cp = jar + File.pathSeparator + conf + File.pathSeparator
-        + String.join(File.pathSeparator, hadoopPath);
+    String cp =
+        jar
+            + File.pathSeparator
+            + conf
+            + File.pathSeparator
+            + String.join(File.pathSeparator, hadoopPath);
     try (MiniCluster cluster = MiniCluster.builder().build()) {
       String fsUri = "ember://" + cluster.namenodeAddress() + "/";
       assertEquals(0, fsShell(cp, fsUri, tmp, "-put", local.toString(), "/hello.txt").exit);
@@ -85,13 +110,19 @@ class ShadedJarIT {
 
   private static Result fsShell(String cp, String fsUri, Path dir, String... args)
       throws Exception {
-    List<String> cmd = new ArrayList<>(List.of(
-        Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-        "-cp", cp, "org.apache.hadoop.fs.FsShell", "-fs", fsUri));
+    List<String> cmd =
+        new ArrayList<>(
+            List.of(
+                Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                "-cp",
+                cp,
+                "org.apache.hadoop.fs.FsShell",
+                "-fs",
+                fsUri));
     cmd.addAll(List.of(args));
     Path out = dir.resolve("out-" + System.nanoTime());
-    Process p = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(out.toFile())
-        .start();
+    Process p =
+        new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(out.toFile()).start();
     if (!p.waitFor(2, TimeUnit.MINUTES)) {
       p.destroyForcibly();
       throw new AssertionError("FsShell " + List.of(args) + " did not finish");

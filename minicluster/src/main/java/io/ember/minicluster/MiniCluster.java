@@ -37,14 +37,16 @@ import java.util.List;
  */
 public final class MiniCluster implements AutoCloseable {
   private final EmberConfig config;
+
   /** Every data node started, killed ones included, in start order; a restart takes its place. */
   private final List<Started> started = new ArrayList<>();
+
   private final List<EmberClient> clients = Collections.synchronizedList(new ArrayList<>());
   private NameNode namenode;
   private HostPort namenodeAddress;
 
-  private MiniCluster(EmberConfig config, int dramNodes, List<String> nvmfTargets,
-      int namenodePort) throws EmberException {
+  private MiniCluster(EmberConfig config, int dramNodes, List<String> nvmfTargets, int namenodePort)
+      throws EmberException {
     try {
       namenode = NameNode.start(config, "127.0.0.1", namenodePort);
       namenodeAddress = new HostPort("127.0.0.1", namenode.address().getPort());
@@ -146,8 +148,9 @@ public final class MiniCluster implements AutoCloseable {
    * @throws EmberException when the name node does not answer
    */
   public EmberClient newClient(EmberConfig overrides) throws EmberException {
-    EmberClient c = EmberClient.connect(config.withAll(overrides)
-        .with(EmberKeys.NAMENODE_ADDRESS, namenodeAddress.toString()));
+    EmberClient c =
+        EmberClient.connect(
+            config.withAll(overrides).with(EmberKeys.NAMENODE_ADDRESS, namenodeAddress.toString()));
     clients.add(c);
     return c;
   }
@@ -158,10 +161,11 @@ public final class MiniCluster implements AutoCloseable {
    * @throws EmberException when it cannot listen
    */
   public DramDataNode addDramDatanode() throws EmberException {
-    EmberConfig c = config
-        .with(DramDataNodeKeys.BIND_HOST, "127.0.0.1")
-        .with(DramDataNodeKeys.PORT, "0")
-        .with(EmberKeys.NAMENODE_ADDRESS, namenodeAddress.toString());
+    EmberConfig c =
+        config
+            .with(DramDataNodeKeys.BIND_HOST, "127.0.0.1")
+            .with(DramDataNodeKeys.PORT, "0")
+            .with(EmberKeys.NAMENODE_ADDRESS, namenodeAddress.toString());
     return add(DramDataNode.start(c), c);
   }
 
@@ -177,9 +181,10 @@ public final class MiniCluster implements AutoCloseable {
    * @throws EmberException when the target cannot be reached
    */
   public NvmfDataNode addNvmfDatanode(String targetUri) throws EmberException {
-    EmberConfig c = config
-        .with(NvmfDataNodeKeys.TARGET, targetUri)
-        .with(EmberKeys.NAMENODE_ADDRESS, namenodeAddress.toString());
+    EmberConfig c =
+        config
+            .with(NvmfDataNodeKeys.TARGET, targetUri)
+            .with(EmberKeys.NAMENODE_ADDRESS, namenodeAddress.toString());
     return add(NvmfDataNode.start(c), c);
   }
 
@@ -189,8 +194,8 @@ public final class MiniCluster implements AutoCloseable {
   }
 
   /**
-   * Replaces DRAM data node {@code index} with a new process's worth at the same address: it
-   * starts empty and registers as a new node, as a restarted data node would.
+   * Replaces DRAM data node {@code index} with a new process's worth at the same address: it starts
+   * empty and registers as a new node, as a restarted data node would.
    *
    * @throws EmberException when the port cannot be bound again
    */
@@ -217,8 +222,8 @@ public final class MiniCluster implements AutoCloseable {
         }
       }
       if (at < 0) {
-        throw new IllegalArgumentException(node.tier() + " data node " + node.endpoint()
-            + " is not of this cluster");
+        throw new IllegalArgumentException(
+            node.tier() + " data node " + node.endpoint() + " is not of this cluster");
       }
       old = started.get(at);
     }
@@ -268,8 +273,16 @@ public final class MiniCluster implements AutoCloseable {
           return;
         }
         if (System.nanoTime() > deadline) {
-          throw new EmberException(ErrorCode.TIMEOUT, "expected " + count + " live "
-              + sc.displayName() + " data nodes, have " + live + " after " + timeout);
+          throw new EmberException(
+              ErrorCode.TIMEOUT,
+              "expected "
+                  + count
+                  + " live "
+                  + sc.displayName()
+                  + " data nodes, have "
+                  + live
+                  + " after "
+                  + timeout);
         }
         try {
           Thread.sleep(10);
@@ -296,13 +309,14 @@ public final class MiniCluster implements AutoCloseable {
 
   /** Builds a {@link MiniCluster}. */
   public static final class Builder {
-    private EmberConfig config = EmberConfig.defaults()
-        .with(EmberKeys.IO_THREADS, "1")
-        .with(DramDataNodeKeys.CAPACITY, "64m")
-        .with(NvmfDataNodeKeys.EMBEDDED_SIZE, "64m")
-        .with(EmberKeys.HEARTBEAT_INTERVAL, "100ms")
-        .with(NameNodeKeys.DATANODE_TIMEOUT, "5s")
-        .with(EmberKeys.RPC_TIMEOUT, "20s");
+    private EmberConfig config =
+        EmberConfig.defaults()
+            .with(EmberKeys.IO_THREADS, "1")
+            .with(DramDataNodeKeys.CAPACITY, "64m")
+            .with(NvmfDataNodeKeys.EMBEDDED_SIZE, "64m")
+            .with(EmberKeys.HEARTBEAT_INTERVAL, "100ms")
+            .with(NameNodeKeys.DATANODE_TIMEOUT, "5s")
+            .with(EmberKeys.RPC_TIMEOUT, "20s");
     private int dramNodes = 1;
     private final List<String> nvmfTargets = new ArrayList<>();
     private int namenodePort = 0;
@@ -351,9 +365,9 @@ public final class MiniCluster implements AutoCloseable {
     }
 
     /**
-     * Heartbeat interval and data node timeout at the keys' own defaults rather than the quick
-     * ones tests use: a cluster that does real work on a loaded machine must not declare a data
-     * node lost because it was starved of CPU for two seconds.
+     * Heartbeat interval and data node timeout at the keys' own defaults rather than the quick ones
+     * tests use: a cluster that does real work on a loaded machine must not declare a data node
+     * lost because it was starved of CPU for two seconds.
      */
     public Builder realTimeouts() {
       return set(EmberKeys.HEARTBEAT_INTERVAL, EmberKeys.HEARTBEAT_INTERVAL.defaultText())

@@ -67,8 +67,12 @@ class BadFrameClusterTest {
 
   private static byte[] frame(int type, byte[] payload) {
     java.nio.ByteBuffer b = java.nio.ByteBuffer.allocate(4 + Frame.HEADER_BYTES + payload.length);
-    b.putInt(Frame.HEADER_BYTES + payload.length).put((byte) Frame.VERSION).put((byte) type).put((byte) 0)
-        .putLong(77).put(payload);
+    b.putInt(Frame.HEADER_BYTES + payload.length)
+        .put((byte) Frame.VERSION)
+        .put((byte) type)
+        .put((byte) 0)
+        .putLong(77)
+        .put(payload);
     return b.array();
   }
 
@@ -77,7 +81,8 @@ class BadFrameClusterTest {
     HostPort nn = cluster.namenodeAddress();
     assertEquals(4, errorCodeOfReply(nn, new byte[] {0x7f, -1, -1, -1, 1, 2, 3})); // too large
     assertEquals(3, errorCodeOfReply(nn, frame(99, new byte[5]))); // unknown type
-    assertEquals(2, errorCodeOfReply(nn, frame(MessageType.CREATE.code(), new byte[] {0, 0, 0, 9})));
+    assertEquals(
+        2, errorCodeOfReply(nn, frame(MessageType.CREATE.code(), new byte[] {0, 0, 0, 9})));
     assertEquals(3, errorCodeOfReply(nn, frame(MessageType.BLOCK_READ.code(), new byte[12])));
     Random r = new Random(3);
     for (int i = 0; i < 20; i++) {
@@ -107,19 +112,28 @@ class BadFrameClusterTest {
     HostPort dn = datanode();
     long inc = cluster.datanodes().get(0).incarnation();
     // BLOCK_WRITE whose length field lies about the data that follows.
-    assertEquals(2, errorCodeOfReply(dn, frame(MessageType.BLOCK_WRITE.code(),
-        blockRequest(inc, 0, 1000, 3))));
+    assertEquals(
+        2,
+        errorCodeOfReply(dn, frame(MessageType.BLOCK_WRITE.code(), blockRequest(inc, 0, 1000, 3))));
     // A write far outside the region.
-    assertEquals(23, errorCodeOfReply(dn, frame(MessageType.BLOCK_WRITE.code(),
-        blockRequest(inc, 1L << 40, 4, 4))));
+    assertEquals(
+        23,
+        errorCodeOfReply(
+            dn, frame(MessageType.BLOCK_WRITE.code(), blockRequest(inc, 1L << 40, 4, 4))));
     // A read asking for more than the region.
-    assertEquals(23, errorCodeOfReply(dn, frame(MessageType.BLOCK_READ.code(),
-        blockRequest(inc, 0, Integer.MAX_VALUE, -1))));
+    assertEquals(
+        23,
+        errorCodeOfReply(
+            dn, frame(MessageType.BLOCK_READ.code(), blockRequest(inc, 0, Integer.MAX_VALUE, -1))));
     // A read and a write naming contents this node does not hold.
-    assertEquals(ErrorCode.STALE_LOCATION.code(), errorCodeOfReply(dn,
-        frame(MessageType.BLOCK_READ.code(), blockRequest(inc + 1, 0, 8, -1))));
-    assertEquals(ErrorCode.STALE_LOCATION.code(), errorCodeOfReply(dn,
-        frame(MessageType.BLOCK_WRITE.code(), blockRequest(inc + 1, 0, 4, 4))));
+    assertEquals(
+        ErrorCode.STALE_LOCATION.code(),
+        errorCodeOfReply(
+            dn, frame(MessageType.BLOCK_READ.code(), blockRequest(inc + 1, 0, 8, -1))));
+    assertEquals(
+        ErrorCode.STALE_LOCATION.code(),
+        errorCodeOfReply(
+            dn, frame(MessageType.BLOCK_WRITE.code(), blockRequest(inc + 1, 0, 4, 4))));
     // Half a 1 MiB write, then the client vanishes.
     try (Socket s = new Socket(dn.host(), dn.port())) {
       DataOutputStream out = new DataOutputStream(s.getOutputStream());

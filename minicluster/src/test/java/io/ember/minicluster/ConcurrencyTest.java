@@ -62,26 +62,30 @@ abstract class ConcurrencyTest {
       List<Future<long[]>> writes = new ArrayList<>();
       for (int i = 0; i < clients; i++) {
         int id = i;
-        writes.add(pool.submit(() -> {
-          long[] sums = new long[filesEach];
-          Random r = new Random(id);
-          for (int f = 0; f < filesEach; f++) {
-            byte[] data = new byte[r.nextInt(1_500_000) + 1];
-            r.nextBytes(data);
-            sums[f] = crc(data);
-            try (EmberOutputStream out = (f % 2 == 0)
-                ? cs.get(id).create("/conc/c" + id + "-" + f, tier().options())
-                : cs.get(id).createBuffered("/conc/c" + id + "-" + f, tier().options())) {
-              int pos = 0;
-              while (pos < data.length) {
-                int n = Math.min(r.nextInt(200_000) + 1, data.length - pos);
-                out.write(data, pos, n);
-                pos += n;
-              }
-            }
-          }
-          return sums;
-        }));
+        writes.add(
+            pool.submit(
+                () -> {
+                  long[] sums = new long[filesEach];
+                  Random r = new Random(id);
+                  for (int f = 0; f < filesEach; f++) {
+                    byte[] data = new byte[r.nextInt(1_500_000) + 1];
+                    r.nextBytes(data);
+                    sums[f] = crc(data);
+                    try (EmberOutputStream out =
+                        (f % 2 == 0)
+                            ? cs.get(id).create("/conc/c" + id + "-" + f, tier().options())
+                            : cs.get(id)
+                                .createBuffered("/conc/c" + id + "-" + f, tier().options())) {
+                      int pos = 0;
+                      while (pos < data.length) {
+                        int n = Math.min(r.nextInt(200_000) + 1, data.length - pos);
+                        out.write(data, pos, n);
+                        pos += n;
+                      }
+                    }
+                  }
+                  return sums;
+                }));
       }
       List<long[]> expected = new ArrayList<>();
       for (Future<long[]> w : writes) {
@@ -92,22 +96,24 @@ abstract class ConcurrencyTest {
         int id = i;
         // Each client reads another client's files, half sequentially, half positionally.
         int owner = (id + 1) % clients;
-        reads.add(pool.submit(() -> {
-          for (int f = 0; f < filesEach; f++) {
-            String path = "/conc/c" + owner + "-" + f;
-            byte[] got;
-            try (EmberInputStream in = cs.get(id).open(path)) {
-              if (f % 2 == 0) {
-                got = in.readAllBytes();
-              } else {
-                got = new byte[(int) in.length()];
-                in.readFully(0, got, 0, got.length);
-              }
-            }
-            assertEquals(expected.get(owner)[f], crc(got), path);
-          }
-          return null;
-        }));
+        reads.add(
+            pool.submit(
+                () -> {
+                  for (int f = 0; f < filesEach; f++) {
+                    String path = "/conc/c" + owner + "-" + f;
+                    byte[] got;
+                    try (EmberInputStream in = cs.get(id).open(path)) {
+                      if (f % 2 == 0) {
+                        got = in.readAllBytes();
+                      } else {
+                        got = new byte[(int) in.length()];
+                        in.readFully(0, got, 0, got.length);
+                      }
+                    }
+                    assertEquals(expected.get(owner)[f], crc(got), path);
+                  }
+                  return null;
+                }));
       }
       for (Future<?> r : reads) {
         r.get();
@@ -121,9 +127,11 @@ abstract class ConcurrencyTest {
   void manyThreadsSharingOneClientInterleaveSmallWritesOnTheSameConnections() throws Exception {
     // Regression: a frame's header and data went out as two writes, and two threads writing to one
     // data node connection could interleave them, corrupting the stream.
-    EmberClient c = cluster.newClient(io.ember.protocol.EmberConfig.defaults()
-        .with(io.ember.client.ClientKeys.TRANSFER_SIZE, "4k")
-        .with(io.ember.client.ClientKeys.WRITE_WINDOW, "64k"));
+    EmberClient c =
+        cluster.newClient(
+            io.ember.protocol.EmberConfig.defaults()
+                .with(io.ember.client.ClientKeys.TRANSFER_SIZE, "4k")
+                .with(io.ember.client.ClientKeys.WRITE_WINDOW, "64k"));
     c.createDirectory("/shared", false);
     int threads = 12;
     ExecutorService pool = Executors.newFixedThreadPool(threads);
@@ -131,19 +139,21 @@ abstract class ConcurrencyTest {
       List<Future<Long>> fs = new ArrayList<>();
       for (int t = 0; t < threads; t++) {
         int id = t;
-        fs.add(pool.submit(() -> {
-          Random r = new Random(id);
-          CRC32C crc = new CRC32C();
-          try (EmberOutputStream out = c.create("/shared/t" + id, tier().options())) {
-            for (int i = 0; i < 400; i++) {
-              byte[] piece = new byte[1 + r.nextInt(3000)];
-              r.nextBytes(piece);
-              crc.update(piece);
-              out.write(piece);
-            }
-          }
-          return crc.getValue();
-        }));
+        fs.add(
+            pool.submit(
+                () -> {
+                  Random r = new Random(id);
+                  CRC32C crc = new CRC32C();
+                  try (EmberOutputStream out = c.create("/shared/t" + id, tier().options())) {
+                    for (int i = 0; i < 400; i++) {
+                      byte[] piece = new byte[1 + r.nextInt(3000)];
+                      r.nextBytes(piece);
+                      crc.update(piece);
+                      out.write(piece);
+                    }
+                  }
+                  return crc.getValue();
+                }));
       }
       for (int t = 0; t < threads; t++) {
         long expected = fs.get(t).get();
@@ -169,15 +179,17 @@ abstract class ConcurrencyTest {
         int id = w;
         parts[w] = new byte[100_000 + 37_000 * w];
         new Random(1000 + w).nextBytes(parts[w]);
-        fs.add(pool.submit(() -> {
-          try (EmberOutputStream out =
-              c.createBuffered(String.format("/shuffle/part-%02d", id), tier().options())) {
-            for (int i = 0; i < parts[id].length; i += 333) {
-              out.write(parts[id], i, Math.min(333, parts[id].length - i));
-            }
-          }
-          return null;
-        }));
+        fs.add(
+            pool.submit(
+                () -> {
+                  try (EmberOutputStream out =
+                      c.createBuffered(String.format("/shuffle/part-%02d", id), tier().options())) {
+                    for (int i = 0; i < parts[id].length; i += 333) {
+                      out.write(parts[id], i, Math.min(333, parts[id].length - i));
+                    }
+                  }
+                  return null;
+                }));
       }
       for (Future<?> f : fs) {
         f.get();

@@ -25,11 +25,11 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 /**
- * Data nodes that die, stall, restart, and a name node that restarts, through the {@link
- * DataNode} interface every tier implements: bound to each tier by a subclass ({@link
+ * Data nodes that die, stall, restart, and a name node that restarts, through the {@link DataNode}
+ * interface every tier implements: bound to each tier by a subclass ({@link
  * DramDataNodeFailureTest}, {@link NvmfEmbeddedDataNodeFailureTest}, {@link
- * NvmfKernelDataNodeFailureTest}). Waits are for conditions, with a deadline far past what a
- * loaded machine needs.
+ * NvmfKernelDataNodeFailureTest}). Waits are for conditions, with a deadline far past what a loaded
+ * machine needs.
  */
 abstract class DataNodeFailureTest {
   private static final Duration PATIENCE = Duration.ofSeconds(90);
@@ -48,15 +48,18 @@ abstract class DataNodeFailureTest {
 
   /**
    * A cluster of {@code nodes} data nodes (one for the kernel binding) whose RPC timeout is longer
-   * than any wait here, so a failure that should come at once and waits instead is not mistaken
-   * for a pass; heartbeats missed for 5 s mark a node lost.
+   * than any wait here, so a failure that should come at once and waits instead is not mistaken for
+   * a pass; heartbeats missed for 5 s mark a node lost.
    */
   private MiniCluster start(int nodes) throws EmberException {
-    cluster = tier().cluster(nodes, "8m").blockSize("64k")
-        .set(NameNodeKeys.DATANODE_TIMEOUT, "5s")
-        .set(EmberKeys.RPC_TIMEOUT, "2m")
-        .set(EmberKeys.CONNECT_TIMEOUT, "20s")
-        .build();
+    cluster =
+        tier()
+            .cluster(nodes, "8m")
+            .blockSize("64k")
+            .set(NameNodeKeys.DATANODE_TIMEOUT, "5s")
+            .set(EmberKeys.RPC_TIMEOUT, "2m")
+            .set(EmberKeys.CONNECT_TIMEOUT, "20s")
+            .build();
     return cluster;
   }
 
@@ -82,7 +85,8 @@ abstract class DataNodeFailureTest {
   private ClassUsage usage(EmberClient c) throws EmberException {
     return c.df().stream()
         .filter(u -> u.storageClass().equals(tier().options().storageClass()))
-        .findFirst().orElse(null);
+        .findFirst()
+        .orElse(null);
   }
 
   private void await(EmberClient c, Predicate<ClassUsage> ok, String what) throws Exception {
@@ -106,8 +110,11 @@ abstract class DataNodeFailureTest {
     write(c, "/f", bytes);
     DataNode victim = cluster.allDatanodes().get(0);
     List<BlockLocation> blocks = c.blockLocations("/f");
-    BlockLocation onVictim = blocks.stream()
-        .filter(b -> b.datanodeId() == victim.datanodeId()).findFirst().orElseThrow();
+    BlockLocation onVictim =
+        blocks.stream()
+            .filter(b -> b.datanodeId() == victim.datanodeId())
+            .findFirst()
+            .orElseThrow();
     victim.kill();
     await(c, u -> u.lostNodes() == 1, "the killed node to be marked lost");
     EmberClient fresh = cluster.newClient();
@@ -158,7 +165,9 @@ abstract class DataNodeFailureTest {
       if (tier() == TestTier.NVMF_KERNEL) {
         // The kernel's target outlives the data node with its contents and their stamp: the new
         // process takes the node's place, and what a reader cached is still true.
-        await(writer, u -> u.liveNodes() == 1 && u.lostNodes() == 0,
+        await(
+            writer,
+            u -> u.liveNodes() == 1 && u.lostNodes() == 0,
             "the restarted node to take its place back");
         assertEquals(oldIncarnation, fresh.incarnation());
         open.readFully(0, got, 0, got.length);
@@ -166,13 +175,13 @@ abstract class DataNodeFailureTest {
         return;
       }
       // The storage started empty: the old node stays lost, and the new one holds none of it.
-      await(writer, u -> u.liveNodes() == 1 && u.lostNodes() == 1,
-          "the restarted node to register");
+      await(
+          writer, u -> u.liveNodes() == 1 && u.lostNodes() == 1, "the restarted node to register");
       assertNotEquals(oldIncarnation, fresh.incarnation());
       byte[] now = data(100_000, 5);
       write(writer, "/now", now);
-      EmberException e = assertThrows(EmberException.class,
-          () -> open.readFully(0, got, 0, got.length));
+      EmberException e =
+          assertThrows(EmberException.class, () -> open.readFully(0, got, 0, got.length));
       assertTrue(e.getMessage().contains("/before"), e.getMessage());
       assertArrayEquals(now, read(reader, "/now"));
     }
@@ -186,8 +195,8 @@ abstract class DataNodeFailureTest {
     cluster.restartNamenode();
     await(c, u -> u.liveNodes() == 1, "the data node to register with the new name node");
     // No operation log yet: the namespace starts empty, and the data node's storage is new.
-    assertEquals(ErrorCode.NOT_FOUND,
-        assertThrows(EmberException.class, () -> c.lookup("/before")).code());
+    assertEquals(
+        ErrorCode.NOT_FOUND, assertThrows(EmberException.class, () -> c.lookup("/before")).code());
     byte[] after = data(200_000, 7);
     write(c, "/after", after);
     assertArrayEquals(after, read(cluster.newClient(), "/after"));

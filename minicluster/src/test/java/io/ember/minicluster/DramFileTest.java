@@ -10,8 +10,12 @@ import io.ember.protocol.EmberKeys;
 class DramFileTest extends FileBehaviourTest {
   @Override
   MiniCluster startCluster() throws Exception {
-    return MiniCluster.builder().dramDatanodes(2).blockSize(BLOCK_SIZE).dramCapacity("16m")
-        .set(EmberKeys.RPC_TRANSPORT, transport()).build();
+    return MiniCluster.builder()
+        .dramDatanodes(2)
+        .blockSize(BLOCK_SIZE)
+        .dramCapacity("16m")
+        .set(EmberKeys.RPC_TRANSPORT, transport())
+        .build();
   }
 
   /** The Netty transport of every server and client of the cluster. */

@@ -35,8 +35,8 @@ import org.junit.jupiter.api.Test;
 class FailureTest {
   /**
    * How long a test waits for something the cluster does by itself (a loss noticed, nodes back
-   * after a restart): far longer than it takes on a starved machine, so only a real failure
-   * reaches it. Tests wait for the event, never for a fixed time.
+   * after a restart): far longer than it takes on a starved machine, so only a real failure reaches
+   * it. Tests wait for the event, never for a fixed time.
    */
   private static final Duration PATIENCE = Duration.ofSeconds(90);
 
@@ -51,18 +51,22 @@ class FailureTest {
 
   /**
    * A cluster whose RPC timeout is longer than any test waits: a failure that should come at once
-   * (a closed connection, a node the name node says is lost) and instead waited for a timeout
-   * ends in {@link ErrorCode#TIMEOUT}, which the tests reject, rather than in a race against a
+   * (a closed connection, a node the name node says is lost) and instead waited for a timeout ends
+   * in {@link ErrorCode#TIMEOUT}, which the tests reject, rather than in a race against a
    * wall-clock bound. Connections on loopback are refused or made at once, so the connect timeout
-   * only needs to be generous. The data node timeout is long enough that a node starved of CPU
-   * for a few seconds is not taken for dead.
+   * only needs to be generous. The data node timeout is long enough that a node starved of CPU for
+   * a few seconds is not taken for dead.
    */
   private MiniCluster start(int nodes, String capacity) throws EmberException {
-    cluster = MiniCluster.builder().dramDatanodes(nodes).blockSize("64k").dramCapacity(capacity)
-        .set(NameNodeKeys.DATANODE_TIMEOUT, "5s")
-        .set(EmberKeys.RPC_TIMEOUT, "2m")
-        .set(EmberKeys.CONNECT_TIMEOUT, "20s")
-        .build();
+    cluster =
+        MiniCluster.builder()
+            .dramDatanodes(nodes)
+            .blockSize("64k")
+            .dramCapacity(capacity)
+            .set(NameNodeKeys.DATANODE_TIMEOUT, "5s")
+            .set(EmberKeys.RPC_TIMEOUT, "2m")
+            .set(EmberKeys.CONNECT_TIMEOUT, "20s")
+            .build();
     return cluster;
   }
 
@@ -105,13 +109,12 @@ class FailureTest {
       }
       Thread.sleep(20);
     } while (System.nanoTime() - deadline < 0);
-    throw new AssertionError("expected " + lost + " lost DRAM data node(s) within " + PATIENCE
-        + "; have " + usage);
+    throw new AssertionError(
+        "expected " + lost + " lost DRAM data node(s) within " + PATIENCE + "; have " + usage);
   }
 
   @Test
-  void readOfABlockOnAKilledDataNodeNamesFileBlockAndNodeAndOthersStayReadable()
-      throws Exception {
+  void readOfABlockOnAKilledDataNodeNamesFileBlockAndNodeAndOthersStayReadable() throws Exception {
     start(2, "8m");
     EmberClient writer = cluster.newClient();
     List<byte[]> contents = new ArrayList<>();
@@ -146,8 +149,15 @@ class FailureTest {
         assertEquals(ErrorCode.DATANODE_LOST, e.code());
         // Exactly this message, with no "reading block ... failed" around it: the read failed on
         // the name node's word that the node is lost, without trying the node.
-        assertEquals("data node " + victimId + " (" + victim.endpoint() + ") lost: block 0 of "
-            + path + " unavailable", e.getMessage());
+        assertEquals(
+            "data node "
+                + victimId
+                + " ("
+                + victim.endpoint()
+                + ") lost: block 0 of "
+                + path
+                + " unavailable",
+            e.getMessage());
       } else {
         assertArrayEquals(contents.get(i), read(reader, path), path);
       }
@@ -167,15 +177,13 @@ class FailureTest {
     write(writer, "/big", content);
     int victimId = cluster.datanodes().get(0).datanodeId();
     // No read-ahead, so the blocks after the first are fetched only once the node is gone.
-    EmberClient reader = cluster.newClient(EmberConfig.defaults()
-        .with(ClientKeys.READ_AHEAD, "0"));
+    EmberClient reader = cluster.newClient(EmberConfig.defaults().with(ClientKeys.READ_AHEAD, "0"));
     try (EmberInputStream in = reader.open("/big")) {
       byte[] block = new byte[65536];
       assertEquals(65536, in.read(block, 0, block.length));
       assertArrayEquals(Arrays.copyOf(content, 65536), block);
       cluster.killDatanode(0);
-      EmberException e = assertThrows(EmberException.class,
-          () -> in.read(block, 0, block.length));
+      EmberException e = assertThrows(EmberException.class, () -> in.read(block, 0, block.length));
       assertTrue(e.getMessage().contains("block 1 of /big"), e.getMessage());
       assertTrue(e.getMessage().contains("data node " + victimId), e.getMessage());
       assertNotATimeout(e);
@@ -184,8 +192,7 @@ class FailureTest {
   }
 
   @Test
-  void dataNodeDyingMidWriteFailsTheWriterClearlyAndLeavesTheFileUnpublished()
-      throws Exception {
+  void dataNodeDyingMidWriteFailsTheWriterClearlyAndLeavesTheFileUnpublished() throws Exception {
     start(1, "8m");
     EmberClient c = cluster.newClient();
     byte[] other = data(100_000, 1);
@@ -194,12 +201,15 @@ class FailureTest {
     out.write(data(150_000, 2));
     out.flush();
     cluster.killDatanode(0);
-    EmberException e = assertThrows(EmberException.class, () -> {
-      for (int i = 0; i < 50; i++) {
-        out.write(data(65_536, 3 + i));
-      }
-      out.close();
-    });
+    EmberException e =
+        assertThrows(
+            EmberException.class,
+            () -> {
+              for (int i = 0; i < 50; i++) {
+                out.write(data(65_536, 3 + i));
+              }
+              out.close();
+            });
     assertTrue(e.getMessage().startsWith("writing /victim at byte "), e.getMessage());
     assertTrue(e.getMessage().contains("data node"), e.getMessage());
     assertThrows(EmberException.class, out::close); // still failed, still idempotent
@@ -212,7 +222,8 @@ class FailureTest {
     write(c, "/fresh", fresh);
     assertArrayEquals(fresh, read(c, "/fresh"));
     awaitLost(c, 1);
-    assertEquals(ErrorCode.DATANODE_LOST,
+    assertEquals(
+        ErrorCode.DATANODE_LOST,
         assertThrows(EmberException.class, () -> read(c, "/other")).code());
   }
 
@@ -222,13 +233,17 @@ class FailureTest {
     EmberClient c = cluster.newClient();
     // try-with-resources: the failure surfaces from write or close, as an EmberException (an
     // exception that suppressed itself once turned this into IllegalArgumentException).
-    EmberException e = assertThrows(EmberException.class, () -> {
-      try (EmberOutputStream out = c.create("/full", CreateOptions.DEFAULT)) {
-        out.write(new byte[9 * 65536]);
-      }
-    });
+    EmberException e =
+        assertThrows(
+            EmberException.class,
+            () -> {
+              try (EmberOutputStream out = c.create("/full", CreateOptions.DEFAULT)) {
+                out.write(new byte[9 * 65536]);
+              }
+            });
     assertEquals(ErrorCode.NO_CAPACITY, e.code());
-    assertTrue(e.getMessage().contains("no DRAM or NVMf capacity left for 64 KiB (block 8 of /full)"),
+    assertTrue(
+        e.getMessage().contains("no DRAM or NVMf capacity left for 64 KiB (block 8 of /full)"),
         e.getMessage());
     ClassUsage u = c.df().get(0);
     assertEquals(0, u.freeBlocks());
@@ -240,8 +255,7 @@ class FailureTest {
   }
 
   @Test
-  void firstBlockAskedAtCreateIsFreedByAnEmptyCloseAndAskedAgainAfterAFullTier()
-      throws Exception {
+  void firstBlockAskedAtCreateIsFreedByAnEmptyCloseAndAskedAgainAfterAFullTier() throws Exception {
     start(1, "512k"); // 8 blocks of 64 KiB
     EmberClient c = cluster.newClient();
     c.create("/empty", CreateOptions.DEFAULT).close();
@@ -272,8 +286,8 @@ class FailureTest {
     cluster.restartNamenode();
     cluster.awaitLiveDatanodes(StorageClass.DRAM, 2, PATIENCE);
     // No operation log yet: the namespace starts empty after a restart.
-    assertEquals(ErrorCode.NOT_FOUND,
-        assertThrows(EmberException.class, () -> c.lookup("/before")).code());
+    assertEquals(
+        ErrorCode.NOT_FOUND, assertThrows(EmberException.class, () -> c.lookup("/before")).code());
     byte[] after = data(300_000, 2);
     EmberClient other = cluster.newClient();
     write(other, "/after", after);
@@ -284,8 +298,8 @@ class FailureTest {
     // (they registered anew, and /after may sit at the same addresses): it fails, naming why,
     // rather than read what is there now.
     byte[] rest = new byte[200_000];
-    EmberException gone = assertThrows(EmberException.class,
-        () -> open.readFully(100_000, rest, 0, rest.length));
+    EmberException gone =
+        assertThrows(EmberException.class, () -> open.readFully(100_000, rest, 0, rest.length));
     assertTrue(gone.getMessage().contains("/open"), gone.getMessage());
     open.close();
   }
@@ -317,10 +331,13 @@ class FailureTest {
     late.flush();
     cluster.restartDatanode(0);
     awaitLost(writer, 2);
-    EmberException refused = assertThrows(EmberException.class, () -> {
-      late.write(data(1000, 4));
-      late.close();
-    });
+    EmberException refused =
+        assertThrows(
+            EmberException.class,
+            () -> {
+              late.write(data(1000, 4));
+              late.close();
+            });
     assertTrue(refused.getMessage().contains("ask the name node again"), refused.getMessage());
   }
 
@@ -331,8 +348,8 @@ class FailureTest {
     cluster.namenode().close();
     EmberException e = assertThrows(EmberException.class, () -> c.lookup("/"));
     // Not TIMEOUT: the call failed when the connection closed, not when its timeout ran out.
-    assertTrue(e.code() == ErrorCode.UNREACHABLE || e.code() == ErrorCode.CONNECTION_CLOSED,
-        e.toString());
+    assertTrue(
+        e.code() == ErrorCode.UNREACHABLE || e.code() == ErrorCode.CONNECTION_CLOSED, e.toString());
     assertTrue(e.getMessage().contains("name node"), e.getMessage());
     assertNotATimeout(e);
   }
@@ -343,9 +360,12 @@ class FailureTest {
     try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
       port = s.getLocalPort();
     }
-    EmberException e = assertThrows(EmberException.class,
-        () -> EmberClient.connect(EmberConfig.defaults()
-            .with(EmberKeys.NAMENODE_ADDRESS, "127.0.0.1:" + port)));
+    EmberException e =
+        assertThrows(
+            EmberException.class,
+            () ->
+                EmberClient.connect(
+                    EmberConfig.defaults().with(EmberKeys.NAMENODE_ADDRESS, "127.0.0.1:" + port)));
     assertEquals(ErrorCode.UNREACHABLE, e.code());
     assertTrue(e.getMessage().contains("name node 127.0.0.1:" + port), e.getMessage());
   }

@@ -168,15 +168,18 @@ abstract class FileBehaviourTest {
     }
     Random r = new Random(17);
     try (EmberInputStream in = client.open("/rw/async")) {
-      java.util.List<java.util.concurrent.CompletableFuture<Integer>> reads = new java.util.ArrayList<>();
+      java.util.List<java.util.concurrent.CompletableFuture<Integer>> reads =
+          new java.util.ArrayList<>();
       java.util.List<java.nio.ByteBuffer> bufs = new java.util.ArrayList<>();
       java.util.List<Integer> positions = new java.util.ArrayList<>();
       for (int i = 0; i < 64; i++) {
         // Half sector-aligned (the NVMf tier reads those straight into direct buffers).
         int pos = i % 2 == 0 ? 4096 * r.nextInt(100) : r.nextInt(data.length);
         int len = i % 2 == 0 ? 4096 * (1 + r.nextInt(30)) : 1 + r.nextInt(150_000);
-        java.nio.ByteBuffer buf = i % 3 == 0
-            ? java.nio.ByteBuffer.allocate(len + 10) : java.nio.ByteBuffer.allocateDirect(len + 10);
+        java.nio.ByteBuffer buf =
+            i % 3 == 0
+                ? java.nio.ByteBuffer.allocate(len + 10)
+                : java.nio.ByteBuffer.allocateDirect(len + 10);
         buf.position(5).limit(5 + len);
         bufs.add(buf);
         positions.add(pos);
@@ -271,16 +274,18 @@ abstract class FileBehaviourTest {
     for (int w = 0; w < writers; w++) {
       int id = w;
       parts[w] = random(100 + w, 70_000 + w * 9_999);
-      threads[w] = new Thread(() -> {
-        try (EmberOutputStream out =
-            client.createBuffered("/rw/multi/part-" + id, options())) {
-          for (int i = 0; i < parts[id].length; i += 1000) {
-            out.write(parts[id], i, Math.min(1000, parts[id].length - i));
-          }
-        } catch (Throwable t) {
-          errors[id] = t;
-        }
-      });
+      threads[w] =
+          new Thread(
+              () -> {
+                try (EmberOutputStream out =
+                    client.createBuffered("/rw/multi/part-" + id, options())) {
+                  for (int i = 0; i < parts[id].length; i += 1000) {
+                    out.write(parts[id], i, Math.min(1000, parts[id].length - i));
+                  }
+                } catch (Throwable t) {
+                  errors[id] = t;
+                }
+              });
       threads[w].start();
     }
     for (Thread t : threads) {

@@ -40,19 +40,25 @@ class NamespaceTest {
   void createLookupRenameDeleteThroughTheClient() throws Exception {
     client.createDirectory("/ns/a/b", true);
     client.create("/ns/a/b/f", CreateOptions.DEFAULT).close();
-    assertEquals(ErrorCode.ALREADY_EXISTS, assertThrows(EmberException.class,
-        () -> client.create("/ns/a/b/f", CreateOptions.DEFAULT)).code());
-    assertEquals(ErrorCode.PARENT_NOT_FOUND, assertThrows(EmberException.class,
-        () -> client.create("/ns/none/f", CreateOptions.DEFAULT)).code());
-    assertEquals(ErrorCode.RENAME_INTO_ITSELF, assertThrows(EmberException.class,
-        () -> client.rename("/ns/a", "/ns/a/b/a")).code());
-    assertEquals(ErrorCode.DIRECTORY_NOT_EMPTY, assertThrows(EmberException.class,
-        () -> client.delete("/ns/a", false)).code());
+    assertEquals(
+        ErrorCode.ALREADY_EXISTS,
+        assertThrows(EmberException.class, () -> client.create("/ns/a/b/f", CreateOptions.DEFAULT))
+            .code());
+    assertEquals(
+        ErrorCode.PARENT_NOT_FOUND,
+        assertThrows(EmberException.class, () -> client.create("/ns/none/f", CreateOptions.DEFAULT))
+            .code());
+    assertEquals(
+        ErrorCode.RENAME_INTO_ITSELF,
+        assertThrows(EmberException.class, () -> client.rename("/ns/a", "/ns/a/b/a")).code());
+    assertEquals(
+        ErrorCode.DIRECTORY_NOT_EMPTY,
+        assertThrows(EmberException.class, () -> client.delete("/ns/a", false)).code());
     client.rename("/ns/a/b", "/ns/c");
     assertTrue(client.lookup("/ns/c/f").isFile());
     client.delete("/ns", true);
-    assertEquals(ErrorCode.NOT_FOUND,
-        assertThrows(EmberException.class, () -> client.lookup("/ns")).code());
+    assertEquals(
+        ErrorCode.NOT_FOUND, assertThrows(EmberException.class, () -> client.lookup("/ns")).code());
     EmberException bad = assertThrows(EmberException.class, () -> client.lookup("ns"));
     assertEquals(ErrorCode.INVALID_PATH, bad.code());
   }
@@ -77,8 +83,9 @@ class NamespaceTest {
     client.createDirectory("/large", false);
     List<CompletableFuture<NodeStatus>> creates = new ArrayList<>();
     for (int i = 0; i < 3000; i++) {
-      creates.add(client.createAsync(String.format("/large/e%05d", i), NodeType.DIRECTORY,
-          CreateOptions.DEFAULT));
+      creates.add(
+          client.createAsync(
+              String.format("/large/e%05d", i), NodeType.DIRECTORY, CreateOptions.DEFAULT));
     }
     CompletableFuture.allOf(creates.toArray(new CompletableFuture<?>[0])).join();
     List<DirEntry> all = client.list("/large");

@@ -8,9 +8,13 @@ import io.ember.protocol.StorageClass;
 class NvmfEmbeddedFileTest extends FileBehaviourTest {
   @Override
   MiniCluster startCluster() throws Exception {
-    return MiniCluster.builder().dramDatanodes(0).blockSize(BLOCK_SIZE)
+    return MiniCluster.builder()
+        .dramDatanodes(0)
+        .blockSize(BLOCK_SIZE)
         .set(NvmfDataNodeKeys.EMBEDDED_SIZE, "16m")
-        .nvmfDatanode("").nvmfDatanode("").build();
+        .nvmfDatanode("")
+        .nvmfDatanode("")
+        .build();
   }
 
   @Override

@@ -18,8 +18,8 @@ import org.junit.jupiter.api.Test;
 
 /**
  * Files on the NVMf tier written through buffered and direct streams with random write lengths and
- * random flushes (which leave later writes unaligned), checked against an in-memory model and
- * read back in random pieces, sequentially and positionally.
+ * random flushes (which leave later writes unaligned), checked against an in-memory model and read
+ * back in random pieces, sequentially and positionally.
  */
 class NvmfStreamPropertyTest {
   private static MiniCluster cluster;
@@ -27,11 +27,18 @@ class NvmfStreamPropertyTest {
 
   @BeforeAll
   static void start() throws Exception {
-    cluster = MiniCluster.builder().dramDatanodes(0).blockSize("64k")
-        .set(NvmfDataNodeKeys.EMBEDDED_SIZE, "32m").nvmfDatanode("").build();
-    client = cluster.newClient(io.ember.protocol.EmberConfig.defaults()
-        .with(io.ember.client.ClientKeys.BUFFER_SIZE, "16k")
-        .with(io.ember.client.ClientKeys.TRANSFER_SIZE, "32k"));
+    cluster =
+        MiniCluster.builder()
+            .dramDatanodes(0)
+            .blockSize("64k")
+            .set(NvmfDataNodeKeys.EMBEDDED_SIZE, "32m")
+            .nvmfDatanode("")
+            .build();
+    client =
+        cluster.newClient(
+            io.ember.protocol.EmberConfig.defaults()
+                .with(io.ember.client.ClientKeys.BUFFER_SIZE, "16k")
+                .with(io.ember.client.ClientKeys.TRANSFER_SIZE, "32k"));
   }
 
   @AfterAll
@@ -49,15 +56,16 @@ class NvmfStreamPropertyTest {
       String path = "/prop-" + f;
       ByteArrayOutputStream model = new ByteArrayOutputStream();
       int target = 50_000 + r.nextInt(400_000);
-      try (EmberOutputStream out = buffered
-          ? client.createBuffered(path, nvmf) : client.create(path, nvmf)) {
+      try (EmberOutputStream out =
+          buffered ? client.createBuffered(path, nvmf) : client.create(path, nvmf)) {
         while (model.size() < target) {
-          int len = switch (r.nextInt(4)) {
-            case 0 -> 1 + r.nextInt(16);
-            case 1 -> 1 + r.nextInt(5000);
-            case 2 -> 4096 * (1 + r.nextInt(4));
-            default -> 1 + r.nextInt(100_000);
-          };
+          int len =
+              switch (r.nextInt(4)) {
+                case 0 -> 1 + r.nextInt(16);
+                case 1 -> 1 + r.nextInt(5000);
+                case 2 -> 4096 * (1 + r.nextInt(4));
+                default -> 1 + r.nextInt(100_000);
+              };
           byte[] piece = new byte[len];
           r.nextBytes(piece);
           if (len == 1 && r.nextBoolean()) {
@@ -85,8 +93,8 @@ class NvmfStreamPropertyTest {
             in.seek(from);
             assertEquals(len, in.readNBytes(got, 0, len));
           }
-          assertArrayEquals(Arrays.copyOfRange(expected, from, from + len), got,
-              path + " @" + from + "+" + len);
+          assertArrayEquals(
+              Arrays.copyOfRange(expected, from, from + len), got, path + " @" + from + "+" + len);
         }
       }
       client.delete(path, false);

@@ -36,6 +36,7 @@ import org.junit.jupiter.api.io.TempDir;
 /** The NVMf tier in a cluster: spill from DRAM, a target that dies, deallocation on delete. */
 class NvmfTierClusterTest {
   private MiniCluster cluster;
+
   /** Targets a test started itself, closed after the cluster whose data nodes use them. */
   private final List<NvmfTarget> targets = new ArrayList<>();
 
@@ -60,22 +61,26 @@ class NvmfTierClusterTest {
   /** Waits until the NVMf class's usage (live and lost nodes, free blocks) satisfies {@code ok}. */
   private static void awaitNvmf(EmberClient c, Predicate<ClassUsage> ok, String what)
       throws InterruptedException {
-    await(() -> {
-      try {
-        return ok.test(usage(c, StorageClass.NVMF));
-      } catch (EmberException e) {
-        return false;
-      }
-    }, what);
+    await(
+        () -> {
+          try {
+            return ok.test(usage(c, StorageClass.NVMF));
+          } catch (EmberException e) {
+            return false;
+          }
+        },
+        what);
   }
 
   /** Reads {@code path} whole through {@code c}, which must fail; returns the failure. */
   private static EmberException readFails(EmberClient c, String path) {
-    return assertThrows(EmberException.class, () -> {
-      try (InputStream in = c.open(path)) {
-        in.readAllBytes();
-      }
-    });
+    return assertThrows(
+        EmberException.class,
+        () -> {
+          try (InputStream in = c.open(path)) {
+            in.readAllBytes();
+          }
+        });
   }
 
   private static void await(BooleanSupplier condition, String what) throws InterruptedException {
@@ -90,8 +95,13 @@ class NvmfTierClusterTest {
 
   @Test
   void fullDramSpillsToNvmfAndEverythingReadsBack() throws Exception {
-    cluster = MiniCluster.builder().blockSize("64k").dramCapacity("512k")
-        .set(NvmfDataNodeKeys.EMBEDDED_SIZE, "16m").nvmfDatanode("").build();
+    cluster =
+        MiniCluster.builder()
+            .blockSize("64k")
+            .dramCapacity("512k")
+            .set(NvmfDataNodeKeys.EMBEDDED_SIZE, "16m")
+            .nvmfDatanode("")
+            .build();
     EmberClient c = cluster.newClient();
     byte[] big = data(20 * 65536 + 123, 1);
     try (EmberOutputStream out = c.createBuffered("/spill", CreateOptions.DEFAULT)) {
@@ -103,26 +113,37 @@ class NvmfTierClusterTest {
     List<BlockLocation> blocks = c.blockLocations("/spill");
     assertEquals(21, blocks.size());
     for (BlockLocation b : blocks) {
-      assertEquals(b.index() < 8 ? StorageClass.DRAM : StorageClass.NVMF, b.storageClass(),
+      assertEquals(
+          b.index() < 8 ? StorageClass.DRAM : StorageClass.NVMF,
+          b.storageClass(),
           "block " + b.index());
     }
     assertEquals(0, usage(c, StorageClass.DRAM).freeBlocks());
     assertEquals(13, usage(c, StorageClass.NVMF).usedBytes() / 65536);
     // NVMf is last in the spill order: it fills, then fails naming the class.
-    EmberException e = assertThrows(EmberException.class, () -> {
-      try (EmberOutputStream out = c.create("/nvmf-only",
-          CreateOptions.DEFAULT.withStorageClass(StorageClass.NVMF))) {
-        out.write(new byte[17 << 20]);
-      }
-    });
+    EmberException e =
+        assertThrows(
+            EmberException.class,
+            () -> {
+              try (EmberOutputStream out =
+                  c.create(
+                      "/nvmf-only", CreateOptions.DEFAULT.withStorageClass(StorageClass.NVMF))) {
+                out.write(new byte[17 << 20]);
+              }
+            });
     assertEquals(ErrorCode.NO_CAPACITY, e.code());
     assertTrue(e.getMessage().contains("no NVMf capacity left for 64 KiB"), e.getMessage());
   }
 
   @Test
   void deletedNvmfBlocksAreDeallocatedOnTheTargetBeforeReuse() throws Exception {
-    cluster = MiniCluster.builder().dramDatanodes(0).blockSize("64k")
-        .set(NvmfDataNodeKeys.EMBEDDED_SIZE, "1m").nvmfDatanode("").build();
+    cluster =
+        MiniCluster.builder()
+            .dramDatanodes(0)
+            .blockSize("64k")
+            .set(NvmfDataNodeKeys.EMBEDDED_SIZE, "1m")
+            .nvmfDatanode("")
+            .build();
     EmberClient c = cluster.newClient();
     CreateOptions nvmf = CreateOptions.DEFAULT.withStorageClass(StorageClass.NVMF);
     try (EmberOutputStream out = c.create("/a", nvmf)) {
@@ -133,15 +154,18 @@ class NvmfTierClusterTest {
     // Freed blocks wait for the data node to deallocate them, then come back.
     awaitNvmf(c, u -> u.freeBlocks() == 15, "the 15 freed blocks to be deallocated and returned");
     // Deallocated blocks read as zeroes on this target: the bytes were gone before reuse.
-    io.ember.client.spi.StorageEndpoint raw = new io.ember.tier.nvmf.NvmfTier().open(
-        new io.ember.client.spi.TierContext(cluster.config(), null,
-            new io.ember.client.ClientMetrics()));
+    io.ember.client.spi.StorageEndpoint raw =
+        new io.ember.tier.nvmf.NvmfTier()
+            .open(
+                new io.ember.client.spi.TierContext(
+                    cluster.config(), null, new io.ember.client.ClientMetrics()));
     try {
       for (BlockLocation b : blocks) {
         io.netty.buffer.ByteBuf bytes = raw.read(b, 0, 65536).join();
         try {
           for (int i = 0; i < 65536; i++) {
-            assertEquals(0, bytes.getByte(bytes.readerIndex() + i), "block " + b.index() + " @" + i);
+            assertEquals(
+                0, bytes.getByte(bytes.readerIndex() + i), "block " + b.index() + " @" + i);
           }
         } finally {
           bytes.release();
@@ -157,9 +181,13 @@ class NvmfTierClusterTest {
     String nqn = "nqn.2026-11.io.ember:comeback";
     NvmfTarget first = target(nqn, 0, new MemoryNamespace(8 << 20, 4096));
     int port = first.port();
-    cluster = MiniCluster.builder().dramDatanodes(0).blockSize("64k")
-        .set(NameNodeKeys.DATANODE_TIMEOUT, "5s")
-        .nvmfDatanode(first.uri(nqn) + "/1").build();
+    cluster =
+        MiniCluster.builder()
+            .dramDatanodes(0)
+            .blockSize("64k")
+            .set(NameNodeKeys.DATANODE_TIMEOUT, "5s")
+            .nvmfDatanode(first.uri(nqn) + "/1")
+            .build();
     EmberClient c = cluster.newClient();
     CreateOptions nvmf = CreateOptions.DEFAULT.withStorageClass(StorageClass.NVMF);
     try (EmberOutputStream out = c.create("/before", nvmf)) {
@@ -176,7 +204,9 @@ class NvmfTierClusterTest {
     idle.write(data(1000, 3));
     idle.flush();
     first.close();
-    awaitNvmf(c, u -> u.lostNodes() == 1,
+    awaitNvmf(
+        c,
+        u -> u.lostNodes() == 1,
         "the NVMf data node to be marked lost when its target went away");
     // The target comes back on the same port (empty: its namespace was memory).
     target(nqn, port, new MemoryNamespace(8 << 20, 4096));
@@ -198,12 +228,15 @@ class NvmfTierClusterTest {
     assertEquals(ErrorCode.DATANODE_LOST, stale.code(), stale.getMessage());
     // The idle writer's block is one of the old registration's: its write is refused, not
     // written over /after's bytes.
-    EmberException refused = assertThrows(EmberException.class, () -> {
-      idle.write(data(1000, 4));
-      idle.close();
-    });
-    assertTrue(refused.getMessage().contains("no longer holds the blocks of"),
-        refused.getMessage());
+    EmberException refused =
+        assertThrows(
+            EmberException.class,
+            () -> {
+              idle.write(data(1000, 4));
+              idle.close();
+            });
+    assertTrue(
+        refused.getMessage().contains("no longer holds the blocks of"), refused.getMessage());
     try (InputStream in = c.open("/after")) {
       assertArrayEquals(after, in.readAllBytes());
     }
@@ -215,22 +248,30 @@ class NvmfTierClusterTest {
     Path file = dir.resolve("ns.img");
     NvmfTarget first = fileTarget(nqn, file, 0);
     int port = first.port();
-    cluster = MiniCluster.builder().dramDatanodes(0).blockSize("64k")
-        .set(NameNodeKeys.DATANODE_TIMEOUT, "5s")
-        .nvmfDatanode(first.uri(nqn) + "/1").build();
+    cluster =
+        MiniCluster.builder()
+            .dramDatanodes(0)
+            .blockSize("64k")
+            .set(NameNodeKeys.DATANODE_TIMEOUT, "5s")
+            .nvmfDatanode(first.uri(nqn) + "/1")
+            .build();
     EmberClient c = cluster.newClient();
     byte[] kept = data(150_000, 7);
-    try (EmberOutputStream out = c.create("/kept",
-        CreateOptions.DEFAULT.withStorageClass(StorageClass.NVMF))) {
+    try (EmberOutputStream out =
+        c.create("/kept", CreateOptions.DEFAULT.withStorageClass(StorageClass.NVMF))) {
       out.write(kept);
     }
     first.close();
-    awaitNvmf(c, u -> u.lostNodes() == 1,
+    awaitNvmf(
+        c,
+        u -> u.lostNodes() == 1,
         "the NVMf data node to be marked lost when its target went away");
     assertEquals(ErrorCode.DATANODE_LOST, readFails(c, "/kept").code());
     // Back from the same file: the stamp is still there, so the node registers as itself.
     fileTarget(nqn, file, port);
-    awaitNvmf(c, u -> u.liveNodes() == 1 && u.lostNodes() == 0,
+    awaitNvmf(
+        c,
+        u -> u.liveNodes() == 1 && u.lostNodes() == 0,
         "the NVMf data node to get its blocks back");
     try (InputStream in = c.open("/kept")) {
       assertArrayEquals(kept, in.readAllBytes());
@@ -246,18 +287,25 @@ class NvmfTierClusterTest {
    * closed after the test.
    */
   private NvmfTarget target(String nqn, int port, Namespace ns) throws Exception {
-    NvmfTarget t = NvmfTarget.builder()
-        .listen("127.0.0.1", port)
-        .subsystem(new Subsystem(nqn).namespace(1, ns))
-        .build().start();
+    NvmfTarget t =
+        NvmfTarget.builder()
+            .listen("127.0.0.1", port)
+            .subsystem(new Subsystem(nqn).namespace(1, ns))
+            .build()
+            .start();
     targets.add(t);
     return t;
   }
 
   @Test
   void streamOpenedBeforeANameNodeRestartIsRefusedByTheRestampedTarget() throws Exception {
-    cluster = MiniCluster.builder().dramDatanodes(0).blockSize("64k")
-        .set(NvmfDataNodeKeys.EMBEDDED_SIZE, "8m").nvmfDatanode("").build();
+    cluster =
+        MiniCluster.builder()
+            .dramDatanodes(0)
+            .blockSize("64k")
+            .set(NvmfDataNodeKeys.EMBEDDED_SIZE, "8m")
+            .nvmfDatanode("")
+            .build();
     EmberClient c = cluster.newClient();
     CreateOptions nvmf = CreateOptions.DEFAULT.withStorageClass(StorageClass.NVMF);
     try (EmberOutputStream out = c.create("/open", nvmf)) {
@@ -280,8 +328,8 @@ class NvmfTierClusterTest {
     assertEquals(old.address(), other.blockLocations("/after").get(0).address());
     // Through its locations the stream would read /after's bytes; the stamp refuses them.
     byte[] rest = new byte[200_000];
-    EmberException refused = assertThrows(EmberException.class,
-        () -> open.readFully(100_000, rest, 0, rest.length));
+    EmberException refused =
+        assertThrows(EmberException.class, () -> open.readFully(100_000, rest, 0, rest.length));
     assertTrue(refused.getMessage().contains("/open"), refused.getMessage());
     open.close();
     try (InputStream in = c.open("/after")) {
@@ -291,11 +339,15 @@ class NvmfTierClusterTest {
 
   @Test
   void targetThatDiesMidWriteFailsTheWriterAndDramFilesStayReadable() throws Exception {
-    cluster = MiniCluster.builder().blockSize("64k").dramCapacity("4m")
-        .set(NvmfDataNodeKeys.EMBEDDED_SIZE, "16m")
-        .set(NameNodeKeys.DATANODE_TIMEOUT, "5s")
-        .set(EmberKeys.RPC_TIMEOUT, "2m")
-        .nvmfDatanode("").build();
+    cluster =
+        MiniCluster.builder()
+            .blockSize("64k")
+            .dramCapacity("4m")
+            .set(NvmfDataNodeKeys.EMBEDDED_SIZE, "16m")
+            .set(NameNodeKeys.DATANODE_TIMEOUT, "5s")
+            .set(EmberKeys.RPC_TIMEOUT, "2m")
+            .nvmfDatanode("")
+            .build();
     EmberClient c = cluster.newClient();
     byte[] safe = data(300_000, 3);
     try (EmberOutputStream out = c.create("/dram-file", CreateOptions.DEFAULT)) {
@@ -309,12 +361,15 @@ class NvmfTierClusterTest {
     out.write(data(200_000, 5));
     out.flush();
     cluster.nvmfDatanodes().get(0).embeddedTarget().close();
-    EmberException e = assertThrows(EmberException.class, () -> {
-      for (int i = 0; i < 40; i++) {
-        out.write(data(65536, 6 + i));
-      }
-      out.close();
-    });
+    EmberException e =
+        assertThrows(
+            EmberException.class,
+            () -> {
+              for (int i = 0; i < 40; i++) {
+                out.write(data(65536, 6 + i));
+              }
+              out.close();
+            });
     assertTrue(e.getMessage().startsWith("writing /nvmf-victim at byte "), e.getMessage());
     assertTrue(e.getMessage().contains("nvmf+tcp://"), e.getMessage());
     try (InputStream in = c.open("/dram-file")) {

@@ -23,9 +23,9 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 /**
- * A client that kept the block locations of a deleted file never reaches the bytes of the file
- * that reused its blocks: DRAM data nodes check each block's generation, and NVMf locations are
- * checked with the name node again before they are trusted for long.
+ * A client that kept the block locations of a deleted file never reaches the bytes of the file that
+ * reused its blocks: DRAM data nodes check each block's generation, and NVMf locations are checked
+ * with the name node again before they are trusted for long.
  */
 class StaleLocationTest {
   private static final int BLOCK = 64 * 1024;
@@ -60,8 +60,8 @@ class StaleLocationTest {
   }
 
   /** Deletes {@code /x} and writes {@code /y} onto its block; returns {@code /y}'s bytes. */
-  private static byte[] reuseTheBlock(EmberClient writer, BlockLocation xBlock,
-      CreateOptions options) throws Exception {
+  private static byte[] reuseTheBlock(
+      EmberClient writer, BlockLocation xBlock, CreateOptions options) throws Exception {
     writer.delete("/x", false);
     byte[] y = data(BLOCK, 2);
     long deadline = System.nanoTime() + DEADLINE.toNanos();
@@ -87,9 +87,15 @@ class StaleLocationTest {
 
   private static void assertReadsNoneOf(byte[] y, EmberInputStream stale) {
     byte[] got = new byte[1000];
-    EmberException e = assertThrows(EmberException.class, () -> stale.readFully(0, got, 0,
-        got.length), () -> "read " + (Arrays.equals(got, Arrays.copyOf(y, got.length))
-            ? "the bytes of the file that reused the block" : "something"));
+    EmberException e =
+        assertThrows(
+            EmberException.class,
+            () -> stale.readFully(0, got, 0, got.length),
+            () ->
+                "read "
+                    + (Arrays.equals(got, Arrays.copyOf(y, got.length))
+                        ? "the bytes of the file that reused the block"
+                        : "something"));
     assertEquals(ErrorCode.NOT_FOUND, e.code(), e.getMessage());
     assertTrue(e.getMessage().contains("block 0 of /x"), e.getMessage());
   }
@@ -99,7 +105,8 @@ class StaleLocationTest {
       throws Exception {
     // Two blocks: /x takes one, /filler the other, so /y must reuse /x's.
     cluster = MiniCluster.builder().blockSize("64k").dramCapacity("128k").build();
-    try (EmberClient writer = cluster.newClient(); EmberClient reader = cluster.newClient()) {
+    try (EmberClient writer = cluster.newClient();
+        EmberClient reader = cluster.newClient()) {
       write(writer, "/x", data(BLOCK, 1), CreateOptions.DEFAULT);
       write(writer, "/filler", data(10, 3), CreateOptions.DEFAULT);
       try (EmberInputStream stale = reader.open("/x")) {
@@ -114,17 +121,21 @@ class StaleLocationTest {
   @Test
   void aDramWriterOfADeletedFileCannotWriteIntoTheFileThatReusedItsBlock() throws Exception {
     cluster = MiniCluster.builder().blockSize("64k").dramCapacity("128k").build();
-    try (EmberClient writer = cluster.newClient(); EmberClient other = cluster.newClient()) {
+    try (EmberClient writer = cluster.newClient();
+        EmberClient other = cluster.newClient()) {
       EmberOutputStream late = writer.create("/x", CreateOptions.DEFAULT);
       late.write(data(1000, 1));
       late.flush();
       BlockLocation xBlock = other.blockLocations("/x").get(0);
       write(other, "/filler", data(10, 3), CreateOptions.DEFAULT);
       byte[] y = reuseTheBlock(other, xBlock, CreateOptions.DEFAULT);
-      EmberException e = assertThrows(EmberException.class, () -> {
-        late.write(data(5000, 4));
-        late.close();
-      });
+      EmberException e =
+          assertThrows(
+              EmberException.class,
+              () -> {
+                late.write(data(5000, 4));
+                late.close();
+              });
       assertArrayEquals(y, readAll(other, "/y"), "the reused block holds /y's bytes only");
       assertEquals(ErrorCode.STALE_LOCATION, e.code(), e.getMessage());
       assertTrue(e.getMessage().contains("generation"), e.getMessage());
@@ -135,10 +146,16 @@ class StaleLocationTest {
   void anNvmfReaderOfADeletedFileGetsAnErrorNotTheBytesOfTheFileThatReusedItsBlock()
       throws Exception {
     // Three blocks of 256 KiB on the target (its last LBA holds the data node's stamp).
-    cluster = MiniCluster.builder().dramDatanodes(0).blockSize("256k")
-        .set(NvmfDataNodeKeys.EMBEDDED_SIZE, "1m").nvmfDatanode("").build();
+    cluster =
+        MiniCluster.builder()
+            .dramDatanodes(0)
+            .blockSize("256k")
+            .set(NvmfDataNodeKeys.EMBEDDED_SIZE, "1m")
+            .nvmfDatanode("")
+            .build();
     CreateOptions nvmf = CreateOptions.DEFAULT.withStorageClass(StorageClass.NVMF);
-    try (EmberClient writer = cluster.newClient(); EmberClient reader = cluster.newClient()) {
+    try (EmberClient writer = cluster.newClient();
+        EmberClient reader = cluster.newClient()) {
       write(writer, "/x", data(BLOCK, 1), nvmf);
       write(writer, "/filler1", data(10, 3), nvmf);
       write(writer, "/filler2", data(10, 3), nvmf);

@@ -6,8 +6,8 @@ import io.ember.protocol.StorageClass;
 
 /**
  * The tiers a suite is bound to: the cluster each needs and where files go. The kernel binding
- * reaches the Linux kernel's NVMe/TCP target named by {@value #KERNEL_TARGET_ENV}; its test
- * classes skip, saying why, without it.
+ * reaches the Linux kernel's NVMe/TCP target named by {@value #KERNEL_TARGET_ENV}; its test classes
+ * skip, saying why, without it.
  */
 enum TestTier {
   /** DRAM data nodes. */
@@ -21,8 +21,8 @@ enum TestTier {
   NVMF_EMBEDDED {
     @Override
     MiniCluster.Builder cluster(int nodes, String capacityEach) {
-      MiniCluster.Builder b = MiniCluster.builder().dramDatanodes(0)
-          .set(NvmfDataNodeKeys.EMBEDDED_SIZE, capacityEach);
+      MiniCluster.Builder b =
+          MiniCluster.builder().dramDatanodes(0).set(NvmfDataNodeKeys.EMBEDDED_SIZE, capacityEach);
       for (int i = 0; i < nodes; i++) {
         b.nvmfDatanode("");
       }
@@ -33,14 +33,15 @@ enum TestTier {
   NVMF_KERNEL {
     @Override
     MiniCluster.Builder cluster(int nodes, String capacityEach) {
-      return MiniCluster.builder().dramDatanodes(0)
-          .nvmfDatanode(System.getenv(KERNEL_TARGET_ENV));
+      return MiniCluster.builder().dramDatanodes(0).nvmfDatanode(System.getenv(KERNEL_TARGET_ENV));
     }
   };
 
   static final String KERNEL_TARGET_ENV = "EMBER_TEST_NVMF_TARGET";
-  static final String NO_KERNEL_TARGET = KERNEL_TARGET_ENV + " is not set: no Linux kernel"
-      + " NVMe/TCP target to test against (.ci/run starts one with ../shared/tools/kernel-nvmet)";
+  static final String NO_KERNEL_TARGET =
+      KERNEL_TARGET_ENV
+          + " is not set: no Linux kernel"
+          + " NVMe/TCP target to test against (.ci/run starts one with ../shared/tools/kernel-nvmet)";
 
   /**
    * A cluster of {@code nodes} data nodes of this tier, each of {@code capacityEach} (the kernel
@@ -50,7 +51,8 @@ enum TestTier {
 
   /** Create options that put files on this tier. */
   CreateOptions options() {
-    return this == DRAM ? CreateOptions.DEFAULT
+    return this == DRAM
+        ? CreateOptions.DEFAULT
         : CreateOptions.DEFAULT.withStorageClass(StorageClass.NVMF);
   }
 }

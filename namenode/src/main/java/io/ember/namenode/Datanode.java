@@ -15,22 +15,31 @@ final class Datanode {
   final String endpoint;
   final int blockSize;
   final long blockCount;
+
   /** Freed blocks go back to the data node to be deallocated before reuse (NVMf). */
   final boolean trimOnFree;
+
   /** The data node's name for its storage's contents (0: none); see RegisterRequest. */
   final long incarnation;
+
   volatile long lastHeartbeatNanos;
   boolean lost;
+
   /** Another node registered at this endpoint since: this one never comes back. */
   boolean superseded;
+
   /** Blocks below this index were handed out at least once. */
   private long nextFresh;
+
   /** Freed block indexes, oldest first: reuse is delayed as long as fresh blocks last. */
   private final ArrayDeque<Long> freed = new ArrayDeque<>();
+
   /** Freed, waiting to be sent to the data node for deallocation. */
   private final ArrayDeque<Long> toTrim = new ArrayDeque<>();
+
   /** Sent to the data node, not yet reported deallocated. */
   private final java.util.Set<Long> trimming = new java.util.HashSet<>();
+
   /**
    * Deallocated, but not reusable before {@link BlockLocation#UNCHECKED_REUSE_DELAY} has passed:
    * storage that trims cannot check generations, so a client may still use a location it checked
@@ -38,10 +47,19 @@ final class Datanode {
    * which it is free, oldest first.
    */
   private final ArrayDeque<long[]> cooling = new ArrayDeque<>();
+
   private static final long REUSE_DELAY_NANOS = BlockLocation.UNCHECKED_REUSE_DELAY.toNanos();
 
-  Datanode(int id, StorageClass storageClass, String tier, String endpoint, int blockSize,
-      long blockCount, boolean trimOnFree, long incarnation, long nowNanos) {
+  Datanode(
+      int id,
+      StorageClass storageClass,
+      String tier,
+      String endpoint,
+      int blockSize,
+      long blockCount,
+      boolean trimOnFree,
+      long incarnation,
+      long nowNanos) {
     this.id = id;
     this.storageClass = storageClass;
     this.tier = tier;
@@ -54,8 +72,8 @@ final class Datanode {
   }
 
   /**
-   * Live again after being marked lost. Deallocations sent before are sent again: the node
-   * forgot them when it registered, and deallocating twice does no harm.
+   * Live again after being marked lost. Deallocations sent before are sent again: the node forgot
+   * them when it registered, and deallocating twice does no harm.
    */
   void revive(long nowNanos) {
     lost = false;

@@ -26,6 +26,7 @@ abstract class Inode {
   /** A directory or multifile. */
   static final class Dir extends Inode {
     final boolean multifile;
+
     /** Sorted by name so LIST pages are stable. */
     final TreeMap<String, Inode> children = new TreeMap<>();
 

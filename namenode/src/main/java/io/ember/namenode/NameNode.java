@@ -39,12 +39,12 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The name node: holds the namespace and the block map in memory, hands out blocks of the data
- * nodes that register with it, and marks data nodes lost when their heartbeats stop. It is never
- * on the data path.
+ * nodes that register with it, and marks data nodes lost when their heartbeats stop. It is never on
+ * the data path.
  *
  * <p>Requests run on the network thread that read them, or with {@link
- * NameNodeKeys#HANDLER_THREADS} set, on a pool of that many threads: each connection's requests
- * one at a time and in order, as on a network thread, many connections' at once.
+ * NameNodeKeys#HANDLER_THREADS} set, on a pool of that many threads: each connection's requests one
+ * at a time and in order, as on a network thread, many connections' at once.
  *
  * <pre>{@code
  * try (NameNode nn = NameNode.start(config)) {
@@ -55,21 +55,28 @@ import org.slf4j.LoggerFactory;
  */
 public final class NameNode implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(NameNode.class);
+
   /** Requests a connection may have waiting for the pool before the name node stops reading it. */
   private static final int MAX_QUEUED_PER_CONNECTION = 256;
+
   /** Requests of one connection a pool thread runs before it lets other connections' run. */
   private static final int BATCH = 32;
+
   private static final AttributeKey<Lane> LANE = AttributeKey.valueOf("ember.namenode.lane");
 
   private final NameNodeState state;
   private final RpcServer server;
   private final ScheduledExecutorService reaper;
+
   /** The periodic expiry of silent data nodes, cancelled on close. */
   private final java.util.concurrent.ScheduledFuture<?> reaping;
+
   /** The handler pool, or null when requests run on the network threads. */
   private final ExecutorService handlers;
+
   /** The connection each data node registered on; see {@link #checkHeartbeatConnection}. */
   private final Map<Integer, Channel> datanodeConnections = new ConcurrentHashMap<>();
+
   private final LifeCycle lifeCycle = new LifeCycle("name node");
   private volatile boolean closing;
   private final InetSocketAddress address;
@@ -82,21 +89,28 @@ public final class NameNode implements AutoCloseable {
           EmberKeys.BLOCK_SIZE.name() + ": " + blockSize + " is not a power of two");
     }
     Duration timeout = config.get(NameNodeKeys.DATANODE_TIMEOUT);
-    state = new NameNodeState((int) blockSize,
-        NameNodeKeys.parseOrder(config.get(NameNodeKeys.STORAGE_CLASS_ORDER)), timeout,
-        System::nanoTime);
+    state =
+        new NameNodeState(
+            (int) blockSize,
+            NameNodeKeys.parseOrder(config.get(NameNodeKeys.STORAGE_CLASS_ORDER)),
+            timeout,
+            System::nanoTime);
     int handlerThreads = config.get(NameNodeKeys.HANDLER_THREADS);
-    handlers = handlerThreads == 0 ? null : Executors.newFixedThreadPool(handlerThreads,
-        new ThreadFactory() {
-          private final AtomicInteger next = new AtomicInteger();
+    handlers =
+        handlerThreads == 0
+            ? null
+            : Executors.newFixedThreadPool(
+                handlerThreads,
+                new ThreadFactory() {
+                  private final AtomicInteger next = new AtomicInteger();
 
-          @Override
-          public Thread newThread(Runnable r) {
-            Thread t = new Thread(r, "namenode-handler-" + next.incrementAndGet());
-            t.setDaemon(true);
-            return t;
-          }
-        });
+                  @Override
+                  public Thread newThread(Runnable r) {
+                    Thread t = new Thread(r, "namenode-handler-" + next.incrementAndGet());
+                    t.setDaemon(true);
+                    return t;
+                  }
+                });
     server = new RpcServer("name node", config, new Service());
     try {
       address = server.start(host, port);
@@ -106,14 +120,17 @@ public final class NameNode implements AutoCloseable {
       }
       throw e;
     }
-    reaper = Executors.newSingleThreadScheduledExecutor(r -> {
-      Thread t = new Thread(r, "namenode-liveness");
-      t.setDaemon(true);
-      return t;
-    });
+    reaper =
+        Executors.newSingleThreadScheduledExecutor(
+            r -> {
+              Thread t = new Thread(r, "namenode-liveness");
+              t.setDaemon(true);
+              return t;
+            });
     long period = Math.max(10, timeout.toMillis() / 4);
-    reaping = reaper.scheduleWithFixedDelay(state::expireDatanodes, period, period,
-        TimeUnit.MILLISECONDS);
+    reaping =
+        reaper.scheduleWithFixedDelay(
+            state::expireDatanodes, period, period, TimeUnit.MILLISECONDS);
     lifeCycle.started();
   }
 
@@ -177,82 +194,101 @@ public final class NameNode implements AutoCloseable {
   }
 
   /**
-   * Refuses a heartbeat that comes on another connection than the one its data node registered
-   * on, while that one is open. Data node ids start at 1 again when a name node restarts, so a
-   * data node that registered with the previous one can heartbeat with an id this one has given
-   * another node: accepted, it would keep that node's registration alive and take its blocks to
-   * deallocate, and never register itself. Refused, it registers again; a node that only
-   * reconnected gets its id back that way.
+   * Refuses a heartbeat that comes on another connection than the one its data node registered on,
+   * while that one is open. Data node ids start at 1 again when a name node restarts, so a data
+   * node that registered with the previous one can heartbeat with an id this one has given another
+   * node: accepted, it would keep that node's registration alive and take its blocks to deallocate,
+   * and never register itself. Refused, it registers again; a node that only reconnected gets its
+   * id back that way.
    */
   private void checkHeartbeatConnection(int datanodeId, Channel channel) throws EmberException {
     Channel registeredOn = datanodeConnections.get(datanodeId);
     if (registeredOn != null && registeredOn != channel && registeredOn.isActive()) {
-      throw new EmberException(ErrorCode.UNKNOWN_DATANODE, "data node " + datanodeId
-          + " is registered on another connection: register again");
+      throw new EmberException(
+          ErrorCode.UNKNOWN_DATANODE,
+          "data node " + datanodeId + " is registered on another connection: register again");
     }
   }
 
   private Message answer(Channel channel, MessageType type, ByteBuf in) throws EmberException {
     switch (type) {
-      case CREATE: {
-        Messages.CreateRequest r = Messages.CreateRequest.decode(in);
-        return state.create(r.path(), r.type(), r.storageClass(), r.createParents());
-      }
+      case CREATE:
+        {
+          Messages.CreateRequest r = Messages.CreateRequest.decode(in);
+          return state.create(r.path(), r.type(), r.storageClass(), r.createParents());
+        }
       case LOOKUP:
         return state.lookup(Messages.PathRequest.decode(in).path());
-      case OPEN: {
-        Messages.OpenRequest r = Messages.OpenRequest.decode(in);
-        return state.open(r.path(), r.maxBlocks());
-      }
-      case LIST: {
-        Messages.ListRequest r = Messages.ListRequest.decode(in);
-        return state.list(r.path(), r.startAfter(), r.limit());
-      }
-      case DELETE: {
-        Messages.DeleteRequest r = Messages.DeleteRequest.decode(in);
-        state.delete(r.path(), r.recursive());
-        return Message.EMPTY;
-      }
-      case RENAME: {
-        Messages.RenameRequest r = Messages.RenameRequest.decode(in);
-        state.rename(r.source(), r.target());
-        return Message.EMPTY;
-      }
-      case ALLOCATE_BLOCK: {
-        Messages.AllocateBlockRequest r = Messages.AllocateBlockRequest.decode(in);
-        return state.allocateBlock(r.fileId(), r.index());
-      }
-      case GET_BLOCKS: {
-        Messages.GetBlocksRequest r = Messages.GetBlocksRequest.decode(in);
-        return new Messages.BlocksResponse(state.getBlocks(r.fileId(), r.startIndex(),
-            r.maxCount()));
-      }
-      case CLOSE_FILE: {
-        Messages.CloseFileRequest r = Messages.CloseFileRequest.decode(in);
-        return state.closeFile(r.fileId(), r.length());
-      }
+      case OPEN:
+        {
+          Messages.OpenRequest r = Messages.OpenRequest.decode(in);
+          return state.open(r.path(), r.maxBlocks());
+        }
+      case LIST:
+        {
+          Messages.ListRequest r = Messages.ListRequest.decode(in);
+          return state.list(r.path(), r.startAfter(), r.limit());
+        }
+      case DELETE:
+        {
+          Messages.DeleteRequest r = Messages.DeleteRequest.decode(in);
+          state.delete(r.path(), r.recursive());
+          return Message.EMPTY;
+        }
+      case RENAME:
+        {
+          Messages.RenameRequest r = Messages.RenameRequest.decode(in);
+          state.rename(r.source(), r.target());
+          return Message.EMPTY;
+        }
+      case ALLOCATE_BLOCK:
+        {
+          Messages.AllocateBlockRequest r = Messages.AllocateBlockRequest.decode(in);
+          return state.allocateBlock(r.fileId(), r.index());
+        }
+      case GET_BLOCKS:
+        {
+          Messages.GetBlocksRequest r = Messages.GetBlocksRequest.decode(in);
+          return new Messages.BlocksResponse(
+              state.getBlocks(r.fileId(), r.startIndex(), r.maxCount()));
+        }
+      case CLOSE_FILE:
+        {
+          Messages.CloseFileRequest r = Messages.CloseFileRequest.decode(in);
+          return state.closeFile(r.fileId(), r.length());
+        }
       case DF:
         Wire.expectEnd(in, "DF");
         return new Messages.DfResponse(state.usage());
-      case REGISTER_DATANODE: {
-        Messages.RegisterRequest r = Messages.RegisterRequest.decode(in);
-        Messages.RegisterResponse registered = state.register(r.storageClass(), r.tier(),
-            r.endpoint(), r.capacityBytes(), r.trimOnFree(), r.incarnation(), r.reviveOnly());
-        datanodeConnections.put(registered.datanodeId(), channel);
-        return registered;
-      }
-      case HEARTBEAT: {
-        Messages.HeartbeatRequest r = Messages.HeartbeatRequest.decode(in);
-        checkHeartbeatConnection(r.datanodeId(), channel);
-        Messages.HeartbeatResponse answer =
-            new Messages.HeartbeatResponse(state.heartbeat(r.datanodeId(), r.trimmed()));
-        // A node whose connection closed may heartbeat on its new one: that is its connection now.
-        datanodeConnections.put(r.datanodeId(), channel);
-        return answer;
-      }
+      case REGISTER_DATANODE:
+        {
+          Messages.RegisterRequest r = Messages.RegisterRequest.decode(in);
+          Messages.RegisterResponse registered =
+              state.register(
+                  r.storageClass(),
+                  r.tier(),
+                  r.endpoint(),
+                  r.capacityBytes(),
+                  r.trimOnFree(),
+                  r.incarnation(),
+                  r.reviveOnly());
+          datanodeConnections.put(registered.datanodeId(), channel);
+          return registered;
+        }
+      case HEARTBEAT:
+        {
+          Messages.HeartbeatRequest r = Messages.HeartbeatRequest.decode(in);
+          checkHeartbeatConnection(r.datanodeId(), channel);
+          Messages.HeartbeatResponse answer =
+              new Messages.HeartbeatResponse(state.heartbeat(r.datanodeId(), r.trimmed()));
+          // A node whose connection closed may heartbeat on its new one: that is its connection
+          // now.
+          datanodeConnections.put(r.datanodeId(), channel);
+          return answer;
+        }
       default:
-        throw new EmberException(ErrorCode.UNKNOWN_MESSAGE,
-            type + " is not served by the name node");
+        throw new EmberException(
+            ErrorCode.UNKNOWN_MESSAGE, type + " is not served by the name node");
     }
   }
 
@@ -268,8 +304,8 @@ public final class NameNode implements AutoCloseable {
         ChannelPipeline pipeline = channel.pipeline();
         ChannelHandlerContext frames = pipeline.context(FrameDecoder.class);
         if (frames == null) {
-          LOG.error("name node: no frame decoder on {}; its requests run on the network thread",
-              channel);
+          LOG.error(
+              "name node: no frame decoder on {}; its requests run on the network thread", channel);
         } else {
           pipeline.addAfter(frames.name(), "namenode-handlers", lane);
         }
@@ -284,15 +320,16 @@ public final class NameNode implements AutoCloseable {
   }
 
   /**
-   * Takes a connection's requests from its network thread to the handler pool and runs them
-   * there, one at a time and in the order they came, answering each as the RPC server would.
-   * Frames the server answers by itself (no-ops, malformed frames, frames of another version)
-   * go on to it. Reading from the connection pauses while many of its requests wait.
+   * Takes a connection's requests from its network thread to the handler pool and runs them there,
+   * one at a time and in the order they came, answering each as the RPC server would. Frames the
+   * server answers by itself (no-ops, malformed frames, frames of another version) go on to it.
+   * Reading from the connection pauses while many of its requests wait.
    */
   private final class Lane extends ChannelInboundHandlerAdapter implements Runnable {
     private final Channel channel;
     private final Queue<Frame> queue = new ConcurrentLinkedQueue<>();
     private final AtomicInteger queued = new AtomicInteger();
+
     /** True while this lane is on the pool's queue or running: it runs on one thread at once. */
     private final AtomicBoolean scheduled = new AtomicBoolean();
 
@@ -303,8 +340,10 @@ public final class NameNode implements AutoCloseable {
     @Override
     public void channelRead(ChannelHandlerContext ctx, Object msg) {
       Frame frame = (Frame) msg;
-      MessageType type = frame.version() == Frame.VERSION && !frame.isResponse()
-          ? MessageType.fromCode(frame.type()) : null;
+      MessageType type =
+          frame.version() == Frame.VERSION && !frame.isResponse()
+              ? MessageType.fromCode(frame.type())
+              : null;
       if (type == null || type == MessageType.NOOP) {
         ctx.fireChannelRead(msg);
         return;
@@ -343,11 +382,15 @@ public final class NameNode implements AutoCloseable {
           } catch (RuntimeException e) {
             // An answer that cannot be written: as on the network thread, the connection goes.
             LOG.error("name node: closing connection from {}", channel.remoteAddress(), e);
-            channel.close().addListener(f -> {
-              if (!f.isSuccess()) {
-                LOG.debug("name node: closing {} failed", channel.remoteAddress(), f.cause());
-              }
-            });
+            channel
+                .close()
+                .addListener(
+                    f -> {
+                      if (!f.isSuccess()) {
+                        LOG.debug(
+                            "name node: closing {} failed", channel.remoteAddress(), f.cause());
+                      }
+                    });
           } finally {
             frame.release();
           }
@@ -357,7 +400,8 @@ public final class NameNode implements AutoCloseable {
         }
       } finally {
         int left = queued.addAndGet(-done);
-        if (left < MAX_QUEUED_PER_CONNECTION / 2 && channel.isWritable()
+        if (left < MAX_QUEUED_PER_CONNECTION / 2
+            && channel.isWritable()
             && !channel.config().isAutoRead()) {
           channel.config().setAutoRead(true);
         }

@@ -13,23 +13,38 @@ public final class NameNodeKeys {
 
   /** The address the name node binds. */
   public static final ConfigKey<String> BIND_HOST =
-      ConfigKey.ofString("ember.namenode.bind-host", "0.0.0.0", s -> !s.isBlank(), "a host",
+      ConfigKey.ofString(
+          "ember.namenode.bind-host",
+          "0.0.0.0",
+          s -> !s.isBlank(),
+          "a host",
           "address the name node listens on");
 
   /** The port the name node binds; 0 lets the OS pick. */
   public static final ConfigKey<Integer> PORT =
-      ConfigKey.ofInt("ember.namenode.port", EmberKeys.DEFAULT_NAMENODE_PORT, 0, 65535,
+      ConfigKey.ofInt(
+          "ember.namenode.port",
+          EmberKeys.DEFAULT_NAMENODE_PORT,
+          0,
+          65535,
           "port the name node listens on (0: any free port)");
 
   /** Time without a heartbeat after which a data node is marked lost. */
   public static final ConfigKey<Duration> DATANODE_TIMEOUT =
-      ConfigKey.ofDuration("ember.namenode.datanode-timeout", "10s", Duration.ofMillis(50),
-          Duration.ofHours(1), "time without a heartbeat after which a data node is lost");
+      ConfigKey.ofDuration(
+          "ember.namenode.datanode-timeout",
+          "10s",
+          Duration.ofMillis(50),
+          Duration.ofHours(1),
+          "time without a heartbeat after which a data node is lost");
 
   /** The order in which full storage classes spill to others. */
   public static final ConfigKey<String> STORAGE_CLASS_ORDER =
-      ConfigKey.ofString("ember.namenode.storage-class-order", "dram,nvmf",
-          NameNodeKeys::validOrder, "a comma-separated list of storage classes (e.g. dram,nvmf)",
+      ConfigKey.ofString(
+          "ember.namenode.storage-class-order",
+          "dram,nvmf",
+          NameNodeKeys::validOrder,
+          "a comma-separated list of storage classes (e.g. dram,nvmf)",
           "spill order: a create that prefers a class falls back to the classes after it");
 
   /**
@@ -37,7 +52,11 @@ public final class NameNodeKeys {
    * that read it. {@code ember bench namenode} measures both.
    */
   public static final ConfigKey<Integer> HANDLER_THREADS =
-      ConfigKey.ofInt("ember.namenode.handler-threads", 0, 0, 1024,
+      ConfigKey.ofInt(
+          "ember.namenode.handler-threads",
+          0,
+          0,
+          1024,
           "threads that run requests (0: the network threads that read them)");
 
   /** Every key of this class. */

@@ -39,28 +39,37 @@ final class NameNodeState {
   private final Inode.Dir root;
   private final Map<Long, Inode.File> files = new HashMap<>();
   private final Map<Integer, Datanode> datanodes = new LinkedHashMap<>();
+
   /** Live data nodes per class, in round-robin order for allocation. */
-  private final Map<StorageClass, List<Datanode>> liveByClass = new TreeMap<>(
-      (a, b) -> Integer.compare(a.id(), b.id()));
+  private final Map<StorageClass, List<Datanode>> liveByClass =
+      new TreeMap<>((a, b) -> Integer.compare(a.id(), b.id()));
+
   private final Map<StorageClass, Integer> nextNode = new HashMap<>();
+
   /**
    * Starts from the clock, so a restarted name node (which starts with an empty namespace) never
    * hands out an id an earlier incarnation did: clients cache block locations by file id.
    */
   private long nextInodeId = System.currentTimeMillis() << 20;
+
   private long nextBlockId = 1;
+
   /** Generation stamps only grow, so a slot's newest allocation has the largest. */
   private long nextGeneration = 1;
+
   private int nextDatanodeId = 1;
 
-  NameNodeState(int blockSize, List<StorageClass> spillOrder, Duration datanodeTimeout,
+  NameNodeState(
+      int blockSize,
+      List<StorageClass> spillOrder,
+      Duration datanodeTimeout,
       LongSupplier nanoClock) {
     this.blockSize = blockSize;
     this.spillOrder = List.copyOf(spillOrder);
     this.datanodeTimeoutNanos = datanodeTimeout.toNanos();
     this.clock = nanoClock;
-    this.root = new Inode.Dir(nextInodeId++, "", StorageClass.DRAM, System.currentTimeMillis(),
-        false);
+    this.root =
+        new Inode.Dir(nextInodeId++, "", StorageClass.DRAM, System.currentTimeMillis(), false);
   }
 
   int blockSize() {
@@ -85,12 +94,17 @@ final class NameNodeState {
         String at = Paths.join(parts.subList(0, i + 1));
         if (child == null) {
           if (!createParents) {
-            throw new EmberException(ErrorCode.PARENT_NOT_FOUND,
+            throw new EmberException(
+                ErrorCode.PARENT_NOT_FOUND,
                 "cannot create " + canonical + ": parent " + at + " does not exist");
           }
           if (dir.multifile) {
-            throw new EmberException(ErrorCode.INVALID_ARGUMENT,
-                "cannot create " + at + ": multifile " + Paths.join(parts.subList(0, i))
+            throw new EmberException(
+                ErrorCode.INVALID_ARGUMENT,
+                "cannot create "
+                    + at
+                    + ": multifile "
+                    + Paths.join(parts.subList(0, i))
                     + " holds only files");
           }
           Inode.Dir made = new Inode.Dir(nextInodeId++, parts.get(i), sc, now, false);
@@ -98,7 +112,8 @@ final class NameNodeState {
           child = made;
         }
         if (!(child instanceof Inode.Dir d)) {
-          throw new EmberException(ErrorCode.NOT_A_DIRECTORY,
+          throw new EmberException(
+              ErrorCode.NOT_A_DIRECTORY,
               "cannot create " + canonical + ": " + at + " is a file, not a directory");
         }
         dir = d;
@@ -108,14 +123,16 @@ final class NameNodeState {
         throw new EmberException(ErrorCode.ALREADY_EXISTS, canonical + " exists");
       }
       if (dir.multifile && type != NodeType.FILE) {
-        throw new EmberException(ErrorCode.INVALID_ARGUMENT,
+        throw new EmberException(
+            ErrorCode.INVALID_ARGUMENT,
             "cannot create " + canonical + ": a multifile holds only files");
       }
-      Inode made = switch (type) {
-        case FILE -> new Inode.File(nextInodeId++, name, sc, now);
-        case DIRECTORY -> new Inode.Dir(nextInodeId++, name, sc, now, false);
-        case MULTIFILE -> new Inode.Dir(nextInodeId++, name, sc, now, true);
-      };
+      Inode made =
+          switch (type) {
+            case FILE -> new Inode.File(nextInodeId++, name, sc, now);
+            case DIRECTORY -> new Inode.Dir(nextInodeId++, name, sc, now, false);
+            case MULTIFILE -> new Inode.Dir(nextInodeId++, name, sc, now, true);
+          };
       attach(dir, made, now);
       if (made instanceof Inode.File f) {
         files.put(f.id, f);
@@ -137,17 +154,20 @@ final class NameNodeState {
   }
 
   /**
-   * A path's status and, for a closed file, its first {@code maxBlocks} block locations, read
-   * under one lock so they agree. A file still being written has none: its blocks may yet be
-   * given back at its close, and readers see none of its bytes until then.
+   * A path's status and, for a closed file, its first {@code maxBlocks} block locations, read under
+   * one lock so they agree. A file still being written has none: its blocks may yet be given back
+   * at its close, and readers see none of its bytes until then.
    */
   OpenResponse open(String path, int maxBlocks) throws EmberException {
     List<String> parts = Paths.components(path);
     lock.readLock().lock();
     try {
       Inode node = resolve(parts);
-      return new OpenResponse(status(node), node instanceof Inode.File file && !file.open
-          ? locations(file, 0, maxBlocks) : List.of());
+      return new OpenResponse(
+          status(node),
+          node instanceof Inode.File file && !file.open
+              ? locations(file, 0, maxBlocks)
+              : List.of());
     } finally {
       lock.readLock().unlock();
     }
@@ -159,8 +179,8 @@ final class NameNodeState {
     try {
       Inode node = resolve(parts);
       if (!(node instanceof Inode.Dir dir)) {
-        throw new EmberException(ErrorCode.NOT_A_DIRECTORY,
-            "cannot list " + Paths.join(parts) + ": it is a file");
+        throw new EmberException(
+            ErrorCode.NOT_A_DIRECTORY, "cannot list " + Paths.join(parts) + ": it is a file");
       }
       Map<String, Inode> tail =
           startAfter.isEmpty() ? dir.children : dir.children.tailMap(startAfter, false);
@@ -188,7 +208,8 @@ final class NameNodeState {
     try {
       Inode node = resolve(parts);
       if (node instanceof Inode.Dir dir && !dir.children.isEmpty() && !recursive) {
-        throw new EmberException(ErrorCode.DIRECTORY_NOT_EMPTY,
+        throw new EmberException(
+            ErrorCode.DIRECTORY_NOT_EMPTY,
             "cannot delete " + Paths.join(parts) + ": directory not empty (delete recursively)");
       }
       long now = System.currentTimeMillis();
@@ -209,8 +230,8 @@ final class NameNodeState {
       throw new EmberException(ErrorCode.INVALID_ARGUMENT, "the root directory cannot be renamed");
     }
     if (dst.isEmpty()) {
-      throw new EmberException(ErrorCode.ALREADY_EXISTS,
-          "cannot rename " + srcPath + " to /: it exists");
+      throw new EmberException(
+          ErrorCode.ALREADY_EXISTS, "cannot rename " + srcPath + " to /: it exists");
     }
     lock.writeLock().lock();
     try {
@@ -219,19 +240,26 @@ final class NameNodeState {
         return;
       }
       if (dst.size() > src.size() && dst.subList(0, src.size()).equals(src)) {
-        throw new EmberException(ErrorCode.RENAME_INTO_ITSELF,
-            "cannot rename " + srcPath + " to " + dstPath + ": a directory cannot move into itself");
+        throw new EmberException(
+            ErrorCode.RENAME_INTO_ITSELF,
+            "cannot rename "
+                + srcPath
+                + " to "
+                + dstPath
+                + ": a directory cannot move into itself");
       }
       List<String> dstParentParts = dst.subList(0, dst.size() - 1);
       Inode parent = resolveForParent(dstParentParts, "rename " + srcPath + " to " + dstPath);
       Inode.Dir newParent = (Inode.Dir) parent;
       String newName = dst.get(dst.size() - 1);
       if (newParent.children.containsKey(newName)) {
-        throw new EmberException(ErrorCode.ALREADY_EXISTS,
+        throw new EmberException(
+            ErrorCode.ALREADY_EXISTS,
             "cannot rename " + srcPath + " to " + dstPath + ": it exists");
       }
       if (newParent.multifile && node.type() != NodeType.FILE) {
-        throw new EmberException(ErrorCode.INVALID_ARGUMENT,
+        throw new EmberException(
+            ErrorCode.INVALID_ARGUMENT,
             "cannot rename " + srcPath + " to " + dstPath + ": a multifile holds only files");
       }
       long now = System.currentTimeMillis();
@@ -251,16 +279,23 @@ final class NameNodeState {
     try {
       Inode.File file = file(fileId);
       if (!file.open) {
-        throw new EmberException(ErrorCode.FILE_CLOSED,
+        throw new EmberException(
+            ErrorCode.FILE_CLOSED,
             pathOf(file) + " is closed: its length is published and it takes no more writes");
       }
       if (index < file.blocks.size()) {
         return location(file, index);
       }
       if (index > file.blocks.size()) {
-        throw new EmberException(ErrorCode.INVALID_ARGUMENT,
-            "block " + index + " of " + pathOf(file) + " asked for, but the file has "
-                + file.blocks.size() + " blocks: files grow one block at a time");
+        throw new EmberException(
+            ErrorCode.INVALID_ARGUMENT,
+            "block "
+                + index
+                + " of "
+                + pathOf(file)
+                + " asked for, but the file has "
+                + file.blocks.size()
+                + " blocks: files grow one block at a time");
       }
       Block b = takeBlock(file.storageClass, pathOf(file), index);
       file.blocks.add(b);
@@ -301,9 +336,17 @@ final class NameNodeState {
       }
       long capacity = (long) file.blocks.size() * blockSize;
       if (length > capacity) {
-        throw new EmberException(ErrorCode.INVALID_ARGUMENT,
-            "length " + length + " of " + pathOf(file) + " does not match its "
-                + file.blocks.size() + " blocks of " + blockSize + " bytes");
+        throw new EmberException(
+            ErrorCode.INVALID_ARGUMENT,
+            "length "
+                + length
+                + " of "
+                + pathOf(file)
+                + " does not match its "
+                + file.blocks.size()
+                + " blocks of "
+                + blockSize
+                + " bytes");
       }
       // Writers ask for a block before their first write; one that wrote less leaves blocks it
       // never filled, and they go back to their data nodes now.
@@ -343,19 +386,38 @@ final class NameNodeState {
     }
     StringBuilder names = new StringBuilder();
     for (int i = 0; i < tried.size(); i++) {
-      names.append(i == 0 ? "" : i == tried.size() - 1 ? " or " : ", ")
+      names
+          .append(i == 0 ? "" : i == tried.size() - 1 ? " or " : ", ")
           .append(tried.get(i).displayName());
     }
-    throw new EmberException(ErrorCode.NO_CAPACITY,
-        "no " + names + " capacity left for " + formatBytes(blockSize) + " (block " + index
-            + " of " + path + ")");
+    throw new EmberException(
+        ErrorCode.NO_CAPACITY,
+        "no "
+            + names
+            + " capacity left for "
+            + formatBytes(blockSize)
+            + " (block "
+            + index
+            + " of "
+            + path
+            + ")");
   }
 
   private BlockLocation location(Inode.File file, int index) {
     Block b = file.blocks.get(index);
     Datanode dn = b.datanode();
-    return new BlockLocation(index, b.blockId(), b.generation(), dn.id, dn.incarnation,
-        dn.storageClass, dn.tier, dn.endpoint, b.address(), dn.blockSize, dn.lost);
+    return new BlockLocation(
+        index,
+        b.blockId(),
+        b.generation(),
+        dn.id,
+        dn.incarnation,
+        dn.storageClass,
+        dn.tier,
+        dn.endpoint,
+        b.address(),
+        dn.blockSize,
+        dn.lost);
   }
 
   // ---- data nodes ------------------------------------------------------------------------
@@ -365,30 +427,44 @@ final class NameNodeState {
     return register(sc, tier, endpoint, capacityBytes, false);
   }
 
-  RegisterResponse register(StorageClass sc, String tier, String endpoint, long capacityBytes,
-      boolean trimOnFree) throws EmberException {
+  RegisterResponse register(
+      StorageClass sc, String tier, String endpoint, long capacityBytes, boolean trimOnFree)
+      throws EmberException {
     return register(sc, tier, endpoint, capacityBytes, trimOnFree, 0, false);
   }
 
-  RegisterResponse register(StorageClass sc, String tier, String endpoint, long capacityBytes,
-      boolean trimOnFree, long incarnation) throws EmberException {
+  RegisterResponse register(
+      StorageClass sc,
+      String tier,
+      String endpoint,
+      long capacityBytes,
+      boolean trimOnFree,
+      long incarnation)
+      throws EmberException {
     return register(sc, tier, endpoint, capacityBytes, trimOnFree, incarnation, false);
   }
 
   /**
-   * Registers a data node. One that registers again with the incarnation it had (it was marked
-   * lost because its heartbeats were late, or the answer to its registration was lost) keeps its
-   * id, and its blocks are available again; anything else is a new node, unless {@code
-   * reviveOnly}, which is refused instead.
+   * Registers a data node. One that registers again with the incarnation it had (it was marked lost
+   * because its heartbeats were late, or the answer to its registration was lost) keeps its id, and
+   * its blocks are available again; anything else is a new node, unless {@code reviveOnly}, which
+   * is refused instead.
    *
-   * @throws EmberException {@link ErrorCode#UNKNOWN_DATANODE} for {@code reviveOnly} when no
-   *     node of that incarnation can come back at this endpoint
+   * @throws EmberException {@link ErrorCode#UNKNOWN_DATANODE} for {@code reviveOnly} when no node
+   *     of that incarnation can come back at this endpoint
    */
-  RegisterResponse register(StorageClass sc, String tier, String endpoint, long capacityBytes,
-      boolean trimOnFree, long incarnation, boolean reviveOnly) throws EmberException {
+  RegisterResponse register(
+      StorageClass sc,
+      String tier,
+      String endpoint,
+      long capacityBytes,
+      boolean trimOnFree,
+      long incarnation,
+      boolean reviveOnly)
+      throws EmberException {
     if (tier.isBlank() || endpoint.isBlank()) {
-      throw new EmberException(ErrorCode.INVALID_ARGUMENT,
-          "a data node must name its tier and endpoint");
+      throw new EmberException(
+          ErrorCode.INVALID_ARGUMENT, "a data node must name its tier and endpoint");
     }
     long blocks = capacityBytes / blockSize;
     lock.writeLock().lock();
@@ -396,13 +472,16 @@ final class NameNodeState {
       if (incarnation != 0) {
         for (Datanode known : datanodes.values()) {
           // A superseded node's addresses may hold a newer node's files by now.
-          if (known.incarnation == incarnation && known.endpoint.equals(endpoint)
-              && known.storageClass.equals(sc) && known.blockCount == blocks
+          if (known.incarnation == incarnation
+              && known.endpoint.equals(endpoint)
+              && known.storageClass.equals(sc)
+              && known.blockCount == blocks
               && !known.superseded) {
             if (known.lost) {
               known.revive(clock.getAsLong());
               liveByClass.computeIfAbsent(sc, k -> new ArrayList<>()).add(known);
-              LOG.warn("{} is back with the same contents; its blocks are available again",
+              LOG.warn(
+                  "{} is back with the same contents; its blocks are available again",
                   known.describe());
             }
             return new RegisterResponse(known.id, blockSize, blocks);
@@ -410,8 +489,12 @@ final class NameNodeState {
         }
       }
       if (reviveOnly) {
-        throw new EmberException(ErrorCode.UNKNOWN_DATANODE, "no data node of these contents can "
-            + "come back at " + endpoint + ": register as a new node");
+        throw new EmberException(
+            ErrorCode.UNKNOWN_DATANODE,
+            "no data node of these contents can "
+                + "come back at "
+                + endpoint
+                + ": register as a new node");
       }
       // Whatever served this endpoint before is gone (a restarted process, a target that came
       // back empty): its blocks must read as lost now, not when its heartbeats time out, or the
@@ -425,11 +508,21 @@ final class NameNodeState {
         }
       }
       int id = nextDatanodeId++;
-      Datanode dn = new Datanode(id, sc, tier, endpoint, blockSize, blocks, trimOnFree,
-          incarnation, clock.getAsLong());
+      Datanode dn =
+          new Datanode(
+              id,
+              sc,
+              tier,
+              endpoint,
+              blockSize,
+              blocks,
+              trimOnFree,
+              incarnation,
+              clock.getAsLong());
       datanodes.put(id, dn);
       liveByClass.computeIfAbsent(sc, k -> new ArrayList<>()).add(dn);
-      LOG.info("registered {}: {} blocks of {} ({})", dn.describe(), blocks, sc.displayName(), tier);
+      LOG.info(
+          "registered {}: {} blocks of {} ({})", dn.describe(), blocks, sc.displayName(), tier);
       return new RegisterResponse(id, blockSize, blocks);
     } finally {
       lock.writeLock().unlock();
@@ -475,7 +568,8 @@ final class NameNodeState {
   private Datanode live(int datanodeId) throws EmberException {
     Datanode dn = datanodes.get(datanodeId);
     if (dn == null || dn.lost) {
-      throw new EmberException(ErrorCode.UNKNOWN_DATANODE,
+      throw new EmberException(
+          ErrorCode.UNKNOWN_DATANODE,
           "data node " + datanodeId + " is not registered (or was marked lost): register again");
     }
     return dn;
@@ -542,8 +636,8 @@ final class NameNodeState {
         }
       }
       List<ClassUsage> out = new ArrayList<>();
-      acc.forEach((sc, a) ->
-          out.add(new ClassUsage(sc, blockSize, a[0], a[1], (int) a[2], (int) a[3])));
+      acc.forEach(
+          (sc, a) -> out.add(new ClassUsage(sc, blockSize, a[0], a[1], (int) a[2], (int) a[3])));
       return out;
     } finally {
       lock.readLock().unlock();
@@ -562,8 +656,11 @@ final class NameNodeState {
     Inode node = root;
     for (int i = 0; i < parts.size(); i++) {
       if (!(node instanceof Inode.Dir dir)) {
-        throw new EmberException(ErrorCode.NOT_FOUND,
-            Paths.join(parts) + " does not exist: " + Paths.join(parts.subList(0, i))
+        throw new EmberException(
+            ErrorCode.NOT_FOUND,
+            Paths.join(parts)
+                + " does not exist: "
+                + Paths.join(parts.subList(0, i))
                 + " is a file");
       }
       node = dir.children.get(parts.get(i));
@@ -578,18 +675,20 @@ final class NameNodeState {
     Inode node = root;
     for (int i = 0; i < parts.size(); i++) {
       if (!(node instanceof Inode.Dir dir)) {
-        throw new EmberException(ErrorCode.NOT_A_DIRECTORY,
+        throw new EmberException(
+            ErrorCode.NOT_A_DIRECTORY,
             "cannot " + what + ": " + Paths.join(parts.subList(0, i)) + " is a file");
       }
       node = dir.children.get(parts.get(i));
       if (node == null) {
-        throw new EmberException(ErrorCode.PARENT_NOT_FOUND,
+        throw new EmberException(
+            ErrorCode.PARENT_NOT_FOUND,
             "cannot " + what + ": " + Paths.join(parts.subList(0, i + 1)) + " does not exist");
       }
     }
     if (!(node instanceof Inode.Dir)) {
-      throw new EmberException(ErrorCode.NOT_A_DIRECTORY,
-          "cannot " + what + ": " + Paths.join(parts) + " is a file");
+      throw new EmberException(
+          ErrorCode.NOT_A_DIRECTORY, "cannot " + what + ": " + Paths.join(parts) + " is a file");
     }
     return node;
   }
@@ -597,8 +696,8 @@ final class NameNodeState {
   private Inode.File file(long fileId) throws EmberException {
     Inode.File f = files.get(fileId);
     if (f == null) {
-      throw new EmberException(ErrorCode.NOT_FOUND,
-          "file id " + fileId + " does not exist (deleted?)");
+      throw new EmberException(
+          ErrorCode.NOT_FOUND, "file id " + fileId + " does not exist (deleted?)");
     }
     return f;
   }
@@ -646,8 +745,15 @@ final class NameNodeState {
         }
       }
     }
-    return new NodeStatus(node.id, node.type(), length, blocks, blockSize, node.storageClass,
-        node.modificationTime, open);
+    return new NodeStatus(
+        node.id,
+        node.type(),
+        length,
+        blocks,
+        blockSize,
+        node.storageClass,
+        node.modificationTime,
+        open);
   }
 
   static String formatBytes(long bytes) {
@@ -662,5 +768,4 @@ final class NameNodeState {
     }
     return bytes + " bytes";
   }
-
 }

@@ -21,18 +21,20 @@ class DatanodeExpiryTest {
   private static final Duration TIMEOUT = Duration.ofSeconds(10);
 
   private final AtomicLong time = new AtomicLong();
+
   /** Run once, from inside the clock read that comes after the scan; see {@link #clock}. */
   private Runnable betweenScanAndMark;
+
   private int reads;
   private int runAtRead = -1;
-  private final NameNodeState nn = new NameNodeState(BS,
-      List.of(StorageClass.DRAM, StorageClass.NVMF), TIMEOUT, this::clock);
+  private final NameNodeState nn =
+      new NameNodeState(BS, List.of(StorageClass.DRAM, StorageClass.NVMF), TIMEOUT, this::clock);
 
   /**
    * The name node's clock. expireDatanodes reads it once for the scan, then again (holding the
    * write lock) before it marks each suspect; the second read is where a request that was waiting
-   * for the lock would have run, so that is where the test runs it. The write lock is reentrant,
-   * so the request can take it on this thread.
+   * for the lock would have run, so that is where the test runs it. The write lock is reentrant, so
+   * the request can take it on this thread.
    */
   private long clock() {
     if (++reads == runAtRead && betweenScanAndMark != null) {
@@ -55,8 +57,10 @@ class DatanodeExpiryTest {
   }
 
   private ClassUsage dram() {
-    return nn.usage().stream().filter(u -> u.storageClass().equals(StorageClass.DRAM))
-        .findFirst().orElseThrow();
+    return nn.usage().stream()
+        .filter(u -> u.storageClass().equals(StorageClass.DRAM))
+        .findFirst()
+        .orElseThrow();
   }
 
   @Test
@@ -64,13 +68,14 @@ class DatanodeExpiryTest {
     register("h:1", 1);
     int b = register("h:2", 2);
     time.addAndGet(TIMEOUT.toNanos() + 1);
-    onSecondClockReadOfNextExpiry(() -> {
-      try {
-        nn.heartbeat(b);
-      } catch (EmberException e) {
-        throw new AssertionError(e);
-      }
-    });
+    onSecondClockReadOfNextExpiry(
+        () -> {
+          try {
+            nn.heartbeat(b);
+          } catch (EmberException e) {
+            throw new AssertionError(e);
+          }
+        });
     assertEquals(1, nn.expireDatanodes(), "both were silent at the scan; only one stayed so");
     assertTrue(betweenScanAndMark == null, "the heartbeat ran inside expireDatanodes");
     assertEquals(1, dram().liveNodes());
@@ -84,13 +89,14 @@ class DatanodeExpiryTest {
     register("h:2", 2);
     time.addAndGet(TIMEOUT.toNanos() + 1);
     // A restarted process at h:2 registers: the old node is marked lost by the registration.
-    onSecondClockReadOfNextExpiry(() -> {
-      try {
-        register("h:2", 3);
-      } catch (EmberException e) {
-        throw new AssertionError(e);
-      }
-    });
+    onSecondClockReadOfNextExpiry(
+        () -> {
+          try {
+            register("h:2", 3);
+          } catch (EmberException e) {
+            throw new AssertionError(e);
+          }
+        });
     assertEquals(1, nn.expireDatanodes(), "the registration, not the expiry, marked h:2's node");
     assertTrue(betweenScanAndMark == null, "the registration ran inside expireDatanodes");
     assertEquals(1, dram().liveNodes());

@@ -29,8 +29,8 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
 /**
- * The name node over its RPC service: requests on the network threads and on a handler pool
- * behave alike, and heartbeats count only from the connection their data node registered on.
+ * The name node over its RPC service: requests on the network threads and on a handler pool behave
+ * alike, and heartbeats count only from the connection their data node registered on.
  */
 class NameNodeServiceTest {
   private static final Duration PATIENCE = Duration.ofSeconds(90);
@@ -65,14 +65,20 @@ class NameNodeServiceTest {
   /** Registers a DRAM data node of 4 blocks whose contents are {@code incarnation}. */
   private static int register(RpcClient c, String endpoint, long incarnation)
       throws EmberException {
-    return call(c, MessageType.REGISTER_DATANODE,
-        new Messages.RegisterRequest(StorageClass.DRAM, "dram", endpoint, 4L << 20, false)
-            .withIncarnation(incarnation),
-        Messages.RegisterResponse::decode).datanodeId();
+    return call(
+            c,
+            MessageType.REGISTER_DATANODE,
+            new Messages.RegisterRequest(StorageClass.DRAM, "dram", endpoint, 4L << 20, false)
+                .withIncarnation(incarnation),
+            Messages.RegisterResponse::decode)
+        .datanodeId();
   }
 
   private static void heartbeat(RpcClient c, int id) throws EmberException {
-    call(c, MessageType.HEARTBEAT, new Messages.HeartbeatRequest(id),
+    call(
+        c,
+        MessageType.HEARTBEAT,
+        new Messages.HeartbeatRequest(id),
         Messages.HeartbeatResponse::decode);
   }
 
@@ -99,8 +105,8 @@ class NameNodeServiceTest {
     int y2Id = register(y2, "127.0.0.1:2", 12);
     assertNotEquals(yId, y2Id);
     heartbeat(y2, y2Id);
-    Messages.ClassUsage dram = call(x2, MessageType.DF, Message.EMPTY,
-        Messages.DfResponse::decode).classes().get(0);
+    Messages.ClassUsage dram =
+        call(x2, MessageType.DF, Message.EMPTY, Messages.DfResponse::decode).classes().get(0);
     assertEquals(2, dram.liveNodes());
   }
 
@@ -126,28 +132,31 @@ class NameNodeServiceTest {
     }
     // And from then on, only there.
     RpcClient other = connect(config, nn);
-    assertEquals(ErrorCode.UNKNOWN_DATANODE,
+    assertEquals(
+        ErrorCode.UNKNOWN_DATANODE,
         assertThrows(EmberException.class, () -> heartbeat(other, id)).code());
   }
 
   /**
-   * Each connection sends its requests without waiting for answers: create, delete and create
-   * again of one path succeed only if they run in the order sent, which the network thread does
-   * and the handler pool must too.
+   * Each connection sends its requests without waiting for answers: create, delete and create again
+   * of one path succeed only if they run in the order sent, which the network thread does and the
+   * handler pool must too.
    */
   @ParameterizedTest(name = "handler threads {0}")
   @ValueSource(ints = {0, 1, 3})
   void requestsOfAConnectionRunInOrderAndManyConnectionsAtOnce(int handlerThreads)
       throws Exception {
-    EmberConfig config = EmberConfig.defaults()
-        .with(NameNodeKeys.HANDLER_THREADS, Integer.toString(handlerThreads));
+    EmberConfig config =
+        EmberConfig.defaults().with(NameNodeKeys.HANDLER_THREADS, Integer.toString(handlerThreads));
     NameNode nn = start(config, 0);
     int connections = 4;
     int files = 300;
     List<RpcClient> clients = new ArrayList<>();
     for (int k = 0; k < connections; k++) {
       clients.add(connect(config, nn));
-      call(clients.get(k), MessageType.CREATE,
+      call(
+          clients.get(k),
+          MessageType.CREATE,
           new Messages.CreateRequest("/c" + k, NodeType.DIRECTORY, StorageClass.DRAM, false),
           NodeStatus::decode);
     }
@@ -156,14 +165,21 @@ class NameNodeServiceTest {
       for (int k = 0; k < connections; k++) {
         RpcClient c = clients.get(k);
         String path = "/c" + k + "/f" + i;
-        calls.add(c.call(MessageType.CREATE,
-            new Messages.CreateRequest(path, NodeType.FILE, StorageClass.DRAM, false),
-            NodeStatus::decode));
-        calls.add(c.call(MessageType.DELETE, new Messages.DeleteRequest(path, false),
-            ResponseDecoder.EMPTY));
-        calls.add(c.call(MessageType.CREATE,
-            new Messages.CreateRequest(path, NodeType.DIRECTORY, StorageClass.DRAM, false),
-            NodeStatus::decode));
+        calls.add(
+            c.call(
+                MessageType.CREATE,
+                new Messages.CreateRequest(path, NodeType.FILE, StorageClass.DRAM, false),
+                NodeStatus::decode));
+        calls.add(
+            c.call(
+                MessageType.DELETE,
+                new Messages.DeleteRequest(path, false),
+                ResponseDecoder.EMPTY));
+        calls.add(
+            c.call(
+                MessageType.CREATE,
+                new Messages.CreateRequest(path, NodeType.DIRECTORY, StorageClass.DRAM, false),
+                NodeStatus::decode));
         calls.add(c.call(MessageType.NOOP, Message.EMPTY, ResponseDecoder.EMPTY));
       }
     }
@@ -171,17 +187,27 @@ class NameNodeServiceTest {
       Futures.await(f);
     }
     for (int k = 0; k < connections; k++) {
-      Messages.ListResponse list = call(clients.get(k), MessageType.LIST,
-          new Messages.ListRequest("/c" + k, "", files + 1), Messages.ListResponse::decode);
+      Messages.ListResponse list =
+          call(
+              clients.get(k),
+              MessageType.LIST,
+              new Messages.ListRequest("/c" + k, "", files + 1),
+              Messages.ListResponse::decode);
       assertEquals(files, list.entries().size());
-      assertTrue(list.entries().stream()
-          .allMatch(d -> d.status().type() == NodeType.DIRECTORY), "the last create won");
+      assertTrue(
+          list.entries().stream().allMatch(d -> d.status().type() == NodeType.DIRECTORY),
+          "the last create won");
     }
     // Errors come back as errors, with their code and message.
-    EmberException e = assertThrows(EmberException.class, () -> call(clients.get(0),
-        MessageType.CREATE,
-        new Messages.CreateRequest("/c0/f0", NodeType.FILE, StorageClass.DRAM, false),
-        NodeStatus::decode));
+    EmberException e =
+        assertThrows(
+            EmberException.class,
+            () ->
+                call(
+                    clients.get(0),
+                    MessageType.CREATE,
+                    new Messages.CreateRequest("/c0/f0", NodeType.FILE, StorageClass.DRAM, false),
+                    NodeStatus::decode));
     assertEquals(ErrorCode.ALREADY_EXISTS, e.code());
     assertEquals("/c0/f0 exists", e.getMessage());
   }
@@ -195,9 +221,11 @@ class NameNodeServiceTest {
     call(c, MessageType.NOOP, Message.EMPTY, ResponseDecoder.EMPTY);
     List<CompletableFuture<NodeStatus>> calls = new ArrayList<>();
     for (int i = 0; i < 2000; i++) {
-      calls.add(c.call(MessageType.CREATE,
-          new Messages.CreateRequest("/f" + i, NodeType.FILE, StorageClass.DRAM, false),
-          NodeStatus::decode));
+      calls.add(
+          c.call(
+              MessageType.CREATE,
+              new Messages.CreateRequest("/f" + i, NodeType.FILE, StorageClass.DRAM, false),
+              NodeStatus::decode));
     }
     nn.close();
     for (CompletableFuture<NodeStatus> f : calls) {

@@ -29,8 +29,9 @@ import org.junit.jupiter.api.function.Executable;
 class NameNodeStateTest {
   private static final int BS = 4096;
   private final AtomicLong clock = new AtomicLong();
-  private final NameNodeState nn = new NameNodeState(BS,
-      List.of(StorageClass.DRAM, StorageClass.NVMF), Duration.ofSeconds(10), clock::get);
+  private final NameNodeState nn =
+      new NameNodeState(
+          BS, List.of(StorageClass.DRAM, StorageClass.NVMF), Duration.ofSeconds(10), clock::get);
 
   private static void assertCode(ErrorCode code, Executable op) {
     EmberException e = assertThrows(EmberException.class, op);
@@ -72,8 +73,9 @@ class NameNodeStateTest {
 
   @Test
   void distinctNamesAreDistinctEntries() throws Exception {
-    String[] names = {"Aa", "BB", "a", "A", "\u00e9", "e\u0301", "x", "x ", "AaAa", "BBBB",
-        "AaBB", "BBAa"};
+    String[] names = {
+      "Aa", "BB", "a", "A", "\u00e9", "e\u0301", "x", "x ", "AaAa", "BBBB", "AaBB", "BBAa"
+    };
     Set<Long> ids = new HashSet<>();
     for (String n : names) {
       ids.add(file("/" + n).id());
@@ -385,8 +387,7 @@ class NameNodeStateTest {
     int a = nn.register(StorageClass.DRAM, "dram", "h:1", 4L * BS, false, 42).datanodeId();
     NodeStatus f = oneBlockFile("/f");
     // Registering again while live (its first answer was lost) is the same node.
-    assertEquals(a, nn.register(StorageClass.DRAM, "dram", "h:1", 4L * BS, false, 42)
-        .datanodeId());
+    assertEquals(a, nn.register(StorageClass.DRAM, "dram", "h:1", 4L * BS, false, 42).datanodeId());
     clock.addAndGet(Duration.ofSeconds(11).toNanos());
     nn.expireDatanodes();
     // A restarted process (new incarnation), or one claiming none, does not get the old blocks.
@@ -419,7 +420,8 @@ class NameNodeStateTest {
     }
     assertCode(ErrorCode.NO_CAPACITY, () -> nn.allocateBlock(g.id(), 4));
     // Even if the old contents turned up again at that endpoint, they are not the old node's.
-    assertCode(ErrorCode.UNKNOWN_DATANODE,
+    assertCode(
+        ErrorCode.UNKNOWN_DATANODE,
         () -> nn.register(StorageClass.NVMF, "nvmf", "t", 4L * BS, true, 42, true));
     assertTrue(nn.getBlocks(f.id(), 0, 1).get(0).lost());
   }
@@ -432,12 +434,13 @@ class NameNodeStateTest {
     clock.addAndGet(Duration.ofSeconds(11).toNanos());
     nn.expireDatanodes();
     // Contents this name node never knew (it restarted, say) are not taken under a new id.
-    assertCode(ErrorCode.UNKNOWN_DATANODE,
+    assertCode(
+        ErrorCode.UNKNOWN_DATANODE,
         () -> nn.register(StorageClass.NVMF, "nvmf", "t", 4L * BS, true, 7, true));
     assertEquals(0, usage(StorageClass.NVMF).liveNodes());
     // Known ones are.
-    assertEquals(a, nn.register(StorageClass.NVMF, "nvmf", "t", 4L * BS, true, 42, true)
-        .datanodeId());
+    assertEquals(
+        a, nn.register(StorageClass.NVMF, "nvmf", "t", 4L * BS, true, 42, true).datanodeId());
     assertFalse(nn.getBlocks(f.id(), 0, 1).get(0).lost());
   }
 

@@ -16,16 +16,29 @@ import java.nio.ByteOrder;
  * @param subnqn subsystem NQN
  * @param traddr transport address
  */
-public record DiscoveryLogEntry(int trtype, int adrfam, int subtype, int portId, int cntlid, String trsvcid,
-                                String subnqn, String traddr) {
-    /** Size of one entry. */
-    public static final int SIZE = 1024;
+public record DiscoveryLogEntry(
+    int trtype,
+    int adrfam,
+    int subtype,
+    int portId,
+    int cntlid,
+    String trsvcid,
+    String subnqn,
+    String traddr) {
+  /** Size of one entry. */
+  public static final int SIZE = 1024;
 
-    /** Parses one entry at {@code off} of {@code log}. */
-    public static DiscoveryLogEntry parse(byte[] log, int off) {
-        ByteBuffer b = ByteBuffer.wrap(log).order(ByteOrder.LITTLE_ENDIAN);
-        return new DiscoveryLogEntry(log[off] & 0xFF, log[off + 1] & 0xFF, log[off + 2] & 0xFF,
-                b.getShort(off + 4) & 0xFFFF, b.getShort(off + 6) & 0xFFFF, Nvme.ascii(log, off + 32, 32),
-                Nvme.ascii(log, off + 256, 256), Nvme.ascii(log, off + 512, 256));
-    }
+  /** Parses one entry at {@code off} of {@code log}. */
+  public static DiscoveryLogEntry parse(byte[] log, int off) {
+    ByteBuffer b = ByteBuffer.wrap(log).order(ByteOrder.LITTLE_ENDIAN);
+    return new DiscoveryLogEntry(
+        log[off] & 0xFF,
+        log[off + 1] & 0xFF,
+        log[off + 2] & 0xFF,
+        b.getShort(off + 4) & 0xFFFF,
+        b.getShort(off + 6) & 0xFFFF,
+        Nvme.ascii(log, off + 32, 32),
+        Nvme.ascii(log, off + 256, 256),
+        Nvme.ascii(log, off + 512, 256));
+  }
 }

@@ -22,46 +22,77 @@ import java.nio.ByteOrder;
  * @param vwc volatile write cache present (bit 0)
  * @param sgls SGL support
  * @param subsystemNqn SUBNQN
- * @param ioccsz I/O queue command capsule supported size in 16-byte units (includes the 64-byte SQE)
+ * @param ioccsz I/O queue command capsule supported size in 16-byte units (includes the 64-byte
+ *     SQE)
  * @param iorcsz I/O queue response capsule supported size in 16-byte units
  * @param icdoff in-capsule data offset in 16-byte units
  */
-public record IdentifyController(int vid, String serial, String model, String firmware, int mdts, int cntlid,
-                                 int version, int controllerType, int kas, int maxcmd, int nn, int oncs, int vwc,
-                                 int sgls, String subsystemNqn, int ioccsz, int iorcsz, int icdoff) {
-    /** Size of the Identify data structures. */
-    public static final int SIZE = 4096;
+public record IdentifyController(
+    int vid,
+    String serial,
+    String model,
+    String firmware,
+    int mdts,
+    int cntlid,
+    int version,
+    int controllerType,
+    int kas,
+    int maxcmd,
+    int nn,
+    int oncs,
+    int vwc,
+    int sgls,
+    String subsystemNqn,
+    int ioccsz,
+    int iorcsz,
+    int icdoff) {
+  /** Size of the Identify data structures. */
+  public static final int SIZE = 4096;
 
-    /** Parses the 4096-byte structure. */
-    public static IdentifyController parse(byte[] d) {
-        if (d.length < SIZE) {
-            throw new IllegalArgumentException("Identify Controller data is 4096 bytes, got " + d.length);
-        }
-        ByteBuffer b = ByteBuffer.wrap(d).order(ByteOrder.LITTLE_ENDIAN);
-        return new IdentifyController(b.getShort(0) & 0xFFFF, Nvme.ascii(d, 4, 20), Nvme.ascii(d, 24, 40),
-                Nvme.ascii(d, 64, 8), d[77] & 0xFF, b.getShort(78) & 0xFFFF, b.getInt(80), d[111] & 0xFF,
-                b.getShort(320) & 0xFFFF, b.getShort(514) & 0xFFFF, b.getInt(516), b.getShort(520) & 0xFFFF,
-                d[525] & 0xFF, b.getInt(536), Nvme.ascii(d, 768, 256), b.getInt(1792), b.getInt(1796),
-                b.getShort(1800) & 0xFFFF);
+  /** Parses the 4096-byte structure. */
+  public static IdentifyController parse(byte[] d) {
+    if (d.length < SIZE) {
+      throw new IllegalArgumentException("Identify Controller data is 4096 bytes, got " + d.length);
     }
+    ByteBuffer b = ByteBuffer.wrap(d).order(ByteOrder.LITTLE_ENDIAN);
+    return new IdentifyController(
+        b.getShort(0) & 0xFFFF,
+        Nvme.ascii(d, 4, 20),
+        Nvme.ascii(d, 24, 40),
+        Nvme.ascii(d, 64, 8),
+        d[77] & 0xFF,
+        b.getShort(78) & 0xFFFF,
+        b.getInt(80),
+        d[111] & 0xFF,
+        b.getShort(320) & 0xFFFF,
+        b.getShort(514) & 0xFFFF,
+        b.getInt(516),
+        b.getShort(520) & 0xFFFF,
+        d[525] & 0xFF,
+        b.getInt(536),
+        Nvme.ascii(d, 768, 256),
+        b.getInt(1792),
+        b.getInt(1796),
+        b.getShort(1800) & 0xFFFF);
+  }
 
-    /** Bytes of in-capsule data an I/O command may carry (IOCCSZ minus the SQE), 0 if none. */
-    public int inCapsuleDataSize() {
-        return Math.max(0, ioccsz * 16 - 64);
-    }
+  /** Bytes of in-capsule data an I/O command may carry (IOCCSZ minus the SQE), 0 if none. */
+  public int inCapsuleDataSize() {
+    return Math.max(0, ioccsz * 16 - 64);
+  }
 
-    /** Whether Dataset Management is supported (ONCS bit 2). */
-    public boolean supportsDsm() {
-        return (oncs & 4) != 0;
-    }
+  /** Whether Dataset Management is supported (ONCS bit 2). */
+  public boolean supportsDsm() {
+    return (oncs & 4) != 0;
+  }
 
-    /** Whether Write Zeroes is supported (ONCS bit 3). */
-    public boolean supportsWriteZeroes() {
-        return (oncs & 8) != 0;
-    }
+  /** Whether Write Zeroes is supported (ONCS bit 3). */
+  public boolean supportsWriteZeroes() {
+    return (oncs & 8) != 0;
+  }
 
-    /** The version as {@code major.minor.tertiary}. */
-    public String versionString() {
-        return (version >>> 16) + "." + ((version >> 8) & 0xFF) + "." + (version & 0xFF);
-    }
+  /** The version as {@code major.minor.tertiary}. */
+  public String versionString() {
+    return (version >>> 16) + "." + ((version >> 8) & 0xFF) + "." + (version & 0xFF);
+  }
 }

@@ -9,11 +9,11 @@ import java.time.Duration;
  * @param index the block's position in its file
  * @param blockId the cluster-wide block id
  * @param generation the block's generation stamp, new at each allocation: a data node that can
- *     check it refuses a read or write that names another generation than the one it holds, so
- *     a location kept past its file's delete never reaches the file that reused the block
+ *     check it refuses a read or write that names another generation than the one it holds, so a
+ *     location kept past its file's delete never reaches the file that reused the block
  * @param datanodeId the data node that registered the block
- * @param incarnation names the contents of the data node's storage when it registered (0 for
- *     none); an NVMf target records it, so a client can tell a target that came back empty
+ * @param incarnation names the contents of the data node's storage when it registered (0 for none);
+ *     an NVMf target records it, so a client can tell a target that came back empty
  * @param storageClass the block's storage class
  * @param tier the kind of data node, which picks the client endpoint ("dram", "nvmf")
  * @param endpoint the tier-specific address the client talks to (for DRAM, {@code host:port})
@@ -46,8 +46,8 @@ public record BlockLocation(
 
   /**
    * How long the name node keeps a freed block of such storage from reuse: longer than {@link
-   * #UNCHECKED_TRUST}, so a location a client checked just before the block was freed is no
-   * longer used by the time another file can hold it.
+   * #UNCHECKED_TRUST}, so a location a client checked just before the block was freed is no longer
+   * used by the time another file can hold it.
    */
   public static final Duration UNCHECKED_REUSE_DELAY = UNCHECKED_TRUST.multipliedBy(2);
 
@@ -79,13 +79,13 @@ public record BlockLocation(
     long address = Wire.readLong(in, "block address", 0, Long.MAX_VALUE);
     int length = Wire.readInt(in, "block length", 1, Integer.MAX_VALUE);
     boolean lost = Wire.readBoolean(in, "lost");
-    return new BlockLocation(index, blockId, generation, dn, incarnation, sc, tier, endpoint,
-        address, length, lost);
+    return new BlockLocation(
+        index, blockId, generation, dn, incarnation, sc, tier, endpoint, address, length, lost);
   }
 
   /**
-   * The host that holds the block's bytes, for locality: the host of a {@code host:port}
-   * endpoint (DRAM) or of a URI endpoint ({@code nvmf+tcp://host:port/...}).
+   * The host that holds the block's bytes, for locality: the host of a {@code host:port} endpoint
+   * (DRAM) or of a URI endpoint ({@code nvmf+tcp://host:port/...}).
    *
    * @throws IllegalArgumentException when the endpoint is neither
    */

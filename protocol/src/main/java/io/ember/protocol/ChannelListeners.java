@@ -12,11 +12,12 @@ final class ChannelListeners {
    * Logs a close that failed. The connection is gone for Ember either way (Netty marks the channel
    * closed before it closes the socket), but a socket that did not close cleanly is worth a line.
    */
-  static final ChannelFutureListener LOG_CLOSE_FAILURE = f -> {
-    if (!f.isSuccess()) {
-      LOG.debug("closing {} failed", f.channel(), f.cause());
-    }
-  };
+  static final ChannelFutureListener LOG_CLOSE_FAILURE =
+      f -> {
+        if (!f.isSuccess()) {
+          LOG.debug("closing {} failed", f.channel(), f.cause());
+        }
+      };
 
   private ChannelListeners() {}
 }

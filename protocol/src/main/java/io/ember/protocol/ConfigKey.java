@@ -39,15 +39,22 @@ public final class ConfigKey<T> {
   public static ConfigKey<Integer> ofInt(
       String name, int defaultValue, int min, int max, String description) {
     return new ConfigKey<>(
-        name, Integer.toString(defaultValue), Integer::parseInt,
-        v -> v >= min && v <= max, "a whole number from " + min + " to " + max, description);
+        name,
+        Integer.toString(defaultValue),
+        Integer::parseInt,
+        v -> v >= min && v <= max,
+        "a whole number from " + min + " to " + max,
+        description);
   }
 
   /** A byte size key ("4g", "512k", "1048576") with an inclusive range. */
   public static ConfigKey<Long> ofSize(
       String name, String defaultValue, long min, long max, String description) {
     return new ConfigKey<>(
-        name, defaultValue, ConfigKey::parseSize, v -> v >= min && v <= max,
+        name,
+        defaultValue,
+        ConfigKey::parseSize,
+        v -> v >= min && v <= max,
         "a size from " + formatSize(min) + " to " + formatSize(max) + " (e.g. 512k, 4g)",
         description);
   }
@@ -56,7 +63,9 @@ public final class ConfigKey<T> {
   public static ConfigKey<Duration> ofDuration(
       String name, String defaultValue, Duration min, Duration max, String description) {
     return new ConfigKey<>(
-        name, defaultValue, ConfigKey::parseDuration,
+        name,
+        defaultValue,
+        ConfigKey::parseDuration,
         v -> v.compareTo(min) >= 0 && v.compareTo(max) <= 0,
         "a duration from " + min.toMillis() + "ms to " + max.toMillis() + "ms (e.g. 500ms, 10s)",
         description);
@@ -64,7 +73,10 @@ public final class ConfigKey<T> {
 
   /** A string key whose values must pass {@code check}. */
   public static ConfigKey<String> ofString(
-      String name, String defaultValue, Predicate<String> check, String checkText,
+      String name,
+      String defaultValue,
+      Predicate<String> check,
+      String checkText,
       String description) {
     return new ConfigKey<>(name, defaultValue, s -> s, check, checkText, description);
   }
@@ -94,8 +106,7 @@ public final class ConfigKey<T> {
     try {
       value = parser.apply(text.trim());
     } catch (RuntimeException e) {
-      throw new IllegalArgumentException(
-          name + ": '" + text + "' is not " + checkText, e);
+      throw new IllegalArgumentException(name + ": '" + text + "' is not " + checkText, e);
     }
     if (!check.test(value)) {
       throw new IllegalArgumentException(name + ": '" + text + "' is not " + checkText);

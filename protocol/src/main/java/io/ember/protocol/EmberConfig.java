@@ -16,8 +16,8 @@ import java.util.Set;
 import java.util.TreeMap;
 
 /**
- * An immutable set of configuration values. Values are read through typed {@link ConfigKey}s,
- * which parse and check them; a bad value fails with a message naming the key.
+ * An immutable set of configuration values. Values are read through typed {@link ConfigKey}s, which
+ * parse and check them; a bad value fails with a message naming the key.
  */
 public final class EmberConfig {
   private static final EmberConfig EMPTY = new EmberConfig(Map.of());

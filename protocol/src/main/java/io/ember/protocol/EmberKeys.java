@@ -13,38 +13,55 @@ public final class EmberKeys {
   /** Where clients and data nodes find the name node. */
   public static final ConfigKey<String> NAMENODE_ADDRESS =
       ConfigKey.ofString(
-          "ember.namenode.address", "127.0.0.1:" + DEFAULT_NAMENODE_PORT,
-          s -> HostPort.tryParse(s, DEFAULT_NAMENODE_PORT) != null, "host:port",
+          "ember.namenode.address",
+          "127.0.0.1:" + DEFAULT_NAMENODE_PORT,
+          s -> HostPort.tryParse(s, DEFAULT_NAMENODE_PORT) != null,
+          "host:port",
           "host:port of the name node");
 
   /** The cluster's block size: a power of two. */
   public static final ConfigKey<Long> BLOCK_SIZE =
       ConfigKey.ofSize(
-          "ember.block-size", "1m", 4096, 64L << 20,
+          "ember.block-size",
+          "1m",
+          4096,
+          64L << 20,
           "size of a block; set on the name node, which tells the data nodes");
 
   /** Largest frame any Ember server or client accepts; bigger ones close the connection. */
   public static final ConfigKey<Long> MAX_FRAME_BYTES =
       ConfigKey.ofSize(
-          "ember.rpc.max-frame-size", "4m", 64 << 10, 1L << 30,
+          "ember.rpc.max-frame-size",
+          "4m",
+          64 << 10,
+          1L << 30,
           "largest frame accepted; must exceed ember.client.transfer-size");
 
   /** Time after which an RPC fails with a timeout. */
   public static final ConfigKey<Duration> RPC_TIMEOUT =
       ConfigKey.ofDuration(
-          "ember.rpc.timeout", "30s", Duration.ofMillis(10), Duration.ofHours(1),
+          "ember.rpc.timeout",
+          "30s",
+          Duration.ofMillis(10),
+          Duration.ofHours(1),
           "time an RPC may take before it fails");
 
   /** Time a connection attempt may take. */
   public static final ConfigKey<Duration> CONNECT_TIMEOUT =
       ConfigKey.ofDuration(
-          "ember.rpc.connect-timeout", "5s", Duration.ofMillis(10), Duration.ofMinutes(5),
+          "ember.rpc.connect-timeout",
+          "5s",
+          Duration.ofMillis(10),
+          Duration.ofMinutes(5),
           "time a connection attempt may take");
 
   /** Netty transport: auto (epoll where it loads), epoll or nio. */
   public static final ConfigKey<String> RPC_TRANSPORT =
       ConfigKey.ofString(
-          "ember.rpc.transport", "auto", s -> s.matches("auto|epoll|nio"), "auto, epoll or nio",
+          "ember.rpc.transport",
+          "auto",
+          s -> s.matches("auto|epoll|nio"),
+          "auto, epoll or nio",
           "network transport");
 
   /** Event loop threads of a server or client; 0 means one per core. */
@@ -53,13 +70,24 @@ public final class EmberKeys {
 
   /** Time between a data node's heartbeats to the name node. */
   public static final ConfigKey<Duration> HEARTBEAT_INTERVAL =
-      ConfigKey.ofDuration("ember.datanode.heartbeat-interval", "1s", Duration.ofMillis(10),
-          Duration.ofMinutes(5), "time between a data node's heartbeats to the name node");
+      ConfigKey.ofDuration(
+          "ember.datanode.heartbeat-interval",
+          "1s",
+          Duration.ofMillis(10),
+          Duration.ofMinutes(5),
+          "time between a data node's heartbeats to the name node");
 
   /** Every key of this class. */
   public static final List<ConfigKey<?>> ALL =
-      List.of(NAMENODE_ADDRESS, BLOCK_SIZE, MAX_FRAME_BYTES, RPC_TIMEOUT, CONNECT_TIMEOUT,
-          RPC_TRANSPORT, IO_THREADS, HEARTBEAT_INTERVAL);
+      List.of(
+          NAMENODE_ADDRESS,
+          BLOCK_SIZE,
+          MAX_FRAME_BYTES,
+          RPC_TIMEOUT,
+          CONNECT_TIMEOUT,
+          RPC_TRANSPORT,
+          IO_THREADS,
+          HEARTBEAT_INTERVAL);
 
   /** Event loop threads for a configuration. */
   public static int ioThreads(EmberConfig config) {

@@ -1,8 +1,8 @@
 package io.ember.protocol;
 
 /**
- * Stable error codes that cross the wire. The integer of a code never changes once released;
- * new codes take new numbers.
+ * Stable error codes that cross the wire. The integer of a code never changes once released; new
+ * codes take new numbers.
  *
  * <p>{@link #surelyNotApplied()} tells a caller whether the failed operation certainly did not
  * change anything, so that a retry is safe.
@@ -52,8 +52,8 @@ public enum ErrorCode {
    */
   STALE_LOCATION(24, true),
   /**
-   * The storage behind a block is not ready (an NVMe namespace being formatted or sanitized, or
-   * in transition); a later try may succeed. A write that went out as several commands may have
+   * The storage behind a block is not ready (an NVMe namespace being formatted or sanitized, or in
+   * transition); a later try may succeed. A write that went out as several commands may have
    * applied in part.
    */
   NOT_READY(25, false),
@@ -71,8 +71,8 @@ public enum ErrorCode {
   /** The client or server has been closed. */
   CLOSED(33, true),
   /**
-   * The storage refused access (an NVMe namespace or LBA range that is write-protected, reserved
-   * by another host, or denied to this one). A write that went out as several commands may have
+   * The storage refused access (an NVMe namespace or LBA range that is write-protected, reserved by
+   * another host, or denied to this one). A write that went out as several commands may have
    * applied in part.
    */
   PERMISSION_DENIED(40, false);
@@ -122,7 +122,8 @@ public enum ErrorCode {
    * message prefixed with the number, which would otherwise be lost.
    */
   public static String messageFor(int code, String message) {
-    return isKnown(code) ? message
+    return isKnown(code)
+        ? message
         : "error code " + code + " (unknown here; from a newer peer?): " + message;
   }
 }

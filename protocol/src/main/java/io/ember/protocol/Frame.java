@@ -8,8 +8,8 @@ import io.netty.util.ReferenceCountUtil;
 
 /**
  * One frame off the wire: {@code int length | byte version | byte type | byte flags | long
- * requestId | payload}. The length counts every byte after itself. The frame owns one reference
- * to its payload; whoever consumes the frame releases it.
+ * requestId | payload}. The length counts every byte after itself. The frame owns one reference to
+ * its payload; whoever consumes the frame releases it.
  *
  * @param version the protocol version of the sender
  * @param type the raw message type byte ({@link MessageType#fromCode} may not know it)
@@ -20,10 +20,13 @@ import io.netty.util.ReferenceCountUtil;
 public record Frame(int version, int type, int flags, long requestId, ByteBuf payload) {
   /** The protocol version this build speaks (2: block reads and writes name their contents). */
   public static final int VERSION = 2;
+
   /** Bytes after the length field and before the payload. */
   public static final int HEADER_BYTES = 1 + 1 + 1 + 8;
+
   /** Set on responses. */
   public static final int FLAG_RESPONSE = 1;
+
   /** Set on responses whose body is an {@link Messages.ErrorReply}. */
   public static final int FLAG_ERROR = 2;
 

@@ -7,9 +7,9 @@ import java.util.List;
 
 /**
  * Splits the byte stream into {@link Frame}s. A length below the header size or above the
- * configured maximum cannot be resynchronised: the decoder raises {@link FrameTooLargeEvent}
- * (which the RPC handlers answer and then close on) and discards everything after it, so an
- * attacker's length never makes it allocate.
+ * configured maximum cannot be resynchronised: the decoder raises {@link FrameTooLargeEvent} (which
+ * the RPC handlers answer and then close on) and discards everything after it, so an attacker's
+ * length never makes it allocate.
  */
 public final class FrameDecoder extends ByteToMessageDecoder {
   private final int maxFrameBytes;

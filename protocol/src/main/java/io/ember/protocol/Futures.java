@@ -11,8 +11,8 @@ public final class Futures {
   private Futures() {}
 
   /**
-   * Waits for {@code f} and returns its value, rethrowing its failure as an {@link
-   * EmberException}. The async calls carry their own timeouts, so this wait ends.
+   * Waits for {@code f} and returns its value, rethrowing its failure as an {@link EmberException}.
+   * The async calls carry their own timeouts, so this wait ends.
    *
    * @throws EmberException the call's error; {@link ErrorCode#CLOSED} when interrupted
    */
@@ -41,8 +41,12 @@ public final class Futures {
     try {
       return f.get(max.toMillis(), TimeUnit.MILLISECONDS);
     } catch (TimeoutException e) {
-      throw new EmberException(ErrorCode.TIMEOUT, "no completion within " + max.toMillis()
-          + " ms (beyond every RPC and connect timeout: the operation was lost)", e);
+      throw new EmberException(
+          ErrorCode.TIMEOUT,
+          "no completion within "
+              + max.toMillis()
+              + " ms (beyond every RPC and connect timeout: the operation was lost)",
+          e);
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       throw new EmberException(ErrorCode.CLOSED, "interrupted while waiting", e);

@@ -3,8 +3,8 @@ package io.ember.protocol;
 import java.net.InetSocketAddress;
 
 /**
- * A host and port as written by people: {@code host:port}, {@code [v6]:port}, or {@code host}
- * alone with a default port.
+ * A host and port as written by people: {@code host:port}, {@code [v6]:port}, or {@code host} alone
+ * with a default port.
  *
  * @param host the host name or address
  * @param port 0 to 65535

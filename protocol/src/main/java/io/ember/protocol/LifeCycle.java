@@ -11,8 +11,8 @@ import java.util.concurrent.atomic.AtomicReference;
  * move (start after close, start twice) fails loudly; {@link #beginClose()} tells whether this
  * caller is the one that closes, so close is idempotent.
  *
- * <p>A start records what it opens with {@link #opened}; if it fails, {@link #startFailed}
- * closes those in reverse order, so a service that never ran leaves nothing behind:
+ * <p>A start records what it opens with {@link #opened}; if it fails, {@link #startFailed} closes
+ * those in reverse order, so a service that never ran leaves nothing behind:
  *
  * <pre>{@code
  * lifeCycle.beginStart();
@@ -40,6 +40,7 @@ public final class LifeCycle {
 
   private final String name;
   private final AtomicReference<State> state = new AtomicReference<>(State.NEW);
+
   /** What the start in progress has opened, newest first; emptied once it ends. */
   private final Deque<AutoCloseable> opened = new ArrayDeque<>();
 
@@ -99,8 +100,8 @@ public final class LifeCycle {
 
   /**
    * The start failed with {@code cause}: STARTING → FAILED (a close already under way keeps its
-   * state), then closes what {@link #opened} recorded, newest first. Failures to close are added
-   * to {@code cause} as suppressed exceptions; the caller rethrows {@code cause}.
+   * state), then closes what {@link #opened} recorded, newest first. Failures to close are added to
+   * {@code cause} as suppressed exceptions; the caller rethrows {@code cause}.
    */
   public void startFailed(Throwable cause) {
     Deque<AutoCloseable> toClose;
@@ -147,8 +148,8 @@ public final class LifeCycle {
   /**
    * Fails unless RUNNING.
    *
-   * @throws EmberException {@link ErrorCode#CLOSED} when not started, starting, closing, closed
-   *     or failed
+   * @throws EmberException {@link ErrorCode#CLOSED} when not started, starting, closing, closed or
+   *     failed
    */
   public void checkRunning() throws EmberException {
     State s = state.get();

@@ -6,14 +6,16 @@ import java.util.List;
 
 /**
  * The request and response bodies of every frame type. Each {@code decode} checks every length and
- * count against the bytes present and against its maximum before it allocates, and refuses
- * trailing bytes.
+ * count against the bytes present and against its maximum before it allocates, and refuses trailing
+ * bytes.
  */
 public final class Messages {
   /** Most entries in one LIST answer; bigger directories are paged. */
   public static final int MAX_LIST_ENTRIES = 4096;
+
   /** Most locations in one GET_BLOCKS or OPEN answer. */
   public static final int MAX_BLOCKS_PER_CALL = 1024;
+
   /** Most storage classes in a DF answer. */
   public static final int MAX_CLASSES = 256;
 
@@ -217,8 +219,8 @@ public final class Messages {
   }
 
   /**
-   * The answer to OPEN: the entry's status, and its first block locations (none for a directory,
-   * a multifile or a file still being written).
+   * The answer to OPEN: the entry's status, and its first block locations (none for a directory, a
+   * multifile or a file still being written).
    */
   public record OpenResponse(NodeStatus status, List<BlockLocation> blocks) implements Message {
     @Override
@@ -271,7 +273,11 @@ public final class Messages {
 
   /** Capacity and use of one storage class. */
   public record ClassUsage(
-      StorageClass storageClass, int blockSize, long totalBlocks, long freeBlocks, int liveNodes,
+      StorageClass storageClass,
+      int blockSize,
+      long totalBlocks,
+      long freeBlocks,
+      int liveNodes,
       int lostNodes) {
     /** Bytes registered by live data nodes. */
     public long capacityBytes() {
@@ -326,33 +332,42 @@ public final class Messages {
    * REGISTER_DATANODE: a data node offers {@code capacityBytes} of storage class {@code
    * storageClass}, reachable by clients of tier {@code tier} at {@code endpoint}. With {@code
    * trimOnFree}, freed blocks go back to the data node to be deallocated (through heartbeats)
-   * before they are reused. {@code incarnation} names the storage's contents: a node that
-   * registers again with the incarnation it had (its heartbeats were late, not its data gone)
-   * gets its id and its blocks back; 0 claims nothing. With {@code reviveOnly} the node offers
-   * only that: a name node that does not know the incarnation refuses with {@code
-   * UNKNOWN_DATANODE} rather than take the contents under a new id, and the node registers again
-   * under a new incarnation. Answered by a {@link RegisterResponse}.
+   * before they are reused. {@code incarnation} names the storage's contents: a node that registers
+   * again with the incarnation it had (its heartbeats were late, not its data gone) gets its id and
+   * its blocks back; 0 claims nothing. With {@code reviveOnly} the node offers only that: a name
+   * node that does not know the incarnation refuses with {@code UNKNOWN_DATANODE} rather than take
+   * the contents under a new id, and the node registers again under a new incarnation. Answered by
+   * a {@link RegisterResponse}.
    */
   public record RegisterRequest(
-      StorageClass storageClass, String tier, String endpoint, long capacityBytes,
-      boolean trimOnFree, long incarnation, boolean reviveOnly)
+      StorageClass storageClass,
+      String tier,
+      String endpoint,
+      long capacityBytes,
+      boolean trimOnFree,
+      long incarnation,
+      boolean reviveOnly)
       implements Message {
     /** A registration that claims no earlier contents. */
-    public RegisterRequest(StorageClass storageClass, String tier, String endpoint,
-        long capacityBytes, boolean trimOnFree) {
+    public RegisterRequest(
+        StorageClass storageClass,
+        String tier,
+        String endpoint,
+        long capacityBytes,
+        boolean trimOnFree) {
       this(storageClass, tier, endpoint, capacityBytes, trimOnFree, 0, false);
     }
 
     /** The same registration as a new node whose storage's contents are {@code incarnation}. */
     public RegisterRequest withIncarnation(long incarnation) {
-      return new RegisterRequest(storageClass, tier, endpoint, capacityBytes, trimOnFree,
-          incarnation, false);
+      return new RegisterRequest(
+          storageClass, tier, endpoint, capacityBytes, trimOnFree, incarnation, false);
     }
 
     /** The same registration, asking only to be the known node of {@code incarnation} again. */
     public RegisterRequest reviving(long incarnation) {
-      return new RegisterRequest(storageClass, tier, endpoint, capacityBytes, trimOnFree,
-          incarnation, true);
+      return new RegisterRequest(
+          storageClass, tier, endpoint, capacityBytes, trimOnFree, incarnation, true);
     }
 
     @Override
@@ -404,8 +419,8 @@ public final class Messages {
   public static final int MAX_TRIM_SLOTS = 4096;
 
   /**
-   * HEARTBEAT: a data node is alive; {@code trimmed} lists the block slots it has deallocated
-   * since the last heartbeat. Answered by a {@link HeartbeatResponse}.
+   * HEARTBEAT: a data node is alive; {@code trimmed} lists the block slots it has deallocated since
+   * the last heartbeat. Answered by a {@link HeartbeatResponse}.
    */
   public record HeartbeatRequest(int datanodeId, List<Long> trimmed) implements Message {
     /** A heartbeat that reports no trims. */
@@ -467,12 +482,13 @@ public final class Messages {
    * after a name node restart) refuses the write, and so does one whose block at that address
    * belongs to a newer generation (the file was deleted and the block given to another).
    */
-  public record BlockWriteRequest(long incarnation, long blockId, long generation, long address,
-      ByteBuf data) implements Message {
+  public record BlockWriteRequest(
+      long incarnation, long blockId, long generation, long address, ByteBuf data)
+      implements Message {
     /** A write of {@code data} at {@code offset} in {@code block}. */
     public static BlockWriteRequest of(BlockLocation block, int offset, ByteBuf data) {
-      return new BlockWriteRequest(block.incarnation(), block.blockId(), block.generation(),
-          block.address() + offset, data);
+      return new BlockWriteRequest(
+          block.incarnation(), block.blockId(), block.generation(), block.address() + offset, data);
     }
 
     @Override
@@ -503,8 +519,8 @@ public final class Messages {
         throw new MalformedFrameException(
             "BLOCK_WRITE says " + length + " data bytes, frame holds " + in.readableBytes());
       }
-      return new BlockWriteRequest(incarnation, blockId, generation, address,
-          in.readRetainedSlice(length));
+      return new BlockWriteRequest(
+          incarnation, blockId, generation, address, in.readRetainedSlice(length));
     }
   }
 
@@ -514,12 +530,17 @@ public final class Messages {
    * BlockWriteRequest}, by a data node whose contents are not {@code incarnation} or whose block
    * there is of another generation.
    */
-  public record BlockReadRequest(long incarnation, long blockId, long generation, long address,
-      int length) implements Message {
+  public record BlockReadRequest(
+      long incarnation, long blockId, long generation, long address, int length)
+      implements Message {
     /** A read of {@code length} bytes at {@code offset} in {@code block}. */
     public static BlockReadRequest of(BlockLocation block, int offset, int length) {
-      return new BlockReadRequest(block.incarnation(), block.blockId(), block.generation(),
-          block.address() + offset, length);
+      return new BlockReadRequest(
+          block.incarnation(),
+          block.blockId(),
+          block.generation(),
+          block.address() + offset,
+          length);
     }
 
     @Override

@@ -7,8 +7,8 @@ import io.netty.buffer.ByteBuf;
  *
  * @param id the entry's id, stable across renames
  * @param type file, directory or multifile
- * @param length published length in bytes (0 while a file is being written; for a multifile the
- *     sum of its closed children)
+ * @param length published length in bytes (0 while a file is being written; for a multifile the sum
+ *     of its closed children)
  * @param blockCount blocks held by a file
  * @param blockSize the cluster's block size, which fixes where each block of the file starts
  * @param storageClass the storage class the entry asked for at create

@@ -7,8 +7,8 @@ public enum NodeType {
   /** A directory of other entries. */
   DIRECTORY(2),
   /**
-   * A directory whose children (files) are written by many writers at once and read back whole,
-   * in name order, by one reader.
+   * A directory whose children (files) are written by many writers at once and read back whole, in
+   * name order, by one reader.
    */
   MULTIFILE(3);
 

@@ -8,8 +8,8 @@ import java.util.List;
  * Ember path rules, shared by client and name node so both refuse the same paths.
  *
  * <p>A path is absolute and {@code /}-separated. Repeated and trailing slashes are folded away
- * ({@code //a//b/} is {@code /a/b}). A component may not be empty, {@code .} or {@code ..}, may
- * not hold NUL or an unpaired UTF-16 surrogate, and may be at most {@value #MAX_NAME_BYTES} UTF-8
+ * ({@code //a//b/} is {@code /a/b}). A component may not be empty, {@code .} or {@code ..}, may not
+ * hold NUL or an unpaired UTF-16 surrogate, and may be at most {@value #MAX_NAME_BYTES} UTF-8
  * bytes; the whole path at most {@value #MAX_PATH_BYTES}. Names are compared as exact code point
  * sequences: no case folding and no Unicode normalisation, so any two distinct names are distinct
  * entries.
@@ -17,6 +17,7 @@ import java.util.List;
 public final class Paths {
   /** Longest component, in UTF-8 bytes. */
   public static final int MAX_NAME_BYTES = 255;
+
   /** Longest path, in UTF-8 bytes. */
   public static final int MAX_PATH_BYTES = 4096;
 
@@ -121,7 +122,8 @@ public final class Paths {
   }
 
   private static EmberException invalid(String path, String why) {
-    String shown = path == null ? "null" : path.length() > 200 ? path.substring(0, 200) + "..." : path;
+    String shown =
+        path == null ? "null" : path.length() > 200 ? path.substring(0, 200) + "..." : path;
     return new EmberException(ErrorCode.INVALID_PATH, "invalid path '" + shown + "': " + why);
   }
 }

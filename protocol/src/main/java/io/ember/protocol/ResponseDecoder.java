@@ -3,8 +3,8 @@ package io.ember.protocol;
 import io.netty.buffer.ByteBuf;
 
 /**
- * Turns a response body into a value. Runs on a network thread while the body is valid; the body
- * is released after it returns.
+ * Turns a response body into a value. Runs on a network thread while the body is valid; the body is
+ * released after it returns.
  *
  * @param <T> the value's type
  */

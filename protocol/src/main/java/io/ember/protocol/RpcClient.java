@@ -61,28 +61,48 @@ public final class RpcClient implements AutoCloseable {
     pending.put(id, p);
     if (!channel.isActive()) {
       ReferenceCountUtil.release(body.data());
-      fail(id, new EmberException(ErrorCode.CONNECTION_CLOSED, "connection to " + peer + " is closed"));
+      fail(
+          id,
+          new EmberException(ErrorCode.CONNECTION_CLOSED, "connection to " + peer + " is closed"));
       return p.future;
     }
     try {
       p.timeout =
-          channel.eventLoop().schedule(
-              () -> fail(id, new EmberException(ErrorCode.TIMEOUT,
-                  type + " to " + peer + " got no answer within " + timeoutMillis + " ms")),
-              timeoutMillis, TimeUnit.MILLISECONDS);
+          channel
+              .eventLoop()
+              .schedule(
+                  () ->
+                      fail(
+                          id,
+                          new EmberException(
+                              ErrorCode.TIMEOUT,
+                              type
+                                  + " to "
+                                  + peer
+                                  + " got no answer within "
+                                  + timeoutMillis
+                                  + " ms")),
+                  timeoutMillis,
+                  TimeUnit.MILLISECONDS);
     } catch (java.util.concurrent.RejectedExecutionException e) {
       // The connection's event loop is shutting down (the client is closing): nothing was sent.
       ReferenceCountUtil.release(body.data());
-      fail(id, new EmberException(ErrorCode.CLOSED, type + " to " + peer
-          + " not sent: the client is closing", e));
+      fail(
+          id,
+          new EmberException(
+              ErrorCode.CLOSED, type + " to " + peer + " not sent: the client is closing", e));
       return p.future;
     }
     Frame.writeAndFlush(channel, type, 0, id, body)
         .addListener(
             f -> {
               if (!f.isSuccess()) {
-                fail(id, new EmberException(ErrorCode.CONNECTION_CLOSED,
-                    "sending " + type + " to " + peer + " failed: " + f.cause(), f.cause()));
+                fail(
+                    id,
+                    new EmberException(
+                        ErrorCode.CONNECTION_CLOSED,
+                        "sending " + type + " to " + peer + " failed: " + f.cause(),
+                        f.cause()));
               }
             });
     return p.future;
@@ -152,8 +172,10 @@ public final class RpcClient implements AutoCloseable {
       Frame frame = (Frame) msg;
       try {
         if (!frame.isResponse()) {
-          failAll(new EmberException(ErrorCode.MALFORMED_FRAME,
-              peer + " sent a request frame to a client; closing the connection"));
+          failAll(
+              new EmberException(
+                  ErrorCode.MALFORMED_FRAME,
+                  peer + " sent a request frame to a client; closing the connection"));
           ctx.close().addListener(ChannelListeners.LOG_CLOSE_FAILURE);
           return;
         }
@@ -178,8 +200,10 @@ public final class RpcClient implements AutoCloseable {
     @Override
     public void userEventTriggered(ChannelHandlerContext ctx, Object evt) {
       if (evt instanceof FrameDecoder.FrameTooLargeEvent tooLarge) {
-        failAll(new EmberException(ErrorCode.FRAME_TOO_LARGE,
-            peer + " sent an unreadable frame: " + tooLarge.describe()));
+        failAll(
+            new EmberException(
+                ErrorCode.FRAME_TOO_LARGE,
+                peer + " sent an unreadable frame: " + tooLarge.describe()));
         ctx.close().addListener(ChannelListeners.LOG_CLOSE_FAILURE);
         return;
       }
@@ -194,8 +218,9 @@ public final class RpcClient implements AutoCloseable {
 
     @Override
     public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
-      failAll(new EmberException(ErrorCode.CONNECTION_CLOSED,
-          "connection to " + peer + " failed: " + cause, cause));
+      failAll(
+          new EmberException(
+              ErrorCode.CONNECTION_CLOSED, "connection to " + peer + " failed: " + cause, cause));
       ctx.close().addListener(ChannelListeners.LOG_CLOSE_FAILURE);
     }
   }

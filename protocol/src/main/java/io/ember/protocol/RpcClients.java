@@ -24,6 +24,7 @@ public final class RpcClients implements AutoCloseable {
   private final int connectTimeoutMillis;
   private final LifeCycle lifeCycle;
   private final Map<HostPort, CompletableFuture<RpcClient>> connections = new ConcurrentHashMap<>();
+
   /** Connections being opened: closing fails them rather than leave callers to their timeout. */
   private final Set<CompletableFuture<RpcClient>> opening = ConcurrentHashMap.newKeySet();
 
@@ -64,14 +65,16 @@ public final class RpcClients implements AutoCloseable {
       if (connections.putIfAbsent(address, fresh) == null) {
         // Callers that come meanwhile wait for fresh; this one for the same outcome, once fresh
         // has it.
-        return open(address, peerKind).whenComplete((c, e) -> {
-          if (e != null) {
-            connections.remove(address, fresh);
-            fresh.completeExceptionally(e);
-          } else {
-            fresh.complete(c);
-          }
-        });
+        return open(address, peerKind)
+            .whenComplete(
+                (c, e) -> {
+                  if (e != null) {
+                    connections.remove(address, fresh);
+                    fresh.completeExceptionally(e);
+                  } else {
+                    fresh.complete(c);
+                  }
+                });
       }
     }
   }
@@ -82,13 +85,15 @@ public final class RpcClients implements AutoCloseable {
    * under a caller or an attempt whose completion was lost.
    */
   public CompletableFuture<RpcClient> getOrRetry(HostPort address, String peerKind) {
-    return get(address, peerKind).exceptionallyCompose(e -> {
-      Throwable cause = EmberException.unwrap(e);
-      if (cause instanceof EmberException ee && ee.code() == ErrorCode.CLOSED) {
-        return CompletableFuture.failedFuture(ee); // this client is closing: no point
-      }
-      return get(address, peerKind);
-    });
+    return get(address, peerKind)
+        .exceptionallyCompose(
+            e -> {
+              Throwable cause = EmberException.unwrap(e);
+              if (cause instanceof EmberException ee && ee.code() == ErrorCode.CLOSED) {
+                return CompletableFuture.failedFuture(ee); // this client is closing: no point
+              }
+              return get(address, peerKind);
+            });
   }
 
   /**
@@ -113,47 +118,61 @@ public final class RpcClients implements AutoCloseable {
             .option(ChannelOption.TCP_NODELAY, true)
             .option(ChannelOption.RECVBUF_ALLOCATOR, Transports.receiveBuffers())
             .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, connectTimeoutMillis)
-            .handler(new ChannelInitializer<Channel>() {
-              @Override
-              protected void initChannel(Channel ch) {
-                RpcClient client = new RpcClient(ch, peer, timeoutMillis);
-                holder[0] = client;
-                ch.pipeline().addLast("frames", new FrameDecoder(maxFrame));
-                ch.pipeline().addLast("rpc", client.new ResponseHandler());
-              }
-            });
+            .handler(
+                new ChannelInitializer<Channel>() {
+                  @Override
+                  protected void initChannel(Channel ch) {
+                    RpcClient client = new RpcClient(ch, peer, timeoutMillis);
+                    holder[0] = client;
+                    ch.pipeline().addLast("frames", new FrameDecoder(maxFrame));
+                    ch.pipeline().addLast("rpc", client.new ResponseHandler());
+                  }
+                });
     ChannelFuture cf;
     try {
       cf = b.connect(address.host(), address.port());
     } catch (RuntimeException e) {
-      result.completeExceptionally(new EmberException(ErrorCode.CLOSED,
-          "cannot reach " + peer + ": the client is closing", e));
+      result.completeExceptionally(
+          new EmberException(
+              ErrorCode.CLOSED, "cannot reach " + peer + ": the client is closing", e));
       return result;
     }
     opening.add(result);
-    cf.addListener(f -> {
-      opening.remove(result);
-      if (f.isSuccess()) {
-        if (!result.complete(holder[0])) {
-          holder[0].close(); // the client closed while it connected: nobody will use it
-        }
-      } else {
-        result.completeExceptionally(new EmberException(ErrorCode.UNREACHABLE,
-            "cannot reach " + peer + ": " + f.cause().getMessage(), f.cause()));
-      }
-    });
+    cf.addListener(
+        f -> {
+          opening.remove(result);
+          if (f.isSuccess()) {
+            if (!result.complete(holder[0])) {
+              holder[0].close(); // the client closed while it connected: nobody will use it
+            }
+          } else {
+            result.completeExceptionally(
+                new EmberException(
+                    ErrorCode.UNREACHABLE,
+                    "cannot reach " + peer + ": " + f.cause().getMessage(),
+                    f.cause()));
+          }
+        });
     // Netty drops listener notifications when the event loop has already terminated (a client
     // closing while it connects): a deadline of our own makes sure no caller waits forever.
-    return result.orTimeout(connectTimeoutMillis + 2000L, TimeUnit.MILLISECONDS)
-        .exceptionallyCompose(e -> {
-          Throwable cause = EmberException.unwrap(e);
-          if (cause instanceof java.util.concurrent.TimeoutException) {
-            cf.channel().close().addListener(ChannelListeners.LOG_CLOSE_FAILURE);
-            return CompletableFuture.failedFuture(new EmberException(ErrorCode.UNREACHABLE,
-                "cannot reach " + peer + ": no connection within " + connectTimeoutMillis + " ms"));
-          }
-          return CompletableFuture.failedFuture(cause);
-        });
+    return result
+        .orTimeout(connectTimeoutMillis + 2000L, TimeUnit.MILLISECONDS)
+        .exceptionallyCompose(
+            e -> {
+              Throwable cause = EmberException.unwrap(e);
+              if (cause instanceof java.util.concurrent.TimeoutException) {
+                cf.channel().close().addListener(ChannelListeners.LOG_CLOSE_FAILURE);
+                return CompletableFuture.failedFuture(
+                    new EmberException(
+                        ErrorCode.UNREACHABLE,
+                        "cannot reach "
+                            + peer
+                            + ": no connection within "
+                            + connectTimeoutMillis
+                            + " ms"));
+              }
+              return CompletableFuture.failedFuture(cause);
+            });
   }
 
   /** Closes every connection and stops the network threads. Idempotent. */
@@ -163,8 +182,8 @@ public final class RpcClients implements AutoCloseable {
       return;
     }
     for (CompletableFuture<RpcClient> f : opening) {
-      f.completeExceptionally(new EmberException(ErrorCode.CLOSED,
-          "the client closed while it connected"));
+      f.completeExceptionally(
+          new EmberException(ErrorCode.CLOSED, "the client closed while it connected"));
     }
     opening.clear();
     for (CompletableFuture<RpcClient> f : connections.values()) {

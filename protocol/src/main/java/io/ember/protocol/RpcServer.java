@@ -20,9 +20,9 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * A Netty server that frames requests, hands them to an {@link RpcService} and writes the
- * answers. Malformed input gets an error frame; input that cannot be framed closes that one
- * connection. Nothing a client sends stops the server serving others.
+ * A Netty server that frames requests, hands them to an {@link RpcService} and writes the answers.
+ * Malformed input gets an error frame; input that cannot be framed closes that one connection.
+ * Nothing a client sends stops the server serving others.
  */
 public final class RpcServer implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(RpcServer.class);
@@ -35,6 +35,7 @@ public final class RpcServer implements AutoCloseable {
   private EventLoopGroup bossGroup;
   private EventLoopGroup workerGroup;
   private Channel serverChannel;
+
   /** Set by {@link #pauseReading}: connections accepted meanwhile start paused too. */
   private volatile boolean paused;
 
@@ -130,7 +131,9 @@ public final class RpcServer implements AutoCloseable {
 
   private void shutdownGroups() {
     if (bossGroup != null) {
-      bossGroup.shutdownGracefully(0, 2, TimeUnit.SECONDS).awaitUninterruptibly(5, TimeUnit.SECONDS);
+      bossGroup
+          .shutdownGracefully(0, 2, TimeUnit.SECONDS)
+          .awaitUninterruptibly(5, TimeUnit.SECONDS);
     }
     if (workerGroup != null) {
       workerGroup
@@ -178,7 +181,11 @@ public final class RpcServer implements AutoCloseable {
       if (frame.version() != Frame.VERSION) {
         throw new EmberException(
             ErrorCode.UNSUPPORTED_VERSION,
-            "protocol version " + frame.version() + " not supported; " + name + " speaks "
+            "protocol version "
+                + frame.version()
+                + " not supported; "
+                + name
+                + " speaks "
                 + Frame.VERSION);
       }
       if (frame.isResponse()) {
@@ -213,12 +220,22 @@ public final class RpcServer implements AutoCloseable {
     @Override
     public void userEventTriggered(ChannelHandlerContext ctx, Object evt) {
       if (evt instanceof FrameDecoder.FrameTooLargeEvent tooLarge) {
-        LOG.warn("{}: closing connection from {}: {}", name, ctx.channel().remoteAddress(),
+        LOG.warn(
+            "{}: closing connection from {}: {}",
+            name,
+            ctx.channel().remoteAddress(),
             tooLarge.describe());
-        ErrorCode code = tooLarge.length() < Frame.HEADER_BYTES
-            ? ErrorCode.MALFORMED_FRAME : ErrorCode.FRAME_TOO_LARGE;
-        Frame.write(ctx.channel(), 0, Frame.FLAG_RESPONSE | Frame.FLAG_ERROR, 0,
-                new Messages.ErrorReply(code, tooLarge.describe()), true)
+        ErrorCode code =
+            tooLarge.length() < Frame.HEADER_BYTES
+                ? ErrorCode.MALFORMED_FRAME
+                : ErrorCode.FRAME_TOO_LARGE;
+        Frame.write(
+                ctx.channel(),
+                0,
+                Frame.FLAG_RESPONSE | Frame.FLAG_ERROR,
+                0,
+                new Messages.ErrorReply(code, tooLarge.describe()),
+                true)
             .addListener(ChannelFutureListener.CLOSE);
         return;
       }
@@ -237,7 +254,10 @@ public final class RpcServer implements AutoCloseable {
 
     @Override
     public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
-      LOG.debug("{}: closing connection from {}: {}", name, ctx.channel().remoteAddress(),
+      LOG.debug(
+          "{}: closing connection from {}: {}",
+          name,
+          ctx.channel().remoteAddress(),
           cause.toString());
       ctx.close().addListener(ChannelListeners.LOG_CLOSE_FAILURE);
     }

@@ -11,6 +11,7 @@ import java.util.Locale;
 public record StorageClass(int id) {
   /** Blocks in data-node memory. */
   public static final StorageClass DRAM = new StorageClass(0);
+
   /** Blocks on NVMe namespaces behind NVMf targets. */
   public static final StorageClass NVMF = new StorageClass(1);
 

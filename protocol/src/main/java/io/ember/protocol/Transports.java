@@ -16,8 +16,8 @@ import io.netty.util.concurrent.DefaultThreadFactory;
 import java.util.Locale;
 
 /**
- * Picks Netty's native epoll transport where it loads (Linux) and NIO elsewhere. The choice can
- * be forced with {@link EmberKeys#RPC_TRANSPORT}.
+ * Picks Netty's native epoll transport where it loads (Linux) and NIO elsewhere. The choice can be
+ * forced with {@link EmberKeys#RPC_TRANSPORT}.
  *
  * @param epoll true when the native epoll transport is used
  */
@@ -36,8 +36,9 @@ public record Transports(boolean epoll) {
         yield new Transports(true);
       }
       case "auto" -> new Transports(Epoll.isAvailable());
-      default -> throw new IllegalArgumentException(
-          "unknown transport '" + choice + "': use auto, epoll or nio");
+      default ->
+          throw new IllegalArgumentException(
+              "unknown transport '" + choice + "': use auto, epoll or nio");
     };
   }
 

@@ -77,7 +77,8 @@ public final class Wire {
       throws MalformedFrameException {
     int len = readInt(in, field + " length");
     if (len < 0 || len > maxBytes) {
-      throw new MalformedFrameException(field + " length " + len + " outside [0, " + maxBytes + "]");
+      throw new MalformedFrameException(
+          field + " length " + len + " outside [0, " + maxBytes + "]");
     }
     need(in, len, field);
     if (!ByteBufUtil.isText(in, in.readerIndex(), len, StandardCharsets.UTF_8)) {
@@ -100,8 +101,14 @@ public final class Wire {
     }
     if ((long) n * minItemBytes > in.readableBytes()) {
       throw new MalformedFrameException(
-          field + " " + n + " needs at least " + ((long) n * minItemBytes) + " bytes, "
-              + in.readableBytes() + " present");
+          field
+              + " "
+              + n
+              + " needs at least "
+              + ((long) n * minItemBytes)
+              + " bytes, "
+              + in.readableBytes()
+              + " present");
     }
     return n;
   }

@@ -30,12 +30,13 @@ class ConfigTest {
   void defaultsApplyAndBadValuesNameTheKey() {
     EmberConfig c = EmberConfig.defaults();
     assertEquals(1L << 20, c.get(EmberKeys.BLOCK_SIZE));
-    IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-        () -> c.with(EmberKeys.BLOCK_SIZE, "lots"));
+    IllegalArgumentException e =
+        assertThrows(IllegalArgumentException.class, () -> c.with(EmberKeys.BLOCK_SIZE, "lots"));
     assertTrue(e.getMessage().contains("ember.block-size"), e.getMessage());
     assertThrows(IllegalArgumentException.class, () -> c.with(EmberKeys.BLOCK_SIZE, "1g"));
     assertThrows(IllegalArgumentException.class, () -> c.with(EmberKeys.RPC_TRANSPORT, "carrier"));
-    assertThrows(IllegalArgumentException.class,
+    assertThrows(
+        IllegalArgumentException.class,
         () -> EmberConfig.of(Map.of("ember.rpc.timeout", "soon")).validate(EmberKeys.ALL));
   }
 

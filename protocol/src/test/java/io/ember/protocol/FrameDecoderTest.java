@@ -17,18 +17,24 @@ class FrameDecoderTest {
   private final List<Object> events = new ArrayList<>();
 
   private EmbeddedChannel channel(int max) {
-    return new EmbeddedChannel(new FrameDecoder(max), new ChannelInboundHandlerAdapter() {
-      @Override
-      public void userEventTriggered(ChannelHandlerContext ctx, Object evt) {
-        events.add(evt);
-      }
-    });
+    return new EmbeddedChannel(
+        new FrameDecoder(max),
+        new ChannelInboundHandlerAdapter() {
+          @Override
+          public void userEventTriggered(ChannelHandlerContext ctx, Object evt) {
+            events.add(evt);
+          }
+        });
   }
 
   private static ByteBuf frame(long id, byte[] payload) {
     ByteBuf b = Unpooled.buffer();
-    b.writeInt(Frame.HEADER_BYTES + payload.length).writeByte(1).writeByte(11).writeByte(0)
-        .writeLong(id).writeBytes(payload);
+    b.writeInt(Frame.HEADER_BYTES + payload.length)
+        .writeByte(1)
+        .writeByte(11)
+        .writeByte(0)
+        .writeLong(id)
+        .writeBytes(payload);
     return b;
   }
 

@@ -11,8 +11,10 @@ import org.junit.jupiter.api.Test;
 class FuturesTest {
   @Test
   void boundedWaitEndsALostCompletionWithATimeout() {
-    EmberException e = assertThrows(EmberException.class,
-        () -> Futures.await(new CompletableFuture<Void>(), Duration.ofMillis(100)));
+    EmberException e =
+        assertThrows(
+            EmberException.class,
+            () -> Futures.await(new CompletableFuture<Void>(), Duration.ofMillis(100)));
     assertEquals(ErrorCode.TIMEOUT, e.code());
     // The wait's own bound ended it (a hang would meet the test timeout instead).
     assertTrue(e.getMessage().startsWith("no completion within 100 ms"), e.getMessage());
@@ -21,9 +23,13 @@ class FuturesTest {
   @Test
   void boundedWaitReturnsValuesAndUnwrapsErrors() throws Exception {
     assertEquals("x", Futures.await(CompletableFuture.completedFuture("x"), Duration.ofSeconds(1)));
-    EmberException e = assertThrows(EmberException.class, () -> Futures.await(
-        CompletableFuture.failedFuture(new EmberException(ErrorCode.NOT_FOUND, "gone")),
-        Duration.ofSeconds(1)));
+    EmberException e =
+        assertThrows(
+            EmberException.class,
+            () ->
+                Futures.await(
+                    CompletableFuture.failedFuture(new EmberException(ErrorCode.NOT_FOUND, "gone")),
+                    Duration.ofSeconds(1)));
     assertEquals(ErrorCode.NOT_FOUND, e.code());
     assertEquals("gone", e.getMessage());
   }

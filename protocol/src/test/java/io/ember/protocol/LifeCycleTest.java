@@ -42,9 +42,10 @@ class LifeCycleTest {
     LifeCycle lc = new LifeCycle("svc");
     lc.beginStart();
     lc.opened(resource("first"));
-    lc.opened(() -> {
-      throw new IllegalStateException("cannot close");
-    });
+    lc.opened(
+        () -> {
+          throw new IllegalStateException("cannot close");
+        });
     lc.opened(resource("last"));
     EmberException cause = new EmberException(ErrorCode.INVALID_ARGUMENT, "no");
     lc.startFailed(cause);

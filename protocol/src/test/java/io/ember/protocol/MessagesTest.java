@@ -21,46 +21,80 @@ class MessagesTest {
 
   private static final NodeStatus STATUS =
       new NodeStatus(7, NodeType.FILE, 123, 2, 1 << 20, StorageClass.DRAM, 99, false);
-  private static final BlockLocation BLOCK = new BlockLocation(3, 17, 9, 2, -5L, StorageClass.NVMF,
-      "dram", "127.0.0.1:4000", 1 << 20, 1 << 20, true);
+  private static final BlockLocation BLOCK =
+      new BlockLocation(
+          3, 17, 9, 2, -5L, StorageClass.NVMF, "dram", "127.0.0.1:4000", 1 << 20, 1 << 20, true);
 
-  private static final List<Object[]> CASES = List.of(
-      new Object[] {new Messages.CreateRequest("/a/b", NodeType.MULTIFILE, StorageClass.NVMF, true),
-          (Decoder) Messages.CreateRequest::decode},
-      new Object[] {new Messages.PathRequest("/é/ü"), (Decoder) Messages.PathRequest::decode},
-      new Object[] {new Messages.ListRequest("/d", "after", 10),
-          (Decoder) Messages.ListRequest::decode},
-      new Object[] {new Messages.ListResponse(
-          List.of(new Messages.DirEntry("x", STATUS), new Messages.DirEntry("y", STATUS)), true),
-          (Decoder) Messages.ListResponse::decode},
-      new Object[] {new Messages.DeleteRequest("/d", true), (Decoder) Messages.DeleteRequest::decode},
-      new Object[] {new Messages.RenameRequest("/a", "/b"), (Decoder) Messages.RenameRequest::decode},
-      new Object[] {new Messages.AllocateBlockRequest(5, 6),
-          (Decoder) Messages.AllocateBlockRequest::decode},
-      new Object[] {new Messages.GetBlocksRequest(5, 0, 64),
-          (Decoder) Messages.GetBlocksRequest::decode},
-      new Object[] {new Messages.BlocksResponse(List.of(BLOCK, BLOCK)),
-          (Decoder) Messages.BlocksResponse::decode},
-      new Object[] {new Messages.OpenRequest("/o/p", 64), (Decoder) Messages.OpenRequest::decode},
-      new Object[] {new Messages.OpenResponse(STATUS, List.of(BLOCK, BLOCK)),
-          (Decoder) Messages.OpenResponse::decode},
-      new Object[] {new Messages.CloseFileRequest(5, 1000),
-          (Decoder) Messages.CloseFileRequest::decode},
-      new Object[] {new Messages.DfResponse(List.of(
-          new Messages.ClassUsage(StorageClass.DRAM, 1 << 20, 100, 40, 2, 1))),
-          (Decoder) Messages.DfResponse::decode},
-      new Object[] {new Messages.RegisterRequest(StorageClass.DRAM, "dram", "h:1", 1L << 30,
-          true, -77L, true), (Decoder) Messages.RegisterRequest::decode},
-      new Object[] {new Messages.RegisterResponse(4, 1 << 20, 1024),
-          (Decoder) Messages.RegisterResponse::decode},
-      new Object[] {new Messages.HeartbeatRequest(4, List.of(1L, 99L)),
-          (Decoder) Messages.HeartbeatRequest::decode},
-      new Object[] {new Messages.HeartbeatResponse(List.of(5L, 6L, 7L)),
-          (Decoder) Messages.HeartbeatResponse::decode},
-      new Object[] {new Messages.BlockReadRequest(-3L, 17, 9, 4096, 512),
-          (Decoder) Messages.BlockReadRequest::decode},
-      new Object[] {STATUS, (Decoder) NodeStatus::decode},
-      new Object[] {BLOCK, (Decoder) BlockLocation::decode});
+  private static final List<Object[]> CASES =
+      List.of(
+          new Object[] {
+            new Messages.CreateRequest("/a/b", NodeType.MULTIFILE, StorageClass.NVMF, true),
+            (Decoder) Messages.CreateRequest::decode
+          },
+          new Object[] {new Messages.PathRequest("/é/ü"), (Decoder) Messages.PathRequest::decode},
+          new Object[] {
+            new Messages.ListRequest("/d", "after", 10), (Decoder) Messages.ListRequest::decode
+          },
+          new Object[] {
+            new Messages.ListResponse(
+                List.of(new Messages.DirEntry("x", STATUS), new Messages.DirEntry("y", STATUS)),
+                true),
+            (Decoder) Messages.ListResponse::decode
+          },
+          new Object[] {
+            new Messages.DeleteRequest("/d", true), (Decoder) Messages.DeleteRequest::decode
+          },
+          new Object[] {
+            new Messages.RenameRequest("/a", "/b"), (Decoder) Messages.RenameRequest::decode
+          },
+          new Object[] {
+            new Messages.AllocateBlockRequest(5, 6), (Decoder) Messages.AllocateBlockRequest::decode
+          },
+          new Object[] {
+            new Messages.GetBlocksRequest(5, 0, 64), (Decoder) Messages.GetBlocksRequest::decode
+          },
+          new Object[] {
+            new Messages.BlocksResponse(List.of(BLOCK, BLOCK)),
+            (Decoder) Messages.BlocksResponse::decode
+          },
+          new Object[] {
+            new Messages.OpenRequest("/o/p", 64), (Decoder) Messages.OpenRequest::decode
+          },
+          new Object[] {
+            new Messages.OpenResponse(STATUS, List.of(BLOCK, BLOCK)),
+            (Decoder) Messages.OpenResponse::decode
+          },
+          new Object[] {
+            new Messages.CloseFileRequest(5, 1000), (Decoder) Messages.CloseFileRequest::decode
+          },
+          new Object[] {
+            new Messages.DfResponse(
+                List.of(new Messages.ClassUsage(StorageClass.DRAM, 1 << 20, 100, 40, 2, 1))),
+            (Decoder) Messages.DfResponse::decode
+          },
+          new Object[] {
+            new Messages.RegisterRequest(
+                StorageClass.DRAM, "dram", "h:1", 1L << 30, true, -77L, true),
+            (Decoder) Messages.RegisterRequest::decode
+          },
+          new Object[] {
+            new Messages.RegisterResponse(4, 1 << 20, 1024),
+            (Decoder) Messages.RegisterResponse::decode
+          },
+          new Object[] {
+            new Messages.HeartbeatRequest(4, List.of(1L, 99L)),
+            (Decoder) Messages.HeartbeatRequest::decode
+          },
+          new Object[] {
+            new Messages.HeartbeatResponse(List.of(5L, 6L, 7L)),
+            (Decoder) Messages.HeartbeatResponse::decode
+          },
+          new Object[] {
+            new Messages.BlockReadRequest(-3L, 17, 9, 4096, 512),
+            (Decoder) Messages.BlockReadRequest::decode
+          },
+          new Object[] {STATUS, (Decoder) NodeStatus::decode},
+          new Object[] {BLOCK, (Decoder) BlockLocation::decode});
 
   @Test
   void roundTrips() throws Exception {
@@ -86,7 +120,9 @@ class MessagesTest {
         for (int cut = 0; cut < full.readableBytes(); cut++) {
           ByteBuf part = full.retainedSlice(0, cut);
           try {
-            assertThrows(MalformedFrameException.class, () -> ((Decoder) c[1]).decode(part),
+            assertThrows(
+                MalformedFrameException.class,
+                () -> ((Decoder) c[1]).decode(part),
                 m.getClass().getSimpleName() + " cut at " + cut);
           } finally {
             part.release();
@@ -111,8 +147,8 @@ class MessagesTest {
         } catch (MalformedFrameException expected) {
           // fine
         } catch (Throwable t) {
-          throw new AssertionError("decoder " + c[0].getClass().getSimpleName()
-              + " threw " + t + " on random input", t);
+          throw new AssertionError(
+              "decoder " + c[0].getClass().getSimpleName() + " threw " + t + " on random input", t);
         } finally {
           in.release();
         }
@@ -126,8 +162,8 @@ class MessagesTest {
     in.writeInt(Messages.MAX_LIST_ENTRIES); // claims 4096 entries, holds none
     in.writeBoolean(false);
     try {
-      MalformedFrameException e = assertThrows(MalformedFrameException.class,
-          () -> Messages.ListResponse.decode(in));
+      MalformedFrameException e =
+          assertThrows(MalformedFrameException.class, () -> Messages.ListResponse.decode(in));
       assertEquals(ErrorCode.MALFORMED_FRAME, e.code());
     } finally {
       in.release();
@@ -163,11 +199,33 @@ class MessagesTest {
   @Test
   void blockHostComesFromEitherEndpointForm() {
     assertEquals("127.0.0.1", BLOCK.host());
-    BlockLocation nvmf = new BlockLocation(0, 1, 1, 1, 0, StorageClass.NVMF, "nvmf",
-        "nvmf+tcp://10.1.2.3:4420/nqn.2014-08.org.nvmexpress:x/1", 0, 4096, false);
+    BlockLocation nvmf =
+        new BlockLocation(
+            0,
+            1,
+            1,
+            1,
+            0,
+            StorageClass.NVMF,
+            "nvmf",
+            "nvmf+tcp://10.1.2.3:4420/nqn.2014-08.org.nvmexpress:x/1",
+            0,
+            4096,
+            false);
     assertEquals("10.1.2.3", nvmf.host());
-    BlockLocation v6 = new BlockLocation(0, 1, 1, 1, 0, StorageClass.NVMF, "nvmf",
-        "nvmf+tcp://[::1]:4420/nqn.x/1", 0, 4096, false);
+    BlockLocation v6 =
+        new BlockLocation(
+            0,
+            1,
+            1,
+            1,
+            0,
+            StorageClass.NVMF,
+            "nvmf",
+            "nvmf+tcp://[::1]:4420/nqn.x/1",
+            0,
+            4096,
+            false);
     assertEquals("::1", v6.host());
   }
 
@@ -181,7 +239,12 @@ class MessagesTest {
       in.release();
     }
     ByteBuf ok = Unpooled.buffer();
-    ok.writeLong(-3).writeLong(17).writeLong(9).writeLong(8).writeInt(3).writeBytes(new byte[] {1, 2, 3});
+    ok.writeLong(-3)
+        .writeLong(17)
+        .writeLong(9)
+        .writeLong(8)
+        .writeInt(3)
+        .writeBytes(new byte[] {1, 2, 3});
     try {
       Messages.BlockWriteRequest r = Messages.BlockWriteRequest.decode(ok);
       assertEquals(-3, r.incarnation());

@@ -44,8 +44,8 @@ class RpcClientsTest {
         assertFalse(hanging.isDone());
         clients.close();
         CompletableFuture<RpcClient> f = hanging;
-        ExecutionException e = assertThrows(ExecutionException.class,
-            () -> f.get(60, TimeUnit.SECONDS));
+        ExecutionException e =
+            assertThrows(ExecutionException.class, () -> f.get(60, TimeUnit.SECONDS));
         assertEquals(ErrorCode.CLOSED, ((EmberException) e.getCause()).code(), e.toString());
       } finally {
         for (Socket s : filler) {

@@ -8,13 +8,11 @@ import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import java.io.DataInputStream;
 import java.io.DataOutputStream;
-import java.io.EOFException;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
 import java.net.SocketTimeoutException;
-import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
@@ -25,15 +23,16 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 /**
- * Bad input from raw sockets: each gets an error reply or a closed connection, the server stays
- * up and the next good client is served. Over Netty's native epoll transport here, and over NIO
- * (what the shaded jars use) in {@link RpcServerNioTest}.
+ * Bad input from raw sockets: each gets an error reply or a closed connection, the server stays up
+ * and the next good client is served. Over Netty's native epoll transport here, and over NIO (what
+ * the shaded jars use) in {@link RpcServerNioTest}.
  */
 class RpcServerTest {
   private static final int MAX_FRAME = 64 << 10;
+
   /**
-   * How long a test waits for what the server does by itself: far longer than it takes on a
-   * starved machine, so only a real failure reaches it.
+   * How long a test waits for what the server does by itself: far longer than it takes on a starved
+   * machine, so only a real failure reaches it.
    */
   private static final long PATIENCE_MILLIS = 60_000;
 
@@ -47,17 +46,19 @@ class RpcServerTest {
     public Message handle(io.netty.channel.Channel ch, MessageType type, ByteBuf in)
         throws EmberException {
       switch (type) {
-        case LOOKUP: {
-          String path = Messages.PathRequest.decode(in).path();
-          return new NodeStatus(path.length(), NodeType.FILE, path.length(), 0, 4096,
-              StorageClass.DRAM, 0, false);
-        }
-        case BLOCK_READ: {
-          Messages.BlockReadRequest r = Messages.BlockReadRequest.decode(in);
-          ByteBuf data = ch.alloc().buffer(r.length());
-          data.writeZero(r.length());
-          return new Messages.DataResponse(data);
-        }
+        case LOOKUP:
+          {
+            String path = Messages.PathRequest.decode(in).path();
+            return new NodeStatus(
+                path.length(), NodeType.FILE, path.length(), 0, 4096, StorageClass.DRAM, 0, false);
+          }
+        case BLOCK_READ:
+          {
+            Messages.BlockReadRequest r = Messages.BlockReadRequest.decode(in);
+            ByteBuf data = ch.alloc().buffer(r.length());
+            data.writeZero(r.length());
+            return new Messages.DataResponse(data);
+          }
         default:
           throw new EmberException(ErrorCode.NOT_FOUND, "nothing here for " + type);
       }
@@ -76,10 +77,11 @@ class RpcServerTest {
 
   @BeforeEach
   void start() throws Exception {
-    EmberConfig config = base()
-        .with(EmberKeys.MAX_FRAME_BYTES, Integer.toString(MAX_FRAME))
-        .with(EmberKeys.IO_THREADS, "1")
-        .with(EmberKeys.RPC_TIMEOUT, PATIENCE_MILLIS + "ms");
+    EmberConfig config =
+        base()
+            .with(EmberKeys.MAX_FRAME_BYTES, Integer.toString(MAX_FRAME))
+            .with(EmberKeys.IO_THREADS, "1")
+            .with(EmberKeys.RPC_TIMEOUT, PATIENCE_MILLIS + "ms");
     server = new RpcServer("test server", config, new TestService());
     address = new HostPort("127.0.0.1", server.start("127.0.0.1", 0).getPort());
     clients = new RpcClients(config, "test-client", 1);
@@ -92,9 +94,13 @@ class RpcServerTest {
   }
 
   private NodeStatus lookup(String path) throws EmberException {
-    return Futures.await(clients.open(address, "test server").thenCompose(c -> c.call(
-        MessageType.LOOKUP, new Messages.PathRequest(path), NodeStatus::decode)
-        .whenComplete((v, e) -> c.close())));
+    return Futures.await(
+        clients
+            .open(address, "test server")
+            .thenCompose(
+                c ->
+                    c.call(MessageType.LOOKUP, new Messages.PathRequest(path), NodeStatus::decode)
+                        .whenComplete((v, e) -> c.close())));
   }
 
   private void assertServerStillServes() throws EmberException {
@@ -194,7 +200,11 @@ class RpcServerTest {
   void malformedPayloadGetsAnErrorAndTheConnectionStaysUsable() throws Exception {
     try (Raw raw = new Raw()) {
       // A path whose length says 1000 bytes in a 6-byte payload.
-      raw.frame(Frame.VERSION, MessageType.LOOKUP.code(), 0, 9,
+      raw.frame(
+          Frame.VERSION,
+          MessageType.LOOKUP.code(),
+          0,
+          9,
           new byte[] {0, 0, 3, (byte) 0xe8, 'a', 'b'});
       long[] f = raw.readFrame();
       assertEquals(9, f[1]);
@@ -211,8 +221,8 @@ class RpcServerTest {
     try (Raw raw = new Raw()) {
       raw.frame(9, MessageType.LOOKUP.code(), 0, 1, pathPayload("/a"));
       assertEquals(ErrorCode.UNSUPPORTED_VERSION.code(), raw.readFrame()[2]);
-      raw.frame(Frame.VERSION, MessageType.LOOKUP.code(), Frame.FLAG_RESPONSE, 2,
-          pathPayload("/a"));
+      raw.frame(
+          Frame.VERSION, MessageType.LOOKUP.code(), Frame.FLAG_RESPONSE, 2, pathPayload("/a"));
       assertEquals(ErrorCode.MALFORMED_FRAME.code(), raw.readFrame()[2]);
     }
     assertServerStillServes();
@@ -275,7 +285,8 @@ class RpcServerTest {
   private void awaitNoConnections() throws Exception {
     long deadline = System.nanoTime() + PATIENCE_MILLIS * 1_000_000;
     while (server.connectionCount() > 0) {
-      assertTrue(System.nanoTime() - deadline < 0,
+      assertTrue(
+          System.nanoTime() - deadline < 0,
           server.connectionCount() + " connection(s) still open after " + PATIENCE_MILLIS + " ms");
       Thread.sleep(10);
     }
@@ -292,16 +303,18 @@ class RpcServerTest {
       // ~240 MB of answers asked for and never read: the server must stop reading this socket,
       // not queue them all.
       AtomicInteger sent = new AtomicInteger();
-      Thread writer = new Thread(() -> {
-        try {
-          for (int i = 0; i < 4000; i++) {
-            raw.frame(Frame.VERSION, MessageType.BLOCK_READ.code(), 0, i, body);
-            sent.incrementAndGet();
-          }
-        } catch (IOException ignored) {
-          // blocked sends end when the socket closes
-        }
-      });
+      Thread writer =
+          new Thread(
+              () -> {
+                try {
+                  for (int i = 0; i < 4000; i++) {
+                    raw.frame(Frame.VERSION, MessageType.BLOCK_READ.code(), 0, i, body);
+                    sent.incrementAndGet();
+                  }
+                } catch (IOException ignored) {
+                  // blocked sends end when the socket closes
+                }
+              });
       writer.setDaemon(true);
       writer.start();
       // 400 requests (a few KiB, never enough to block the writer) ask for 24 MB of answers,
@@ -321,8 +334,11 @@ class RpcServerTest {
     try {
       List<CompletableFuture<NodeStatus>> calls = new ArrayList<>();
       for (int i = 0; i < 2000; i++) {
-        calls.add(c.call(MessageType.LOOKUP, new Messages.PathRequest("/" + "x".repeat(i % 200)),
-            NodeStatus::decode));
+        calls.add(
+            c.call(
+                MessageType.LOOKUP,
+                new Messages.PathRequest("/" + "x".repeat(i % 200)),
+                NodeStatus::decode));
       }
       for (int i = 0; i < calls.size(); i++) {
         assertEquals(1 + i % 200, calls.get(i).join().length());
@@ -334,9 +350,15 @@ class RpcServerTest {
 
   @Test
   void serverErrorsCarryCodeAndMessage() {
-    EmberException e = assertThrows(EmberException.class, () -> Futures.await(
-        clients.open(address, "test server").thenCompose(c ->
-            c.call(MessageType.DF, Message.EMPTY, ResponseDecoder.EMPTY))));
+    EmberException e =
+        assertThrows(
+            EmberException.class,
+            () ->
+                Futures.await(
+                    clients
+                        .open(address, "test server")
+                        .thenCompose(
+                            c -> c.call(MessageType.DF, Message.EMPTY, ResponseDecoder.EMPTY))));
     assertEquals(ErrorCode.NOT_FOUND, e.code());
     assertTrue(e.getMessage().contains("nothing here for DF"), e.getMessage());
   }
@@ -345,11 +367,20 @@ class RpcServerTest {
   void silentPeerTimesOutTheCallNotTheProcess() throws Exception {
     EmberConfig fast = base().with(EmberKeys.RPC_TIMEOUT, "200ms");
     try (ServerSocket silent = new ServerSocket(0, 1, InetAddress.getLoopbackAddress());
-         RpcClients c = new RpcClients(fast, "timeout-client", 1)) {
+        RpcClients c = new RpcClients(fast, "timeout-client", 1)) {
       HostPort hp = new HostPort("127.0.0.1", silent.getLocalPort());
-      EmberException e = assertThrows(EmberException.class, () -> Futures.await(
-          c.open(hp, "silent server").thenCompose(rc -> rc.call(MessageType.LOOKUP,
-              new Messages.PathRequest("/a"), NodeStatus::decode))));
+      EmberException e =
+          assertThrows(
+              EmberException.class,
+              () ->
+                  Futures.await(
+                      c.open(hp, "silent server")
+                          .thenCompose(
+                              rc ->
+                                  rc.call(
+                                      MessageType.LOOKUP,
+                                      new Messages.PathRequest("/a"),
+                                      NodeStatus::decode))));
       assertEquals(ErrorCode.TIMEOUT, e.code());
       assertTrue(e.getMessage().contains("silent server"), e.getMessage());
       // The configured timeout ended it, not the default one.
@@ -360,18 +391,30 @@ class RpcServerTest {
   @Test
   void peerThatClosesFailsPendingCalls() throws Exception {
     try (ServerSocket closing = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
-      Thread t = new Thread(() -> {
-        try (Socket s = closing.accept()) {
-          s.getInputStream().read();
-        } catch (IOException ignored) {
-          // closing is the point
-        }
-      });
+      Thread t =
+          new Thread(
+              () -> {
+                try (Socket s = closing.accept()) {
+                  s.getInputStream().read();
+                } catch (IOException ignored) {
+                  // closing is the point
+                }
+              });
       t.start();
       HostPort hp = new HostPort("127.0.0.1", closing.getLocalPort());
-      EmberException e = assertThrows(EmberException.class, () -> Futures.await(
-          clients.open(hp, "closing server").thenCompose(rc -> rc.call(MessageType.LOOKUP,
-              new Messages.PathRequest("/a"), NodeStatus::decode))));
+      EmberException e =
+          assertThrows(
+              EmberException.class,
+              () ->
+                  Futures.await(
+                      clients
+                          .open(hp, "closing server")
+                          .thenCompose(
+                              rc ->
+                                  rc.call(
+                                      MessageType.LOOKUP,
+                                      new Messages.PathRequest("/a"),
+                                      NodeStatus::decode))));
       assertEquals(ErrorCode.CONNECTION_CLOSED, e.code());
       t.join();
     }
@@ -383,8 +426,10 @@ class RpcServerTest {
     try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
       port = s.getLocalPort();
     }
-    EmberException e = assertThrows(EmberException.class, () -> Futures.await(
-        clients.open(new HostPort("127.0.0.1", port), "name node")));
+    EmberException e =
+        assertThrows(
+            EmberException.class,
+            () -> Futures.await(clients.open(new HostPort("127.0.0.1", port), "name node")));
     assertEquals(ErrorCode.UNREACHABLE, e.code());
     assertTrue(e.getMessage().contains("name node 127.0.0.1:" + port), e.getMessage());
   }
@@ -392,10 +437,10 @@ class RpcServerTest {
   @Test
   void bindingATakenPortFailsClearly() throws Exception {
     RpcServer second = new RpcServer("second", base(), new TestService());
-    EmberException e = assertThrows(EmberException.class,
-        () -> second.start("127.0.0.1", address.port()));
-    assertTrue(e.getMessage().contains("cannot listen on 127.0.0.1:" + address.port()),
-        e.getMessage());
+    EmberException e =
+        assertThrows(EmberException.class, () -> second.start("127.0.0.1", address.port()));
+    assertTrue(
+        e.getMessage().contains("cannot listen on 127.0.0.1:" + address.port()), e.getMessage());
     second.close();
   }
 

@@ -12,9 +12,9 @@ import org.junit.jupiter.api.extension.AfterAllCallback;
 import org.junit.jupiter.api.extension.ExtensionContext;
 
 /**
- * Turns Netty leak reports into test failures. Registered for every test class through
- * {@code META-INF/services} and JUnit's extension autodetection (set in the parent POM), so a
- * leaked {@code ByteBuf} anywhere in a module's tests fails the build, not only logs a line.
+ * Turns Netty leak reports into test failures. Registered for every test class through {@code
+ * META-INF/services} and JUnit's extension autodetection (set in the parent POM), so a leaked
+ * {@code ByteBuf} anywhere in a module's tests fails the build, not only logs a line.
  *
  * <p>Netty finds a leak only when a leaked buffer has been collected and a later allocation polls
  * the reference queue; after each test class this forces a few collections and allocations.
@@ -45,8 +45,12 @@ public final class LeakCheckExtension implements AfterAllCallback {
     }
     if (!found.isEmpty()) {
       throw new AssertionError(
-          "Netty reported " + found.size() + " leak(s) during " + context.getDisplayName()
-              + ":\n" + String.join("\n----\n", found));
+          "Netty reported "
+              + found.size()
+              + " leak(s) during "
+              + context.getDisplayName()
+              + ":\n"
+              + String.join("\n----\n", found));
     }
   }
 

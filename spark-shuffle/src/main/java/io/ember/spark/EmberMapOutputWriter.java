@@ -19,9 +19,9 @@ import org.apache.spark.shuffle.api.metadata.MapOutputCommitMessage;
  * One map task's output in Ember, one file {@code <mapTaskId>.data}: the partitions one after
  * another (written through a buffered stream, so Ember operations stay large), then their offsets
  * and CRC32C checksums as a {@link ShuffleIndex} trailer. One file rather than data plus index
- * saves the map task a create and a close on the name node, and a reducer a lookup. Spark asks
- * for partitions in increasing order, each at most once. Every attempt of a map task has its own
- * task id, so only the attempt Spark registers is ever read.
+ * saves the map task a create and a close on the name node, and a reducer a lookup. Spark asks for
+ * partitions in increasing order, each at most once. Every attempt of a map task has its own task
+ * id, so only the attempt Spark registers is ever read.
  */
 final class EmberMapOutputWriter implements ShuffleMapOutputWriter {
   private final EmberClient client;
@@ -29,17 +29,19 @@ final class EmberMapOutputWriter implements ShuffleMapOutputWriter {
   private final int numPartitions;
   private final long[] lengths;
   private final long[] checksums;
+
   /**
    * The file, asked for when the writer is made: Spark's bypass-merge writer (most SQL shuffles)
    * makes it before it reads its first record, so the name node's answer and the first block's
    * allocation arrive while the task computes.
    */
   private final CompletableFuture<EmberOutputStream> creating;
+
   private EmberOutputStream data;
   private int lastPartition = -1;
 
-  EmberMapOutputWriter(EmberClient client, String base, int numPartitions,
-      StorageClass storageClass) {
+  EmberMapOutputWriter(
+      EmberClient client, String base, int numPartitions, StorageClass storageClass) {
     this.client = client;
     this.base = base;
     this.numPartitions = numPartitions;
@@ -47,8 +49,8 @@ final class EmberMapOutputWriter implements ShuffleMapOutputWriter {
     this.checksums = new long[numPartitions];
     CRC32C empty = new CRC32C();
     java.util.Arrays.fill(checksums, empty.getValue());
-    this.creating = client.createBufferedAsync(base + ShuffleIndex.DATA,
-        new CreateOptions(storageClass, true));
+    this.creating =
+        client.createBufferedAsync(base + ShuffleIndex.DATA, new CreateOptions(storageClass, true));
   }
 
   private EmberOutputStream data() throws IOException {
@@ -61,8 +63,14 @@ final class EmberMapOutputWriter implements ShuffleMapOutputWriter {
   @Override
   public ShufflePartitionWriter getPartitionWriter(int reducePartitionId) throws IOException {
     if (reducePartitionId <= lastPartition || reducePartitionId >= numPartitions) {
-      throw new IllegalArgumentException("partition " + reducePartitionId + " asked for after "
-          + lastPartition + " (of " + numPartitions + ")");
+      throw new IllegalArgumentException(
+          "partition "
+              + reducePartitionId
+              + " asked for after "
+              + lastPartition
+              + " (of "
+              + numPartitions
+              + ")");
     }
     lastPartition = reducePartitionId;
     return new PartitionWriter(reducePartitionId);

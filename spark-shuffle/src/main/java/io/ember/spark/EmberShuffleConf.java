@@ -48,15 +48,15 @@ final class EmberShuffleConf {
    */
   static synchronized EmberClient client(SparkConf conf) throws EmberException {
     if (!conf.contains(NAMENODE)) {
-      throw new IllegalArgumentException(NAMENODE + " is not set: give the Ember name node as "
-          + "host:port");
+      throw new IllegalArgumentException(
+          NAMENODE + " is not set: give the Ember name node as " + "host:port");
     }
     Map<String, String> settings = new TreeMap<>();
     for (Tuple2<String, String> kv : conf.getAllWithPrefix(CONF_PREFIX)) {
       settings.put(kv._1(), kv._2());
     }
-    EmberConfig config = EmberConfig.of(settings)
-        .with(EmberKeys.NAMENODE_ADDRESS, conf.get(NAMENODE));
+    EmberConfig config =
+        EmberConfig.of(settings).with(EmberKeys.NAMENODE_ADDRESS, conf.get(NAMENODE));
     String key = config.toString();
     if (shared == null || !key.equals(sharedKey)) {
       if (shared != null) {

@@ -15,10 +15,10 @@ import org.apache.spark.shuffle.api.ShuffleExecutorComponents;
 import org.apache.spark.shuffle.api.ShuffleMapOutputWriter;
 
 /**
- * Spark's shuffle storage plugin ({@code spark.shuffle.sort.io.plugin.class}) for Ember: every
- * map task's output goes to one Ember file that ends in its index, under a directory per
- * application and shuffle. Spark is told the storage is reliable, so losing an executor does not
- * lose its map output, and dynamic allocation works without the external shuffle service.
+ * Spark's shuffle storage plugin ({@code spark.shuffle.sort.io.plugin.class}) for Ember: every map
+ * task's output goes to one Ember file that ends in its index, under a directory per application
+ * and shuffle. Spark is told the storage is reliable, so losing an executor does not lose its map
+ * output, and dynamic allocation works without the external shuffle service.
  */
 public final class EmberShuffleDataIO implements ShuffleDataIO {
   static final String ROOT_KEY = "ember.root";
@@ -60,8 +60,8 @@ public final class EmberShuffleDataIO implements ShuffleDataIO {
       try {
         EmberShuffleConf.client(conf).createDirectory(appRoot, true);
       } catch (EmberException e) {
-        throw new UncheckedIOException("Ember shuffle: cannot create " + appRoot + ": "
-            + e.getMessage(), e);
+        throw new UncheckedIOException(
+            "Ember shuffle: cannot create " + appRoot + ": " + e.getMessage(), e);
       }
       return Map.of(ROOT_KEY, appRoot);
     }
@@ -72,8 +72,8 @@ public final class EmberShuffleDataIO implements ShuffleDataIO {
         EmberShuffleConf.client(conf).createDirectory(shuffleDir(appRoot, shuffleId), true);
       } catch (EmberException e) {
         if (e.code() != ErrorCode.ALREADY_EXISTS) {
-          throw new UncheckedIOException("Ember shuffle: cannot register shuffle " + shuffleId
-              + ": " + e.getMessage(), e);
+          throw new UncheckedIOException(
+              "Ember shuffle: cannot register shuffle " + shuffleId + ": " + e.getMessage(), e);
         }
       }
     }
@@ -121,17 +121,20 @@ public final class EmberShuffleDataIO implements ShuffleDataIO {
     public void initializeExecutor(String appId, String execId, Map<String, String> extraConfigs) {
       appRoot = extraConfigs.get(ROOT_KEY);
       if (appRoot == null) {
-        throw new IllegalStateException("Ember shuffle: the driver did not pass its shuffle "
-            + "directory (is spark.shuffle.sort.io.plugin.class set on the driver too?)");
+        throw new IllegalStateException(
+            "Ember shuffle: the driver did not pass its shuffle "
+                + "directory (is spark.shuffle.sort.io.plugin.class set on the driver too?)");
       }
     }
 
     @Override
-    public ShuffleMapOutputWriter createMapOutputWriter(int shuffleId, long mapTaskId,
-        int numPartitions) throws IOException {
+    public ShuffleMapOutputWriter createMapOutputWriter(
+        int shuffleId, long mapTaskId, int numPartitions) throws IOException {
       EmberClient client = EmberShuffleConf.client(conf);
-      return new EmberMapOutputWriter(client,
-          Paths.child(shuffleDir(appRoot, shuffleId), Long.toString(mapTaskId)), numPartitions,
+      return new EmberMapOutputWriter(
+          client,
+          Paths.child(shuffleDir(appRoot, shuffleId), Long.toString(mapTaskId)),
+          numPartitions,
           EmberShuffleConf.storageClass(conf));
     }
   }

@@ -12,8 +12,8 @@ import org.apache.spark.shuffle.sort.SortShuffleManager;
  * Spark's shuffle manager for Ember ({@code spark.shuffle.manager}). Map tasks write through
  * Spark's own sort shuffle writers (map-side combine, spills, serializer relocation) into Ember by
  * way of {@link EmberShuffleDataIO}; reduce tasks read straight from Ember with {@link
- * EmberShuffleReader}, so no executor serves shuffle files and an executor can go away without
- * its map output. Needs, besides {@code spark.ember.namenode}:
+ * EmberShuffleReader}, so no executor serves shuffle files and an executor can go away without its
+ * map output. Needs, besides {@code spark.ember.namenode}:
  *
  * <pre>
  * spark.shuffle.manager=io.ember.spark.EmberShuffleManager
@@ -38,18 +38,35 @@ public class EmberShuffleManager extends SortShuffleManager {
   private static SparkConf checked(SparkConf conf) {
     String plugin = conf.get(PLUGIN_KEY, "");
     if (!plugin.equals(EmberShuffleDataIO.class.getName())) {
-      throw new IllegalArgumentException("EmberShuffleManager needs " + PLUGIN_KEY + "="
-          + EmberShuffleDataIO.class.getName() + " (it is '" + plugin + "')");
+      throw new IllegalArgumentException(
+          "EmberShuffleManager needs "
+              + PLUGIN_KEY
+              + "="
+              + EmberShuffleDataIO.class.getName()
+              + " (it is '"
+              + plugin
+              + "')");
     }
     return conf;
   }
 
   @Override
   @SuppressWarnings("unchecked")
-  public <K, C> ShuffleReader<K, C> getReader(ShuffleHandle handle, int startMapIndex,
-      int endMapIndex, int startPartition, int endPartition, TaskContext context,
+  public <K, C> ShuffleReader<K, C> getReader(
+      ShuffleHandle handle,
+      int startMapIndex,
+      int endMapIndex,
+      int startPartition,
+      int endPartition,
+      TaskContext context,
       ShuffleReadMetricsReporter metrics) {
-    return new EmberShuffleReader<>((BaseShuffleHandle<K, ?, C>) handle, startMapIndex,
-        endMapIndex, startPartition, endPartition, context, metrics);
+    return new EmberShuffleReader<>(
+        (BaseShuffleHandle<K, ?, C>) handle,
+        startMapIndex,
+        endMapIndex,
+        startPartition,
+        endPartition,
+        context,
+        metrics);
   }
 }

@@ -60,8 +60,13 @@ final class EmberShuffleReader<K, C> implements ShuffleReader<K, C> {
   private final TaskContext context;
   private final ShuffleReadMetricsReporter metrics;
 
-  EmberShuffleReader(BaseShuffleHandle<K, ?, C> handle, int startMapIndex, int endMapIndex,
-      int startPartition, int endPartition, TaskContext context,
+  EmberShuffleReader(
+      BaseShuffleHandle<K, ?, C> handle,
+      int startMapIndex,
+      int endMapIndex,
+      int startPartition,
+      int endPartition,
+      TaskContext context,
       ShuffleReadMetricsReporter metrics) {
     this.handle = handle;
     this.startMapIndex = startMapIndex;
@@ -82,22 +87,24 @@ final class EmberShuffleReader<K, C> implements ShuffleReader<K, C> {
     ShuffleDependency<K, ?, C> dep = handle.dependency();
     int shuffleId = dep.shuffleId();
     List<Segment> segments = new ArrayList<>();
-    scala.collection.Iterator<Tuple2<BlockManagerId,
-        scala.collection.Seq<Tuple3<BlockId, Object, Object>>>> byLocation =
-        env.mapOutputTracker().getMapSizesByExecutorId(shuffleId, startMapIndex, endMapIndex,
-            startPartition, endPartition);
+    scala.collection.Iterator<
+            Tuple2<BlockManagerId, scala.collection.Seq<Tuple3<BlockId, Object, Object>>>>
+        byLocation =
+            env.mapOutputTracker()
+                .getMapSizesByExecutorId(
+                    shuffleId, startMapIndex, endMapIndex, startPartition, endPartition);
     while (byLocation.hasNext()) {
       Tuple2<BlockManagerId, scala.collection.Seq<Tuple3<BlockId, Object, Object>>> e =
           byLocation.next();
       scala.collection.Iterator<Tuple3<BlockId, Object, Object>> blocks = e._2().iterator();
       while (blocks.hasNext()) {
         Tuple3<BlockId, Object, Object> b = blocks.next();
-        segments.add(new Segment(e._1(), (ShuffleBlockId) b._1(), (Long) b._2(),
-            (Integer) b._3()));
+        segments.add(new Segment(e._1(), (ShuffleBlockId) b._1(), (Long) b._2(), (Integer) b._3()));
       }
     }
-    String root = env.conf().get(ShuffleDataIOUtils.SHUFFLE_SPARK_CONF_PREFIX()
-        + EmberShuffleDataIO.ROOT_KEY);
+    String root =
+        env.conf()
+            .get(ShuffleDataIOUtils.SHUFFLE_SPARK_CONF_PREFIX() + EmberShuffleDataIO.ROOT_KEY);
     EmberClient client;
     try {
       client = EmberShuffleConf.client(env.conf());
@@ -106,21 +113,34 @@ final class EmberShuffleReader<K, C> implements ShuffleReader<K, C> {
     }
     SerializerInstance serializer = dep.serializer().newInstance();
     Iterator<Product2<Object, Object>> records =
-        new RecordIterator(client, EmberShuffleDataIO.shuffleDir(root, shuffleId),
-            dep.partitioner().numPartitions(), segments, serializer,
+        new RecordIterator(
+            client,
+            EmberShuffleDataIO.shuffleDir(root, shuffleId),
+            dep.partitioner().numPartitions(),
+            segments,
+            serializer,
             env.conf().getSizeAsBytes("spark.reducer.maxSizeInFlight", "48m"),
             concatenable(dep, env.conf()));
     scala.collection.Iterator<Product2<K, C>> it =
-        new InterruptibleIterator<>(context,
-            (scala.collection.Iterator) CollectionConverters.asScala(records));
+        new InterruptibleIterator<>(
+            context, (scala.collection.Iterator) CollectionConverters.asScala(records));
     if (dep.aggregator().isDefined()) {
-      it = dep.mapSideCombine()
-          ? dep.aggregator().get().combineCombinersByKey((scala.collection.Iterator) it, context)
-          : dep.aggregator().get().combineValuesByKey((scala.collection.Iterator) it, context);
+      it =
+          dep.mapSideCombine()
+              ? dep.aggregator()
+                  .get()
+                  .combineCombinersByKey((scala.collection.Iterator) it, context)
+              : dep.aggregator().get().combineValuesByKey((scala.collection.Iterator) it, context);
     }
     if (dep.keyOrdering().isDefined()) {
-      ExternalSorter<K, C, C> sorter = new ExternalSorter<>(context, Option.empty(),
-          Option.empty(), dep.keyOrdering(), dep.serializer(), new RowBasedChecksum[0]);
+      ExternalSorter<K, C, C> sorter =
+          new ExternalSorter<>(
+              context,
+              Option.empty(),
+              Option.empty(),
+              dep.keyOrdering(),
+              dep.serializer(),
+              new RowBasedChecksum[0]);
       it = sorter.insertAllAndUpdateMetrics((scala.collection.Iterator) it);
     }
     return it instanceof InterruptibleIterator ? it : new InterruptibleIterator<>(context, it);
@@ -133,16 +153,19 @@ final class EmberShuffleReader<K, C> implements ShuffleReader<K, C> {
    */
   private static boolean concatenable(ShuffleDependency<?, ?, ?> dep, SparkConf conf) {
     boolean compressed = conf.getBoolean("spark.shuffle.compress", true);
-    boolean codecConcatenates = !compressed || CompressionCodec$.MODULE$
-        .supportsConcatenationOfSerializedStreams(CompressionCodec$.MODULE$.createCodec(conf));
-    return dep.serializer().supportsRelocationOfSerializedObjects() && codecConcatenates
+    boolean codecConcatenates =
+        !compressed
+            || CompressionCodec$.MODULE$.supportsConcatenationOfSerializedStreams(
+                CompressionCodec$.MODULE$.createCodec(conf));
+    return dep.serializer().supportsRelocationOfSerializedObjects()
+        && codecConcatenates
         && !conf.getBoolean("spark.io.encryption.enabled", false);
   }
 
   /**
-   * Records of the segments, a run of them at a time. Runs are fetched ahead of use, up to
-   * Spark's {@code spark.reducer.maxSizeInFlight} bytes at once, so that a reduce task reading
-   * many small map outputs waits for one round trip's worth of them rather than for each in turn.
+   * Records of the segments, a run of them at a time. Runs are fetched ahead of use, up to Spark's
+   * {@code spark.reducer.maxSizeInFlight} bytes at once, so that a reduce task reading many small
+   * map outputs waits for one round trip's worth of them rather than for each in turn.
    */
   private final class RecordIterator implements Iterator<Product2<Object, Object>> {
     /** Runs in flight at most, however small: each holds two open files on the way. */
@@ -162,8 +185,10 @@ final class EmberShuffleReader<K, C> implements ShuffleReader<K, C> {
     private final int partitions;
     private final boolean concatenable;
     private final Map<Long, CompletableFuture<MapOutput>> outputs = new HashMap<>();
+
     /** Per map output: the runs this task reads of it, and their bytes as Spark reported them. */
     private final Map<Long, Integer> runsOf = new HashMap<>();
+
     private final Map<Long, Long> wanted = new HashMap<>();
     private final ArrayDeque<Pending> pending = new ArrayDeque<>();
     private int issued;
@@ -175,8 +200,8 @@ final class EmberShuffleReader<K, C> implements ShuffleReader<K, C> {
     private record Pending(List<Segment> run, long size, CompletableFuture<Fetched> data) {}
 
     /**
-     * A run's bytes: partitions {@code run}'s first to last, in {@code bytes} (which starts at
-     * byte {@code from} of the file, and holds the whole file when it was read whole).
+     * A run's bytes: partitions {@code run}'s first to last, in {@code bytes} (which starts at byte
+     * {@code from} of the file, and holds the whole file when it was read whole).
      */
     private static final class Fetched {
       final ShuffleIndex index;
@@ -215,8 +240,14 @@ final class EmberShuffleReader<K, C> implements ShuffleReader<K, C> {
       }
     }
 
-    RecordIterator(EmberClient client, String dir, int partitions, List<Segment> segments,
-        SerializerInstance serializer, long maxBytesInFlight, boolean concatenable) {
+    RecordIterator(
+        EmberClient client,
+        String dir,
+        int partitions,
+        List<Segment> segments,
+        SerializerInstance serializer,
+        long maxBytesInFlight,
+        boolean concatenable) {
       this.client = client;
       this.concatenable = concatenable;
       this.dir = dir;
@@ -248,16 +279,16 @@ final class EmberShuffleReader<K, C> implements ShuffleReader<K, C> {
     }
 
     /**
-     * The segments grouped into runs of consecutive partitions of one map output, which lie side
-     * by side in its data file, so one read serves each run (a coalesced reduce task asks for
-     * many).
+     * The segments grouped into runs of consecutive partitions of one map output, which lie side by
+     * side in its data file, so one read serves each run (a coalesced reduce task asks for many).
      */
     private static List<List<Segment>> runs(List<Segment> segments) {
       List<List<Segment>> runs = new ArrayList<>();
       List<Segment> run = null;
       for (Segment s : segments) {
         ShuffleBlockId last = run == null ? null : run.get(run.size() - 1).block();
-        if (last == null || s.block().mapId() != last.mapId()
+        if (last == null
+            || s.block().mapId() != last.mapId()
             || s.block().reduceId() != last.reduceId() + 1) {
           run = new ArrayList<>();
           runs.add(run);
@@ -296,35 +327,60 @@ final class EmberShuffleReader<K, C> implements ShuffleReader<K, C> {
      * #WHOLE_READ_SLACK} bytes more than the runs (as Spark reported their sizes).
      */
     private CompletableFuture<MapOutput> output(long mapId) {
-      return outputs.computeIfAbsent(mapId, id ->
-          client.openAsync(Paths.child(dir, id + ShuffleIndex.DATA)).thenCompose(in -> {
-            long length = in.length();
-            long trailer = ShuffleIndex.trailerSize(partitions);
-            if (length < trailer) {
-              throw new CompletionException(new IOException("map output " + id + " is "
-                  + length + " bytes, too short for its index of " + partitions
-                  + " partitions"));
-            }
-            boolean whole = length <= wanted.get(id) + WHOLE_READ_SLACK;
-            long from = whole ? 0 : length - trailer;
-            byte[] bytes = new byte[Math.toIntExact(length - from)];
-            return readFully(in, from, bytes).thenApply(v -> {
-              ShuffleIndex ix;
-              try {
-                ix = ShuffleIndex.decodeTrailer(bytes);
-              } catch (IOException e) {
-                throw new CompletionException(e);
-              }
-              if (ix.partitions() != partitions || ix.offset(partitions) + trailer != length) {
-                throw new CompletionException(new IOException("map output " + id
-                    + " has an index of " + ix.partitions() + " partitions ending at byte "
-                    + ix.offset(ix.partitions()) + ", not of " + partitions + " ending at "
-                    + (length - trailer)));
-              }
-              return new MapOutput(in, ix, whole ? bytes : null,
-                  new AtomicInteger(runsOf.get(id)));
-            });
-          }));
+      return outputs.computeIfAbsent(
+          mapId,
+          id ->
+              client
+                  .openAsync(Paths.child(dir, id + ShuffleIndex.DATA))
+                  .thenCompose(
+                      in -> {
+                        long length = in.length();
+                        long trailer = ShuffleIndex.trailerSize(partitions);
+                        if (length < trailer) {
+                          throw new CompletionException(
+                              new IOException(
+                                  "map output "
+                                      + id
+                                      + " is "
+                                      + length
+                                      + " bytes, too short for its index of "
+                                      + partitions
+                                      + " partitions"));
+                        }
+                        boolean whole = length <= wanted.get(id) + WHOLE_READ_SLACK;
+                        long from = whole ? 0 : length - trailer;
+                        byte[] bytes = new byte[Math.toIntExact(length - from)];
+                        return readFully(in, from, bytes)
+                            .thenApply(
+                                v -> {
+                                  ShuffleIndex ix;
+                                  try {
+                                    ix = ShuffleIndex.decodeTrailer(bytes);
+                                  } catch (IOException e) {
+                                    throw new CompletionException(e);
+                                  }
+                                  if (ix.partitions() != partitions
+                                      || ix.offset(partitions) + trailer != length) {
+                                    throw new CompletionException(
+                                        new IOException(
+                                            "map output "
+                                                + id
+                                                + " has an index of "
+                                                + ix.partitions()
+                                                + " partitions ending at byte "
+                                                + ix.offset(ix.partitions())
+                                                + ", not of "
+                                                + partitions
+                                                + " ending at "
+                                                + (length - trailer)));
+                                  }
+                                  return new MapOutput(
+                                      in,
+                                      ix,
+                                      whole ? bytes : null,
+                                      new AtomicInteger(runsOf.get(id)));
+                                });
+                      }));
     }
 
     /** Reads a run's bytes, opening its map output first if no run has yet; without waiting. */
@@ -332,42 +388,54 @@ final class EmberShuffleReader<K, C> implements ShuffleReader<K, C> {
       ShuffleBlockId id = run.get(0).block();
       int lastPartition = run.get(run.size() - 1).block().reduceId();
       CompletableFuture<MapOutput> output = output(id.mapId());
-      CompletableFuture<Fetched> fetched = output.thenCompose(out -> {
-        ShuffleIndex ix = out.index;
-        if (out.whole != null) {
-          return CompletableFuture.completedFuture(new Fetched(ix, 0, out.whole));
-        }
-        long from = ix.offset(id.reduceId());
-        byte[] bytes = new byte[Math.toIntExact(ix.offset(lastPartition + 1) - from)];
-        return readFully(out.in, from, bytes).thenApply(v -> new Fetched(ix, from, bytes));
-      });
+      CompletableFuture<Fetched> fetched =
+          output.thenCompose(
+              out -> {
+                ShuffleIndex ix = out.index;
+                if (out.whole != null) {
+                  return CompletableFuture.completedFuture(new Fetched(ix, 0, out.whole));
+                }
+                long from = ix.offset(id.reduceId());
+                byte[] bytes = new byte[Math.toIntExact(ix.offset(lastPartition + 1) - from)];
+                return readFully(out.in, from, bytes).thenApply(v -> new Fetched(ix, from, bytes));
+              });
       // The file closes once its last run here is read. A task that stops early leaves it to the
       // garbage collector, which is harmless: positioned reads hold no buffers. The output is
       // complete by then (fetched follows it); when it failed, no file was opened.
-      return fetched.whenComplete((f, e) -> {
-        MapOutput out = output.isCompletedExceptionally() ? null : output.getNow(null);
-        if (out != null && out.runsLeft.decrementAndGet() == 0) {
-          out.in.close();
-        }
-      });
+      return fetched.whenComplete(
+          (f, e) -> {
+            MapOutput out = output.isCompletedExceptionally() ? null : output.getNow(null);
+            if (out != null && out.runsLeft.decrementAndGet() == 0) {
+              out.in.close();
+            }
+          });
     }
 
     private CompletableFuture<Void> readFully(EmberInputStream in, long from, byte[] bytes) {
       if (bytes.length == 0) {
         return CompletableFuture.completedFuture(null);
       }
-      return in.readAsync(from, ByteBuffer.wrap(bytes)).thenAccept(n -> {
-        if (n != bytes.length) {
-          throw new CompletionException(new IOException("read " + n + " of " + bytes.length
-              + " bytes at " + from + " of " + in.path()));
-        }
-      });
+      return in.readAsync(from, ByteBuffer.wrap(bytes))
+          .thenAccept(
+              n -> {
+                if (n != bytes.length) {
+                  throw new CompletionException(
+                      new IOException(
+                          "read "
+                              + n
+                              + " of "
+                              + bytes.length
+                              + " bytes at "
+                              + from
+                              + " of "
+                              + in.path()));
+                }
+              });
     }
 
     /**
-     * Takes a fetched run: waits for its bytes, checks each partition against its own checksum,
-     * and reads the run as one stream when its partitions' streams concatenate (else each as its
-     * own).
+     * Takes a fetched run: waits for its bytes, checks each partition against its own checksum, and
+     * reads the run as one stream when its partitions' streams concatenate (else each as its own).
      */
     private scala.collection.Iterator<Tuple2<Object, Object>> open(Pending next) {
       List<Segment> run = next.run();
@@ -389,48 +457,68 @@ final class EmberShuffleReader<K, C> implements ShuffleReader<K, C> {
           CRC32C crc = new CRC32C();
           crc.update(f.bytes, f.offsetOf(p), f.sizeOf(p, p));
           if (crc.getValue() != f.index.checksum(p)) {
-            throw new IOException("checksum mismatch in partition " + p + " of map output "
-                + id.mapId() + ": the bytes read are not the bytes written");
+            throw new IOException(
+                "checksum mismatch in partition "
+                    + p
+                    + " of map output "
+                    + id.mapId()
+                    + ": the bytes read are not the bytes written");
           }
         }
         List<scala.collection.Iterator<Tuple2<Object, Object>>> parts = new ArrayList<>();
-        List<List<Segment>> streams = concatenable ? List.of(run)
-            : run.stream().map(List::of).toList();
+        List<List<Segment>> streams =
+            concatenable ? List.of(run) : run.stream().map(List::of).toList();
         for (List<Segment> stream : streams) {
           int from = stream.get(0).block().reduceId();
           int to = stream.get(stream.size() - 1).block().reduceId();
-          InputStream wrapped = SparkEnv.get().serializerManager().wrapStream(
-              stream.get(0).block(),
-              new ByteArrayInputStream(f.bytes, f.offsetOf(from), f.sizeOf(from, to)));
+          InputStream wrapped =
+              SparkEnv.get()
+                  .serializerManager()
+                  .wrapStream(
+                      stream.get(0).block(),
+                      new ByteArrayInputStream(f.bytes, f.offsetOf(from), f.sizeOf(from, to)));
           parts.add(serializer.deserializeStream(wrapped).asKeyValueIterator());
         }
         metrics.incRemoteBlocksFetched(run.size());
-        metrics.incRemoteBytesRead(f.sizeOf(id.reduceId(),
-            run.get(run.size() - 1).block().reduceId()));
-        return CollectionConverters.asScala(new Iterator<Tuple2<Object, Object>>() {
-          private int at;
+        metrics.incRemoteBytesRead(
+            f.sizeOf(id.reduceId(), run.get(run.size() - 1).block().reduceId()));
+        return CollectionConverters.asScala(
+            new Iterator<Tuple2<Object, Object>>() {
+              private int at;
 
-          @Override
-          public boolean hasNext() {
-            while (at < parts.size() && !parts.get(at).hasNext()) {
-              at++;
-            }
-            return at < parts.size();
-          }
+              @Override
+              public boolean hasNext() {
+                while (at < parts.size() && !parts.get(at).hasNext()) {
+                  at++;
+                }
+                return at < parts.size();
+              }
 
-          @Override
-          public Tuple2<Object, Object> next() {
-            if (!hasNext()) {
-              throw new NoSuchElementException();
-            }
-            return parts.get(at).next();
-          }
-        });
+              @Override
+              public Tuple2<Object, Object> next() {
+                if (!hasNext()) {
+                  throw new NoSuchElementException();
+                }
+                return parts.get(at).next();
+              }
+            });
       } catch (IOException | ArithmeticException e) {
-        throw unchecked(new FetchFailedException(first.location(), id.shuffleId(), id.mapId(),
-            first.mapIndex(), id.reduceId(), "Ember shuffle: cannot read partitions "
-                + id.reduceId() + "-" + run.get(run.size() - 1).block().reduceId()
-                + " of map output " + id.mapId() + ": " + e.getMessage(), e));
+        throw unchecked(
+            new FetchFailedException(
+                first.location(),
+                id.shuffleId(),
+                id.mapId(),
+                first.mapIndex(),
+                id.reduceId(),
+                "Ember shuffle: cannot read partitions "
+                    + id.reduceId()
+                    + "-"
+                    + run.get(run.size() - 1).block().reduceId()
+                    + " of map output "
+                    + id.mapId()
+                    + ": "
+                    + e.getMessage(),
+                e));
       }
     }
 

@@ -9,8 +9,8 @@ import java.util.Arrays;
 /**
  * Where each partition of one map output starts in its data file, and the CRC32C of each
  * partition's bytes. Stored as the data file's trailer, after the partitions: {@code int n | long
- * offsets[n + 1] | long crc[n] | int size}, where size is that of the fields before it, so a
- * reader can check the trailer it read is one. A value: equal when the offsets and checksums are.
+ * offsets[n + 1] | long crc[n] | int size}, where size is that of the fields before it, so a reader
+ * can check the trailer it read is one. A value: equal when the offsets and checksums are.
  */
 final class ShuffleIndex {
   static final String DATA = ".data";
@@ -26,8 +26,8 @@ final class ShuffleIndex {
    */
   ShuffleIndex(long[] offsets, long[] checksums) {
     if (offsets.length != checksums.length + 1) {
-      throw new IllegalArgumentException(offsets.length + " offsets for " + checksums.length
-          + " partitions");
+      throw new IllegalArgumentException(
+          offsets.length + " offsets for " + checksums.length + " partitions");
     }
     this.offsets = offsets;
     this.checksums = checksums;
@@ -49,7 +49,8 @@ final class ShuffleIndex {
 
   @Override
   public boolean equals(Object o) {
-    return o instanceof ShuffleIndex i && Arrays.equals(offsets, i.offsets)
+    return o instanceof ShuffleIndex i
+        && Arrays.equals(offsets, i.offsets)
         && Arrays.equals(checksums, i.checksums);
   }
 
@@ -60,8 +61,11 @@ final class ShuffleIndex {
 
   @Override
   public String toString() {
-    return "ShuffleIndex[offsets=" + Arrays.toString(offsets) + ", checksums="
-        + Arrays.toString(checksums) + "]";
+    return "ShuffleIndex[offsets="
+        + Arrays.toString(offsets)
+        + ", checksums="
+        + Arrays.toString(checksums)
+        + "]";
   }
 
   /** Bytes of the index of {@code partitions} partitions: the trailer without its size field. */
@@ -104,8 +108,7 @@ final class ShuffleIndex {
     }
     int size = java.nio.ByteBuffer.wrap(bytes).getInt(end - 4);
     if (size < 4 || size > end - 4) {
-      throw new IOException("shuffle map output trailer claims " + size + " bytes of "
-          + (end - 4));
+      throw new IOException("shuffle map output trailer claims " + size + " bytes of " + (end - 4));
     }
     return decode(Arrays.copyOfRange(bytes, end - 4 - size, end - 4));
   }
@@ -119,8 +122,8 @@ final class ShuffleIndex {
     DataInputStream in = new DataInputStream(new java.io.ByteArrayInputStream(bytes));
     int n = in.readInt();
     if (n < 0 || indexSize(n) != bytes.length) {
-      throw new IOException("shuffle index of " + bytes.length + " bytes claims " + n
-          + " partitions");
+      throw new IOException(
+          "shuffle index of " + bytes.length + " bytes claims " + n + " partitions");
     }
     long[] offsets = new long[n + 1];
     for (int i = 0; i <= n; i++) {

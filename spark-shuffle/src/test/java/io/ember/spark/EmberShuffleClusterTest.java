@@ -22,7 +22,6 @@ import java.util.concurrent.atomic.AtomicReference;
 import org.apache.spark.SparkConf;
 import org.apache.spark.api.java.JavaSparkContext;
 import org.apache.spark.scheduler.SparkListener;
-import org.apache.spark.scheduler.SparkListenerTaskEnd;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -31,9 +30,9 @@ import org.junit.jupiter.params.provider.ValueSource;
 import scala.Tuple2;
 
 /**
- * Spark in local-cluster mode (two executor JVMs) on Ember's shuffle: an executor killed while
- * the reduce stage runs takes nothing with it, so the job finishes without re-running any map
- * task, with the same result as Spark's own shuffle.
+ * Spark in local-cluster mode (two executor JVMs) on Ember's shuffle: an executor killed while the
+ * reduce stage runs takes nothing with it, so the job finishes without re-running any map task,
+ * with the same result as Spark's own shuffle.
  */
 class EmberShuffleClusterTest {
   /**
@@ -41,6 +40,7 @@ class EmberShuffleClusterTest {
    * died): far longer than it takes on a starved machine. The test waits for the event itself.
    */
   private static final long PATIENCE_NANOS = 150_000_000_000L;
+
   private static MiniCluster cluster;
   private static Path sparkHome;
 
@@ -67,16 +67,20 @@ class EmberShuffleClusterTest {
 
   private static SparkConf conf(boolean ember) {
     String cp = System.getProperty("java.class.path");
-    SparkConf c = new SparkConf().setMaster("local-cluster[2,1,1024]")
-        .setAppName("ember-shuffle-cluster-test")
-        .set("spark.home", sparkHome.toString())
-        .set("spark.test.home", sparkHome.toString())
-        .set("spark.ui.enabled", "false")
-        .set("spark.driver.host", "127.0.0.1")
-        .set("spark.driver.bindAddress", "127.0.0.1")
-        .set("spark.executor.extraClassPath", cp)
-        .set("spark.driver.extraClassPath", cp)
-        .set("spark.executor.extraJavaOptions", System.getProperty("ember.test.sparkModuleOptions", ""));
+    SparkConf c =
+        new SparkConf()
+            .setMaster("local-cluster[2,1,1024]")
+            .setAppName("ember-shuffle-cluster-test")
+            .set("spark.home", sparkHome.toString())
+            .set("spark.test.home", sparkHome.toString())
+            .set("spark.ui.enabled", "false")
+            .set("spark.driver.host", "127.0.0.1")
+            .set("spark.driver.bindAddress", "127.0.0.1")
+            .set("spark.executor.extraClassPath", cp)
+            .set("spark.driver.extraClassPath", cp)
+            .set(
+                "spark.executor.extraJavaOptions",
+                System.getProperty("ember.test.sparkModuleOptions", ""));
     if (ember) {
       c.set("spark.shuffle.manager", EmberShuffleManager.class.getName())
           .set(EmberShuffleManager.PLUGIN_KEY, EmberShuffleDataIO.class.getName())
@@ -89,14 +93,14 @@ class EmberShuffleClusterTest {
   private record Run(String result, int mapStageAttempts, int reduceTasksStarted) {}
 
   /**
-   * Blocks a task until {@code path} exists in Ember (a marker the driver creates), or until
-   * {@link #PATIENCE_NANOS} passed, after which the test's own checks fail it. Runs in an
-   * executor: tasks there cannot see the driver's memory, but reach the same name node.
+   * Blocks a task until {@code path} exists in Ember (a marker the driver creates), or until {@link
+   * #PATIENCE_NANOS} passed, after which the test's own checks fail it. Runs in an executor: tasks
+   * there cannot see the driver's memory, but reach the same name node.
    */
   private static void awaitMarker(String namenode, String path) throws Exception {
     long deadline = System.nanoTime() + PATIENCE_NANOS;
-    try (EmberClient c = EmberClient.connect(
-        EmberConfig.defaults().with(EmberKeys.NAMENODE_ADDRESS, namenode))) {
+    try (EmberClient c =
+        EmberClient.connect(EmberConfig.defaults().with(EmberKeys.NAMENODE_ADDRESS, namenode))) {
       while (System.nanoTime() - deadline < 0) {
         try {
           c.lookup(path);
@@ -133,54 +137,65 @@ class EmberShuffleClusterTest {
     String namenode = cluster.namenodeAddress().toString();
     String marker = "/executor-gone-" + ember + "-" + System.nanoTime();
     try (JavaSparkContext sc = new JavaSparkContext(conf(ember));
-         EmberClient driver = cluster.newClient()) {
+        EmberClient driver = cluster.newClient()) {
       awaitTwoExecutors(sc);
       Map<Integer, AtomicInteger> attempts = new ConcurrentHashMap<>();
       AtomicInteger reduceStarts = new AtomicInteger();
-      java.util.concurrent.atomic.AtomicBoolean killed = new java.util.concurrent.atomic.AtomicBoolean();
+      java.util.concurrent.atomic.AtomicBoolean killed =
+          new java.util.concurrent.atomic.AtomicBoolean();
       AtomicReference<String> victim = new AtomicReference<>();
       AtomicReference<Exception> markerFailure = new AtomicReference<>();
       int[] mapStage = {-1};
-      sc.sc().addSparkListener(new SparkListener() {
-        @Override
-        public void onStageSubmitted(org.apache.spark.scheduler.SparkListenerStageSubmitted e) {
-          attempts.computeIfAbsent(e.stageInfo().stageId(), k -> new AtomicInteger())
-              .incrementAndGet();
-          if (mapStage[0] < 0) {
-            mapStage[0] = e.stageInfo().stageId();
-          }
-        }
+      sc.sc()
+          .addSparkListener(
+              new SparkListener() {
+                @Override
+                public void onStageSubmitted(
+                    org.apache.spark.scheduler.SparkListenerStageSubmitted e) {
+                  attempts
+                      .computeIfAbsent(e.stageInfo().stageId(), k -> new AtomicInteger())
+                      .incrementAndGet();
+                  if (mapStage[0] < 0) {
+                    mapStage[0] = e.stageInfo().stageId();
+                  }
+                }
 
-        @Override
-        public void onTaskStart(org.apache.spark.scheduler.SparkListenerTaskStart e) {
-          if (e.stageId() != mapStage[0]) {
-            reduceStarts.incrementAndGet();
-            if (killed.compareAndSet(false, true)) {
-              String id = e.taskInfo().executorId();
-              victim.set(id);
-              new Thread(() -> sc.sc().killExecutor(id)).start();
-            }
-          }
-        }
+                @Override
+                public void onTaskStart(org.apache.spark.scheduler.SparkListenerTaskStart e) {
+                  if (e.stageId() != mapStage[0]) {
+                    reduceStarts.incrementAndGet();
+                    if (killed.compareAndSet(false, true)) {
+                      String id = e.taskInfo().executorId();
+                      victim.set(id);
+                      new Thread(() -> sc.sc().killExecutor(id)).start();
+                    }
+                  }
+                }
 
-        @Override
-        public void onExecutorRemoved(org.apache.spark.scheduler.SparkListenerExecutorRemoved e) {
-          if (e.executorId().equals(victim.get())) {
-            try {
-              driver.create(marker, CreateOptions.DEFAULT).close();
-            } catch (Exception failure) {
-              markerFailure.set(failure);
-            }
-          }
-        }
-      });
-      String result = sc.parallelize(data, 8).mapToPair(x -> new Tuple2<>(x % 997, 1L))
-          .reduceByKey(Long::sum, 6)
-          .mapPartitionsWithIndex((index, it) -> {
-            awaitMarker(namenode, marker);
-            return it;
-          }, true)
-          .collect().toString();
+                @Override
+                public void onExecutorRemoved(
+                    org.apache.spark.scheduler.SparkListenerExecutorRemoved e) {
+                  if (e.executorId().equals(victim.get())) {
+                    try {
+                      driver.create(marker, CreateOptions.DEFAULT).close();
+                    } catch (Exception failure) {
+                      markerFailure.set(failure);
+                    }
+                  }
+                }
+              });
+      String result =
+          sc.parallelize(data, 8)
+              .mapToPair(x -> new Tuple2<>(x % 997, 1L))
+              .reduceByKey(Long::sum, 6)
+              .mapPartitionsWithIndex(
+                  (index, it) -> {
+                    awaitMarker(namenode, marker);
+                    return it;
+                  },
+                  true)
+              .collect()
+              .toString();
       assertTrue(killed.get(), "no executor was killed");
       assertNull(markerFailure.get(), "the driver could not mark the executor gone");
       driver.lookup(marker); // NOT_FOUND: the driver never saw the killed executor go
@@ -229,31 +244,40 @@ class EmberShuffleClusterTest {
       data.add(i);
     }
     try (JavaSparkContext sc = new JavaSparkContext(c);
-         io.ember.client.EmberClient probe = cluster.newClient()) {
-      org.apache.spark.api.java.JavaPairRDD<Integer, Long> pairs = sc.parallelize(data, 4)
-          .mapPartitionsWithIndex((index, it) -> {
-            List<Integer> all = new ArrayList<>();
-            it.forEachRemaining(all::add);
-            return all.iterator();
-          }, true)
-          .mapToPair(x -> new Tuple2<>(x % 101, 1L))
-          .mapPartitionsWithIndex((index, it) -> {
-            // The first attempt of map task 0 fails part way through its input.
-            if (index == 0 && org.apache.spark.TaskContext.get().attemptNumber() == 0) {
-              return new FailingAfter<>(it, 1000);
-            }
-            return it;
-          }, true)
-          .mapToPair(t -> t);
-      org.apache.spark.api.java.JavaPairRDD<Integer, Long> counts = combine
-          ? pairs.reduceByKey(Long::sum, 4)
-          : pairs.groupByKey(4).mapValues(ones -> {
-            long n = 0;
-            for (long one : ones) {
-              n += one;
-            }
-            return n;
-          });
+        io.ember.client.EmberClient probe = cluster.newClient()) {
+      org.apache.spark.api.java.JavaPairRDD<Integer, Long> pairs =
+          sc.parallelize(data, 4)
+              .mapPartitionsWithIndex(
+                  (index, it) -> {
+                    List<Integer> all = new ArrayList<>();
+                    it.forEachRemaining(all::add);
+                    return all.iterator();
+                  },
+                  true)
+              .mapToPair(x -> new Tuple2<>(x % 101, 1L))
+              .mapPartitionsWithIndex(
+                  (index, it) -> {
+                    // The first attempt of map task 0 fails part way through its input.
+                    if (index == 0 && org.apache.spark.TaskContext.get().attemptNumber() == 0) {
+                      return new FailingAfter<>(it, 1000);
+                    }
+                    return it;
+                  },
+                  true)
+              .mapToPair(t -> t);
+      org.apache.spark.api.java.JavaPairRDD<Integer, Long> counts =
+          combine
+              ? pairs.reduceByKey(Long::sum, 4)
+              : pairs
+                  .groupByKey(4)
+                  .mapValues(
+                      ones -> {
+                        long n = 0;
+                        for (long one : ones) {
+                          n += one;
+                        }
+                        return n;
+                      });
       java.util.Map<Integer, Long> expected = new java.util.TreeMap<>();
       for (int x : data) {
         expected.merge(x % 101, 1L, Long::sum);
@@ -263,8 +287,10 @@ class EmberShuffleClusterTest {
       String app = "/spark-shuffle/" + probe.list("/spark-shuffle").get(0).name();
       long dataFiles = 0;
       for (io.ember.protocol.Messages.DirEntry shuffle : probe.list(app)) {
-        dataFiles += probe.list(app + "/" + shuffle.name()).stream()
-            .filter(e -> e.name().endsWith(".data")).count();
+        dataFiles +=
+            probe.list(app + "/" + shuffle.name()).stream()
+                .filter(e -> e.name().endsWith(".data"))
+                .count();
       }
       assertEquals(4, dataFiles);
     }
@@ -274,14 +300,15 @@ class EmberShuffleClusterTest {
   void dynamicAllocationReleasesIdleExecutorsAndTheirMapOutputStaysReadable() throws Exception {
     // No external shuffle service and no shuffle tracking: Spark allows dynamic allocation only
     // because Ember's ShuffleDataIO says its storage is reliable.
-    SparkConf c = conf(true)
-        .set("spark.dynamicAllocation.enabled", "true")
-        .set("spark.dynamicAllocation.shuffleTracking.enabled", "false")
-        .set("spark.shuffle.service.enabled", "false")
-        .set("spark.dynamicAllocation.minExecutors", "0")
-        .set("spark.dynamicAllocation.initialExecutors", "2")
-        .set("spark.dynamicAllocation.maxExecutors", "2")
-        .set("spark.dynamicAllocation.executorIdleTimeout", "1s");
+    SparkConf c =
+        conf(true)
+            .set("spark.dynamicAllocation.enabled", "true")
+            .set("spark.dynamicAllocation.shuffleTracking.enabled", "false")
+            .set("spark.shuffle.service.enabled", "false")
+            .set("spark.dynamicAllocation.minExecutors", "0")
+            .set("spark.dynamicAllocation.initialExecutors", "2")
+            .set("spark.dynamicAllocation.maxExecutors", "2")
+            .set("spark.dynamicAllocation.executorIdleTimeout", "1s");
     List<Integer> data = new ArrayList<>();
     for (int i = 0; i < 20_000; i++) {
       data.add(i);
@@ -289,20 +316,27 @@ class EmberShuffleClusterTest {
     try (JavaSparkContext sc = new JavaSparkContext(c)) {
       Map<Integer, AtomicInteger> attempts = new ConcurrentHashMap<>();
       AtomicInteger removed = new AtomicInteger();
-      sc.sc().addSparkListener(new SparkListener() {
-        @Override
-        public void onStageSubmitted(org.apache.spark.scheduler.SparkListenerStageSubmitted e) {
-          attempts.computeIfAbsent(e.stageInfo().stageId(), k -> new AtomicInteger())
-              .incrementAndGet();
-        }
+      sc.sc()
+          .addSparkListener(
+              new SparkListener() {
+                @Override
+                public void onStageSubmitted(
+                    org.apache.spark.scheduler.SparkListenerStageSubmitted e) {
+                  attempts
+                      .computeIfAbsent(e.stageInfo().stageId(), k -> new AtomicInteger())
+                      .incrementAndGet();
+                }
 
-        @Override
-        public void onExecutorRemoved(org.apache.spark.scheduler.SparkListenerExecutorRemoved e) {
-          removed.incrementAndGet();
-        }
-      });
-      org.apache.spark.api.java.JavaPairRDD<Integer, Long> counts = sc.parallelize(data, 6)
-          .mapToPair(x -> new Tuple2<>(x % 101, 1L)).reduceByKey(Long::sum, 4);
+                @Override
+                public void onExecutorRemoved(
+                    org.apache.spark.scheduler.SparkListenerExecutorRemoved e) {
+                  removed.incrementAndGet();
+                }
+              });
+      org.apache.spark.api.java.JavaPairRDD<Integer, Long> counts =
+          sc.parallelize(data, 6)
+              .mapToPair(x -> new Tuple2<>(x % 101, 1L))
+              .reduceByKey(Long::sum, 4);
       String first = counts.sortByKey().collect().toString();
       // Idle executors go away; their map output stays in Ember.
       long deadline = System.nanoTime() + PATIENCE_NANOS;
@@ -315,8 +349,9 @@ class EmberShuffleClusterTest {
       assertEquals(first, second);
       // The second job started new executors and skipped the map stage: every stage it ran was
       // new, and none was an attempt again of an earlier one.
-      assertTrue(attempts.entrySet().stream()
-          .allMatch(e -> e.getValue().get() == 1), "a stage ran again: " + attempts);
+      assertTrue(
+          attempts.entrySet().stream().allMatch(e -> e.getValue().get() == 1),
+          "a stage ran again: " + attempts);
       assertTrue(attempts.size() > stagesBefore);
     }
   }

@@ -41,10 +41,13 @@ class EmberShuffleLocalTest {
   }
 
   private static SparkConf conf(boolean ember, boolean kryo) {
-    SparkConf c = new SparkConf().setMaster("local[2]").setAppName("ember-shuffle-test")
-        .set("spark.ui.enabled", "false")
-        .set("spark.driver.host", "127.0.0.1")
-        .set("spark.driver.bindAddress", "127.0.0.1");
+    SparkConf c =
+        new SparkConf()
+            .setMaster("local[2]")
+            .setAppName("ember-shuffle-test")
+            .set("spark.ui.enabled", "false")
+            .set("spark.driver.host", "127.0.0.1")
+            .set("spark.driver.bindAddress", "127.0.0.1");
     if (kryo) {
       c.set("spark.serializer", "org.apache.spark.serializer.KryoSerializer");
     }
@@ -69,43 +72,80 @@ class EmberShuffleLocalTest {
   /** The jobs, each reduced to a string that is equal when the results are. */
   private static Map<String, Function<JavaSparkContext, String>> jobs() {
     Map<String, Function<JavaSparkContext, String>> jobs = new LinkedHashMap<>();
-    jobs.put("reduceByKey", sc -> sc.parallelize(words(30_000, 1), 6)
-        .mapToPair(w -> new Tuple2<>(w, 1)).reduceByKey(Integer::sum, 8)
-        .sortByKey().collect().toString());
-    jobs.put("groupByKey", sc -> sc.parallelize(words(20_000, 2), 5)
-        .mapToPair(w -> new Tuple2<>(w.length(), w)).groupByKey(4)
-        .mapValues(vs -> {
-          int n = 0;
-          for (String ignored : vs) {
-            n++;
+    jobs.put(
+        "reduceByKey",
+        sc ->
+            sc.parallelize(words(30_000, 1), 6)
+                .mapToPair(w -> new Tuple2<>(w, 1))
+                .reduceByKey(Integer::sum, 8)
+                .sortByKey()
+                .collect()
+                .toString());
+    jobs.put(
+        "groupByKey",
+        sc ->
+            sc.parallelize(words(20_000, 2), 5)
+                .mapToPair(w -> new Tuple2<>(w.length(), w))
+                .groupByKey(4)
+                .mapValues(
+                    vs -> {
+                      int n = 0;
+                      for (String ignored : vs) {
+                        n++;
+                      }
+                      return n;
+                    })
+                .sortByKey()
+                .collect()
+                .toString());
+    jobs.put(
+        "sortByKey",
+        sc -> {
+          Random r = new Random(3);
+          List<Integer> xs = new ArrayList<>();
+          for (int i = 0; i < 25_000; i++) {
+            xs.add(r.nextInt());
           }
-          return n;
-        }).sortByKey().collect().toString());
-    jobs.put("sortByKey", sc -> {
-      Random r = new Random(3);
-      List<Integer> xs = new ArrayList<>();
-      for (int i = 0; i < 25_000; i++) {
-        xs.add(r.nextInt());
-      }
-      return sc.parallelize(xs, 7).mapToPair(x -> new Tuple2<>(x, x % 7)).sortByKey(true, 9)
-          .keys().collect().toString();
-    });
-    jobs.put("join", sc -> {
-      JavaPairRDD<String, Integer> a = sc.parallelize(words(8000, 4), 4)
-          .mapToPair(w -> new Tuple2<>(w, w.length())).reduceByKey(Integer::max);
-      JavaPairRDD<String, String> b = sc.parallelize(words(6000, 5), 3)
-          .mapToPair(w -> new Tuple2<>(w, w.toUpperCase(java.util.Locale.ROOT))).distinct()
-          .mapToPair(t -> t);
-      return a.join(b, 6).sortByKey().collect().toString();
-    });
-    jobs.put("emptyPartitions", sc -> sc.parallelize(List.of("a", "b", "a"), 16)
-        .mapToPair(w -> new Tuple2<>(w, 1)).reduceByKey(Integer::sum, 32)
-        .sortByKey().collect().toString());
-    jobs.put("repartition300", sc -> {
-      JavaRDD<String> w = sc.parallelize(words(10_000, 6), 4).repartition(300);
-      return w.map(String::length).reduce(Integer::sum) + "/" + w.count()
-          + "/" + w.glom().map(List::size).collect().stream().filter(s -> s > 0).count();
-    });
+          return sc.parallelize(xs, 7)
+              .mapToPair(x -> new Tuple2<>(x, x % 7))
+              .sortByKey(true, 9)
+              .keys()
+              .collect()
+              .toString();
+        });
+    jobs.put(
+        "join",
+        sc -> {
+          JavaPairRDD<String, Integer> a =
+              sc.parallelize(words(8000, 4), 4)
+                  .mapToPair(w -> new Tuple2<>(w, w.length()))
+                  .reduceByKey(Integer::max);
+          JavaPairRDD<String, String> b =
+              sc.parallelize(words(6000, 5), 3)
+                  .mapToPair(w -> new Tuple2<>(w, w.toUpperCase(java.util.Locale.ROOT)))
+                  .distinct()
+                  .mapToPair(t -> t);
+          return a.join(b, 6).sortByKey().collect().toString();
+        });
+    jobs.put(
+        "emptyPartitions",
+        sc ->
+            sc.parallelize(List.of("a", "b", "a"), 16)
+                .mapToPair(w -> new Tuple2<>(w, 1))
+                .reduceByKey(Integer::sum, 32)
+                .sortByKey()
+                .collect()
+                .toString());
+    jobs.put(
+        "repartition300",
+        sc -> {
+          JavaRDD<String> w = sc.parallelize(words(10_000, 6), 4).repartition(300);
+          return w.map(String::length).reduce(Integer::sum)
+              + "/"
+              + w.count()
+              + "/"
+              + w.glom().map(List::size).collect().stream().filter(s -> s > 0).count();
+        });
     return jobs;
   }
 
@@ -133,10 +173,11 @@ class EmberShuffleLocalTest {
   @Test
   void corruptMapOutputFailsTheFetchAndSparkRecomputesIt() throws Exception {
     // Flip one byte of partition data: same name, same length, other bytes.
-    replacingAMapOutputFailsTheFetchAndSparkRecomputesIt(bytes -> {
-      bytes[bytes.length / 2] ^= 0x5a;
-      return bytes;
-    });
+    replacingAMapOutputFailsTheFetchAndSparkRecomputesIt(
+        bytes -> {
+          bytes[bytes.length / 2] ^= 0x5a;
+          return bytes;
+        });
   }
 
   @Test
@@ -151,10 +192,12 @@ class EmberShuffleLocalTest {
     // Uncompressed shuffle: no codec checksum, so only Ember's own checks stand between damaged
     // bytes and the records.
     try (EmberClient probe = cluster.newClient();
-         JavaSparkContext sc = new JavaSparkContext(conf(true, false)
-             .set("spark.shuffle.compress", "false"))) {
-      JavaPairRDD<String, Integer> counts = sc.parallelize(words(20_000, 9), 4)
-          .mapToPair(w -> new Tuple2<>(w, 1)).reduceByKey(Integer::sum, 5);
+        JavaSparkContext sc =
+            new JavaSparkContext(conf(true, false).set("spark.shuffle.compress", "false"))) {
+      JavaPairRDD<String, Integer> counts =
+          sc.parallelize(words(20_000, 9), 4)
+              .mapToPair(w -> new Tuple2<>(w, 1))
+              .reduceByKey(Integer::sum, 5);
       String expected = counts.sortByKey().collect().toString();
       String app = "/spark-shuffle/" + probe.list("/spark-shuffle").get(0).name();
       String shuffleDir = null;
@@ -191,13 +234,17 @@ class EmberShuffleLocalTest {
   @org.junit.jupiter.api.Timeout(180)
   void dataNodeLostAfterTheMapStageFailsTheFetchAndSparkRecomputes() throws Exception {
     // A cluster of its own, with small blocks so every map output spans both data nodes.
-    try (MiniCluster two = MiniCluster.builder().dramDatanodes(2).blockSize("4k")
-             .dramCapacity("64m").build();
-         EmberClient probe = two.newClient();
-         JavaSparkContext sc = new JavaSparkContext(conf(true, false)
-             .set(EmberShuffleConf.NAMENODE, two.namenodeAddress().toString()))) {
-      JavaPairRDD<String, Integer> counts = sc.parallelize(words(40_000, 4), 6)
-          .mapToPair(w -> new Tuple2<>(w, 1)).reduceByKey(Integer::sum, 5);
+    try (MiniCluster two =
+            MiniCluster.builder().dramDatanodes(2).blockSize("4k").dramCapacity("64m").build();
+        EmberClient probe = two.newClient();
+        JavaSparkContext sc =
+            new JavaSparkContext(
+                conf(true, false)
+                    .set(EmberShuffleConf.NAMENODE, two.namenodeAddress().toString()))) {
+      JavaPairRDD<String, Integer> counts =
+          sc.parallelize(words(40_000, 4), 6)
+              .mapToPair(w -> new Tuple2<>(w, 1))
+              .reduceByKey(Integer::sum, 5);
       String expected = counts.sortByKey().collect().toString();
       String app = "/spark-shuffle/" + probe.list("/spark-shuffle").get(0).name();
       int filesBefore = 0;
@@ -223,36 +270,46 @@ class EmberShuffleLocalTest {
   }
 
   /**
-   * The reader's fetch-ahead window at its edges: a window smaller than any run (one run in
-   * flight at a time, each larger than the window) and reduce tasks of many more runs than may be
-   * in flight at once (the run count, not the bytes, limits the window).
+   * The reader's fetch-ahead window at its edges: a window smaller than any run (one run in flight
+   * at a time, each larger than the window) and reduce tasks of many more runs than may be in
+   * flight at once (the run count, not the bytes, limits the window).
    */
   @Test
   void readsAtTheFetchWindowsEdgesGiveSparksResults() throws Exception {
-    Function<JavaSparkContext, String> manyMapOutputs = sc -> sc.parallelize(words(40_000, 7), 150)
-        .mapToPair(w -> new Tuple2<>(w, 1)).reduceByKey(Integer::sum, 3)
-        .sortByKey().collect().toString();
+    Function<JavaSparkContext, String> manyMapOutputs =
+        sc ->
+            sc.parallelize(words(40_000, 7), 150)
+                .mapToPair(w -> new Tuple2<>(w, 1))
+                .reduceByKey(Integer::sum, 3)
+                .sortByKey()
+                .collect()
+                .toString();
     String expected;
     try (JavaSparkContext sc = new JavaSparkContext(conf(false, false))) {
       expected = manyMapOutputs.apply(sc);
     }
     for (String window : new String[] {"1k", "48m"}) {
-      try (JavaSparkContext sc = new JavaSparkContext(conf(true, false)
-          .set("spark.reducer.maxSizeInFlight", window))) {
+      try (JavaSparkContext sc =
+          new JavaSparkContext(conf(true, false).set("spark.reducer.maxSizeInFlight", window))) {
         AtomicLong mostBlocksRead = new AtomicLong();
-        sc.sc().addSparkListener(new org.apache.spark.scheduler.SparkListener() {
-          @Override
-          public void onTaskEnd(org.apache.spark.scheduler.SparkListenerTaskEnd end) {
-            if (end.taskMetrics() != null) {
-              mostBlocksRead.accumulateAndGet(
-                  end.taskMetrics().shuffleReadMetrics().remoteBlocksFetched(), Math::max);
-            }
-          }
-        });
+        sc.sc()
+            .addSparkListener(
+                new org.apache.spark.scheduler.SparkListener() {
+                  @Override
+                  public void onTaskEnd(org.apache.spark.scheduler.SparkListenerTaskEnd end) {
+                    if (end.taskMetrics() != null) {
+                      mostBlocksRead.accumulateAndGet(
+                          end.taskMetrics().shuffleReadMetrics().remoteBlocksFetched(), Math::max);
+                    }
+                  }
+                });
         assertEquals(expected, manyMapOutputs.apply(sc), "window " + window);
         sc.sc().listenerBus().waitUntilEmpty();
-        assertTrue(mostBlocksRead.get() > 64, "a reduce task read only " + mostBlocksRead.get()
-            + " map outputs, not more than may be in flight");
+        assertTrue(
+            mostBlocksRead.get() > 64,
+            "a reduce task read only "
+                + mostBlocksRead.get()
+                + " map outputs, not more than may be in flight");
       }
     }
   }
@@ -267,7 +324,9 @@ class EmberShuffleLocalTest {
           assertEquals(expected.get(job), got.get(job), job + (kryo ? " (kryo)" : ""));
         }
         assertFalse(expected.get("reduceByKey").isEmpty());
-        assertEquals(List.of(), probe.list("/spark-shuffle"),
+        assertEquals(
+            List.of(),
+            probe.list("/spark-shuffle"),
             "shuffle files left in Ember after the application");
       }
     }

@@ -13,9 +13,9 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 /**
- * A DataFrame join and aggregation with adaptive query execution on, tuned so AQE coalesces
- * small partitions (it needs real partition sizes from the map output) and splits a skewed
- * partition (reducers then read ranges of map indexes). Results must equal Spark's own shuffle.
+ * A DataFrame join and aggregation with adaptive query execution on, tuned so AQE coalesces small
+ * partitions (it needs real partition sizes from the map output) and splits a skewed partition
+ * (reducers then read ranges of map indexes). Results must equal Spark's own shuffle.
  */
 class EmberShuffleSqlTest {
   private static MiniCluster cluster;
@@ -34,18 +34,21 @@ class EmberShuffleSqlTest {
   private static String lastPlan;
 
   private static List<Row> query(boolean ember) {
-    SparkConf c = new SparkConf().setMaster("local[2]").setAppName("ember-sql-test")
-        .set("spark.ui.enabled", "false")
-        .set("spark.driver.host", "127.0.0.1")
-        .set("spark.driver.bindAddress", "127.0.0.1")
-        .set("spark.sql.adaptive.enabled", "true")
-        .set("spark.sql.autoBroadcastJoinThreshold", "-1")
-        .set("spark.sql.shuffle.partitions", "40")
-        .set("spark.sql.adaptive.coalescePartitions.enabled", "true")
-        .set("spark.sql.adaptive.advisoryPartitionSizeInBytes", "4k")
-        .set("spark.sql.adaptive.skewJoin.enabled", "true")
-        .set("spark.sql.adaptive.skewJoin.skewedPartitionFactor", "2")
-        .set("spark.sql.adaptive.skewJoin.skewedPartitionThresholdInBytes", "8k");
+    SparkConf c =
+        new SparkConf()
+            .setMaster("local[2]")
+            .setAppName("ember-sql-test")
+            .set("spark.ui.enabled", "false")
+            .set("spark.driver.host", "127.0.0.1")
+            .set("spark.driver.bindAddress", "127.0.0.1")
+            .set("spark.sql.adaptive.enabled", "true")
+            .set("spark.sql.autoBroadcastJoinThreshold", "-1")
+            .set("spark.sql.shuffle.partitions", "40")
+            .set("spark.sql.adaptive.coalescePartitions.enabled", "true")
+            .set("spark.sql.adaptive.advisoryPartitionSizeInBytes", "4k")
+            .set("spark.sql.adaptive.skewJoin.enabled", "true")
+            .set("spark.sql.adaptive.skewJoin.skewedPartitionFactor", "2")
+            .set("spark.sql.adaptive.skewJoin.skewedPartitionThresholdInBytes", "8k");
     if (ember) {
       c.set("spark.shuffle.manager", EmberShuffleManager.class.getName())
           .set(EmberShuffleManager.PLUGIN_KEY, EmberShuffleDataIO.class.getName())
@@ -54,14 +57,19 @@ class EmberShuffleSqlTest {
     SparkSession spark = SparkSession.builder().config(c).getOrCreate();
     try {
       // 60% of the fact rows share key 0: a skewed join partition.
-      spark.range(0, 60_000, 1, 6)
-          .selectExpr("id", "CASE WHEN id % 5 < 3 THEN 0 ELSE id % 500 END AS k",
-              "id * 7 % 1000 AS v")
+      spark
+          .range(0, 60_000, 1, 6)
+          .selectExpr(
+              "id", "CASE WHEN id % 5 < 3 THEN 0 ELSE id % 500 END AS k", "id * 7 % 1000 AS v")
           .createOrReplaceTempView("facts");
-      spark.range(0, 500, 1, 3).selectExpr("id AS k", "concat('name-', id) AS name")
+      spark
+          .range(0, 500, 1, 3)
+          .selectExpr("id AS k", "concat('name-', id) AS name")
           .createOrReplaceTempView("dims");
-      org.apache.spark.sql.Dataset<Row> df = spark.sql("SELECT d.name, count(*) AS n, "
-          + "sum(f.v) AS s FROM facts f JOIN dims d ON f.k = d.k GROUP BY d.name ORDER BY d.name");
+      org.apache.spark.sql.Dataset<Row> df =
+          spark.sql(
+              "SELECT d.name, count(*) AS n, "
+                  + "sum(f.v) AS s FROM facts f JOIN dims d ON f.k = d.k GROUP BY d.name ORDER BY d.name");
       List<Row> rows = df.collectAsList();
       lastPlan = df.queryExecution().executedPlan().toString();
       return rows;

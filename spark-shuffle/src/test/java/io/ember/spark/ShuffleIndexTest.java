@@ -42,8 +42,7 @@ class ShuffleIndexTest {
 
     byte[] badCount = file.clone();
     ByteBuffer.wrap(badCount).putInt(25, 4);
-    IOException count = assertThrows(IOException.class,
-        () -> ShuffleIndex.decodeTrailer(badCount));
+    IOException count = assertThrows(IOException.class, () -> ShuffleIndex.decodeTrailer(badCount));
     assertEquals("shuffle index of 60 bytes claims 4 partitions", count.getMessage());
 
     byte[] badOrder = file.clone();

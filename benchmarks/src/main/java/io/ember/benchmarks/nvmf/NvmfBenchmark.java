@@ -32,189 +32,196 @@ import org.openjdk.jmh.annotations.TearDown;
 import org.openjdk.jmh.annotations.Warmup;
 
 /**
- * NVMe/TCP host performance: 4 KiB random read/write latency at QD1, 4 KiB random IOPS at QD32 on 1 and 4
- * queues, 128 KiB sequential read/write at QD8. Against the embedded target with a memory namespace by
- * default ({@code -p target=embedded}); any target by URI, e.g.
- * {@code -p target=nvmf+tcp://127.0.0.1:4420/nqn.2014-08.org.nvmexpress:test-target}. The benchmarks write,
- * so point them only at scratch namespaces. Compare with {@link TcpPingPongBenchmark}, the transport floor.
+ * NVMe/TCP host performance: 4 KiB random read/write latency at QD1, 4 KiB random IOPS at QD32 on 1
+ * and 4 queues, 128 KiB sequential read/write at QD8. Against the embedded target with a memory
+ * namespace by default ({@code -p target=embedded}); any target by URI, e.g. {@code -p
+ * target=nvmf+tcp://127.0.0.1:4420/nqn.2014-08.org.nvmexpress:test-target}. The benchmarks write,
+ * so point them only at scratch namespaces. Compare with {@link TcpPingPongBenchmark}, the
+ * transport floor.
  */
 @State(Scope.Benchmark)
-@Fork(value = 1, jvmArgsAppend = {"-Xms1g", "-Xmx1g"})
+@Fork(
+    value = 1,
+    jvmArgsAppend = {"-Xms1g", "-Xmx1g"})
 @Warmup(iterations = 2, time = 2)
 @Measurement(iterations = 3, time = 3)
 public class NvmfBenchmark {
-    /** "embedded" or an nvmf+tcp:// URI. */
-    @Param("embedded")
-    public String target;
+  /** "embedded" or an nvmf+tcp:// URI. */
+  @Param("embedded")
+  public String target;
 
-    /** I/O queues the QD32 benchmarks spread over. */
-    @Param({"1", "4"})
-    public int queues;
+  /** I/O queues the QD32 benchmarks spread over. */
+  @Param({"1", "4"})
+  public int queues;
 
-    /** Bytes of the namespace the random benchmarks touch. */
-    @Param("268435456")
-    public long span;
+  /** Bytes of the namespace the random benchmarks touch. */
+  @Param("268435456")
+  public long span;
 
-    private NvmfTarget embedded;
-    private NvmfController ctrl;
-    private int nsid;
-    private int bs;
-    private ByteBuffer[] buffers;
-    private final SplittableRandom random = new SplittableRandom(42);
-    private long seqLba;
+  private NvmfTarget embedded;
+  private NvmfController ctrl;
+  private int nsid;
+  private int bs;
+  private ByteBuffer[] buffers;
+  private final SplittableRandom random = new SplittableRandom(42);
+  private long seqLba;
 
-    @Setup(Level.Trial)
-    public void setup() throws Exception {
-        String uri = target;
-        if (target.equals("embedded")) {
-            Subsystem s = new Subsystem("nqn.2024-01.io.ember:bench");
-            s.addNamespace(new MemoryNamespace(span, 4096));
-            embedded = NvmfTarget.builder().listen("127.0.0.1", 0).subsystem(s).build().start();
-            uri = embedded.uri(s.nqn());
+  @Setup(Level.Trial)
+  public void setup() throws Exception {
+    String uri = target;
+    if (target.equals("embedded")) {
+      Subsystem s = new Subsystem("nqn.2024-01.io.ember:bench");
+      s.addNamespace(new MemoryNamespace(span, 4096));
+      embedded = NvmfTarget.builder().listen("127.0.0.1", 0).subsystem(s).build().start();
+      uri = embedded.uri(s.nqn());
+    }
+    ctrl = NvmfHost.connect(uri, NvmfHostOptions.builder().ioQueues(4).ioQueueSize(128).build());
+    IdentifyNamespace ns = ctrl.namespaces().get(0);
+    nsid = ns.nsid();
+    bs = ns.blockSize();
+    span = Math.min(span, ns.sizeBytes());
+    buffers = new ByteBuffer[64];
+    for (int i = 0; i < buffers.length; i++) {
+      buffers[i] = ByteBuffer.allocateDirect(128 * 1024);
+      for (int j = 0; j < buffers[i].capacity(); j += 8) {
+        buffers[i].putLong(j, random.nextLong());
+      }
+    }
+    // Fill the span so that reads hit written data.
+    ByteBuffer chunk = ByteBuffer.allocateDirect(1 << 20);
+    for (long off = 0; off < span; off += chunk.capacity()) {
+      ctrl.ioQueue(0)
+          .write(
+              nsid, off / bs, chunk.duplicate().limit((int) Math.min(chunk.capacity(), span - off)))
+          .get(60, TimeUnit.SECONDS);
+    }
+  }
+
+  @TearDown(Level.Trial)
+  public void tearDown() {
+    if (ctrl != null) {
+      ctrl.close();
+    }
+    if (embedded != null) {
+      embedded.close();
+    }
+  }
+
+  private long randomLba4k() {
+    return random.nextLong(span / 4096) * (4096 / bs);
+  }
+
+  private static ByteBuffer slice(ByteBuffer b, int len) {
+    return b.duplicate().limit(len);
+  }
+
+  @Benchmark
+  @BenchmarkMode(Mode.SampleTime)
+  @OutputTimeUnit(TimeUnit.MICROSECONDS)
+  public void randRead4kQd1() throws Exception {
+    ctrl.ioQueue(0).read(nsid, randomLba4k(), slice(buffers[0], 4096)).get();
+  }
+
+  @Benchmark
+  @BenchmarkMode(Mode.SampleTime)
+  @OutputTimeUnit(TimeUnit.MICROSECONDS)
+  public void randWrite4kQd1() throws Exception {
+    ctrl.ioQueue(0).write(nsid, randomLba4k(), slice(buffers[0], 4096)).get();
+  }
+
+  /**
+   * Keeps {@code depth} commands in flight over {@code nq} queues until {@code total} completed.
+   */
+  private void closedLoop(boolean write, int len, int depth, int nq, int total, boolean sequential)
+      throws Exception {
+    CountDownLatch done = new CountDownLatch(1);
+    AtomicInteger issued = new AtomicInteger();
+    AtomicInteger completed = new AtomicInteger();
+    AtomicReference<NvmfException> error = new AtomicReference<>();
+    final class Slot implements NvmfCallback {
+      final int id;
+
+      Slot(int id) {
+        this.id = id;
+      }
+
+      void issue() {
+        int n = issued.getAndIncrement();
+        if (n >= total) {
+          return;
         }
-        ctrl = NvmfHost.connect(uri, NvmfHostOptions.builder().ioQueues(4).ioQueueSize(128).build());
-        IdentifyNamespace ns = ctrl.namespaces().get(0);
-        nsid = ns.nsid();
-        bs = ns.blockSize();
-        span = Math.min(span, ns.sizeBytes());
-        buffers = new ByteBuffer[64];
-        for (int i = 0; i < buffers.length; i++) {
-            buffers[i] = ByteBuffer.allocateDirect(128 * 1024);
-            for (int j = 0; j < buffers[i].capacity(); j += 8) {
-                buffers[i].putLong(j, random.nextLong());
-            }
+        long lba;
+        if (sequential) {
+          synchronized (NvmfBenchmark.this) {
+            lba = seqLba;
+            seqLba = (seqLba + len / bs) % (span / bs - len / bs);
+          }
+        } else {
+          synchronized (random) {
+            lba = randomLba4k();
+          }
         }
-        // Fill the span so that reads hit written data.
-        ByteBuffer chunk = ByteBuffer.allocateDirect(1 << 20);
-        for (long off = 0; off < span; off += chunk.capacity()) {
-            ctrl.ioQueue(0).write(nsid, off / bs, chunk.duplicate().limit((int) Math.min(chunk.capacity(), span - off)))
-                    .get(60, TimeUnit.SECONDS);
+        NvmfQueue q = ctrl.ioQueue(id % nq);
+        ByteBuffer b = slice(buffers[id], len);
+        if (write) {
+          q.write(nsid, lba, b, this);
+        } else {
+          q.read(nsid, lba, b, this);
         }
-    }
+      }
 
-    @TearDown(Level.Trial)
-    public void tearDown() {
-        if (ctrl != null) {
-            ctrl.close();
+      @Override
+      public void complete(NvmfException e) {
+        if (e != null) {
+          error.compareAndSet(null, e);
         }
-        if (embedded != null) {
-            embedded.close();
+        if (completed.incrementAndGet() == total) {
+          done.countDown();
+        } else {
+          issue();
         }
+      }
     }
-
-    private long randomLba4k() {
-        return random.nextLong(span / 4096) * (4096 / bs);
+    for (int i = 0; i < depth; i++) {
+      new Slot(i).issue();
     }
-
-    private static ByteBuffer slice(ByteBuffer b, int len) {
-        return b.duplicate().limit(len);
+    if (!done.await(60, TimeUnit.SECONDS)) {
+      throw new IllegalStateException("closed loop stalled at " + completed.get() + "/" + total);
     }
-
-    @Benchmark
-    @BenchmarkMode(Mode.SampleTime)
-    @OutputTimeUnit(TimeUnit.MICROSECONDS)
-    public void randRead4kQd1() throws Exception {
-        ctrl.ioQueue(0).read(nsid, randomLba4k(), slice(buffers[0], 4096)).get();
+    if (error.get() != null) {
+      throw error.get();
     }
+  }
 
-    @Benchmark
-    @BenchmarkMode(Mode.SampleTime)
-    @OutputTimeUnit(TimeUnit.MICROSECONDS)
-    public void randWrite4kQd1() throws Exception {
-        ctrl.ioQueue(0).write(nsid, randomLba4k(), slice(buffers[0], 4096)).get();
-    }
+  @Benchmark
+  @BenchmarkMode(Mode.Throughput)
+  @OutputTimeUnit(TimeUnit.SECONDS)
+  @OperationsPerInvocation(1024)
+  public void randRead4kQd32() throws Exception {
+    closedLoop(false, 4096, 32, queues, 1024, false);
+  }
 
-    /** Keeps {@code depth} commands in flight over {@code nq} queues until {@code total} completed. */
-    private void closedLoop(boolean write, int len, int depth, int nq, int total, boolean sequential)
-            throws Exception {
-        CountDownLatch done = new CountDownLatch(1);
-        AtomicInteger issued = new AtomicInteger();
-        AtomicInteger completed = new AtomicInteger();
-        AtomicReference<NvmfException> error = new AtomicReference<>();
-        final class Slot implements NvmfCallback {
-            final int id;
+  @Benchmark
+  @BenchmarkMode(Mode.Throughput)
+  @OutputTimeUnit(TimeUnit.SECONDS)
+  @OperationsPerInvocation(1024)
+  public void randWrite4kQd32() throws Exception {
+    closedLoop(true, 4096, 32, queues, 1024, false);
+  }
 
-            Slot(int id) {
-                this.id = id;
-            }
+  @Benchmark
+  @BenchmarkMode(Mode.Throughput)
+  @OutputTimeUnit(TimeUnit.SECONDS)
+  @OperationsPerInvocation(128)
+  public void seqRead128kQd8() throws Exception {
+    closedLoop(false, 128 * 1024, 8, 1, 128, true);
+  }
 
-            void issue() {
-                int n = issued.getAndIncrement();
-                if (n >= total) {
-                    return;
-                }
-                long lba;
-                if (sequential) {
-                    synchronized (NvmfBenchmark.this) {
-                        lba = seqLba;
-                        seqLba = (seqLba + len / bs) % (span / bs - len / bs);
-                    }
-                } else {
-                    synchronized (random) {
-                        lba = randomLba4k();
-                    }
-                }
-                NvmfQueue q = ctrl.ioQueue(id % nq);
-                ByteBuffer b = slice(buffers[id], len);
-                if (write) {
-                    q.write(nsid, lba, b, this);
-                } else {
-                    q.read(nsid, lba, b, this);
-                }
-            }
-
-            @Override
-            public void complete(NvmfException e) {
-                if (e != null) {
-                    error.compareAndSet(null, e);
-                }
-                if (completed.incrementAndGet() == total) {
-                    done.countDown();
-                } else {
-                    issue();
-                }
-            }
-        }
-        for (int i = 0; i < depth; i++) {
-            new Slot(i).issue();
-        }
-        if (!done.await(60, TimeUnit.SECONDS)) {
-            throw new IllegalStateException("closed loop stalled at " + completed.get() + "/" + total);
-        }
-        if (error.get() != null) {
-            throw error.get();
-        }
-    }
-
-    @Benchmark
-    @BenchmarkMode(Mode.Throughput)
-    @OutputTimeUnit(TimeUnit.SECONDS)
-    @OperationsPerInvocation(1024)
-    public void randRead4kQd32() throws Exception {
-        closedLoop(false, 4096, 32, queues, 1024, false);
-    }
-
-    @Benchmark
-    @BenchmarkMode(Mode.Throughput)
-    @OutputTimeUnit(TimeUnit.SECONDS)
-    @OperationsPerInvocation(1024)
-    public void randWrite4kQd32() throws Exception {
-        closedLoop(true, 4096, 32, queues, 1024, false);
-    }
-
-    @Benchmark
-    @BenchmarkMode(Mode.Throughput)
-    @OutputTimeUnit(TimeUnit.SECONDS)
-    @OperationsPerInvocation(128)
-    public void seqRead128kQd8() throws Exception {
-        closedLoop(false, 128 * 1024, 8, 1, 128, true);
-    }
-
-    @Benchmark
-    @BenchmarkMode(Mode.Throughput)
-    @OutputTimeUnit(TimeUnit.SECONDS)
-    @OperationsPerInvocation(128)
-    public void seqWrite128kQd8() throws Exception {
-        closedLoop(true, 128 * 1024, 8, 1, 128, true);
-    }
+  @Benchmark
+  @BenchmarkMode(Mode.Throughput)
+  @OutputTimeUnit(TimeUnit.SECONDS)
+  @OperationsPerInvocation(128)
+  public void seqWrite128kQd8() throws Exception {
+    closedLoop(true, 128 * 1024, 8, 1, 128, true);
+  }
 }

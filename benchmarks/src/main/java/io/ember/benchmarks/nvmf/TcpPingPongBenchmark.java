@@ -23,9 +23,9 @@ import org.openjdk.jmh.annotations.TearDown;
 import org.openjdk.jmh.annotations.Warmup;
 
 /**
- * The transport floor for {@link NvmfBenchmark}: a plain blocking TCP ping-pong on loopback with the same
- * message sizes as an NVMe/TCP exchange. A 4 KiB read is a 72-byte command out and 4 KiB + 24 back; a 4 KiB
- * write is 4 KiB + 72 out and a 24-byte response back; likewise for 128 KiB.
+ * The transport floor for {@link NvmfBenchmark}: a plain blocking TCP ping-pong on loopback with
+ * the same message sizes as an NVMe/TCP exchange. A 4 KiB read is a 72-byte command out and 4 KiB +
+ * 24 back; a 4 KiB write is 4 KiB + 72 out and a 24-byte response back; likewise for 128 KiB.
  */
 @State(Scope.Benchmark)
 @Fork(1)
@@ -34,71 +34,75 @@ import org.openjdk.jmh.annotations.Warmup;
 @BenchmarkMode(Mode.SampleTime)
 @OutputTimeUnit(TimeUnit.MICROSECONDS)
 public class TcpPingPongBenchmark {
-    /** "read" (small request, big answer) or "write" (big request, small answer). */
-    @Param({"read", "write"})
-    public String shape;
+  /** "read" (small request, big answer) or "write" (big request, small answer). */
+  @Param({"read", "write"})
+  public String shape;
 
-    @Param({"4096", "131072"})
-    public int size;
+  @Param({"4096", "131072"})
+  public int size;
 
-    private ServerSocketChannel server;
-    private SocketChannel client;
-    private Thread echo;
-    private ByteBuffer request;
-    private ByteBuffer response;
+  private ServerSocketChannel server;
+  private SocketChannel client;
+  private Thread echo;
+  private ByteBuffer request;
+  private ByteBuffer response;
 
-    @Setup(Level.Trial)
-    public void setup() throws IOException {
-        int reqLen = shape.equals("read") ? 72 : size + 72;
-        int respLen = shape.equals("read") ? size + 24 : 24;
-        server = ServerSocketChannel.open().bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0));
-        echo = new Thread(() -> {
-            try (SocketChannel s = server.accept()) {
+  @Setup(Level.Trial)
+  public void setup() throws IOException {
+    int reqLen = shape.equals("read") ? 72 : size + 72;
+    int respLen = shape.equals("read") ? size + 24 : 24;
+    server =
+        ServerSocketChannel.open().bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0));
+    echo =
+        new Thread(
+            () -> {
+              try (SocketChannel s = server.accept()) {
                 s.setOption(StandardSocketOptions.TCP_NODELAY, true);
                 ByteBuffer in = ByteBuffer.allocateDirect(reqLen);
                 ByteBuffer out = ByteBuffer.allocateDirect(respLen);
                 while (true) {
-                    in.clear();
-                    while (in.hasRemaining()) {
-                        if (s.read(in) < 0) {
-                            return;
-                        }
+                  in.clear();
+                  while (in.hasRemaining()) {
+                    if (s.read(in) < 0) {
+                      return;
                     }
-                    out.clear();
-                    while (out.hasRemaining()) {
-                        s.write(out);
-                    }
+                  }
+                  out.clear();
+                  while (out.hasRemaining()) {
+                    s.write(out);
+                  }
                 }
-            } catch (IOException e) {
+              } catch (IOException e) {
                 // closed by tearDown
-            }
-        }, "pingpong-server");
-        echo.setDaemon(true);
-        echo.start();
-        client = SocketChannel.open(server.getLocalAddress());
-        client.setOption(StandardSocketOptions.TCP_NODELAY, true);
-        request = ByteBuffer.allocateDirect(reqLen);
-        response = ByteBuffer.allocateDirect(respLen);
-    }
+              }
+            },
+            "pingpong-server");
+    echo.setDaemon(true);
+    echo.start();
+    client = SocketChannel.open(server.getLocalAddress());
+    client.setOption(StandardSocketOptions.TCP_NODELAY, true);
+    request = ByteBuffer.allocateDirect(reqLen);
+    response = ByteBuffer.allocateDirect(respLen);
+  }
 
-    @TearDown(Level.Trial)
-    public void tearDown() throws IOException {
-        client.close();
-        server.close();
-    }
+  @TearDown(Level.Trial)
+  public void tearDown() throws IOException {
+    client.close();
+    server.close();
+  }
 
-    @Benchmark
-    public int pingPong() throws IOException {
-        request.clear();
-        while (request.hasRemaining()) {
-            client.write(request);
-        }
-        response.clear();
-        while (response.hasRemaining()) {
-            if (client.read(response) < 0) {
-                throw new IOException("server closed");
-            }
-        }
-        return response.get(0);
+  @Benchmark
+  public int pingPong() throws IOException {
+    request.clear();
+    while (request.hasRemaining()) {
+      client.write(request);
     }
+    response.clear();
+    while (response.hasRemaining()) {
+      if (client.read(response) < 0) {
+        throw new IOException("server closed");
+      }
+    }
+    return response.get(0);
+  }
 }

@@ -43,13 +43,15 @@ public interface StorageEndpoint extends AutoCloseable {
    * override this; the default reads and copies.
    */
   default CompletableFuture<Void> readInto(BlockLocation block, int offset, ByteBuffer dst) {
-    return read(block, offset, dst.remaining()).thenAccept(buf -> {
-      try {
-        buf.getBytes(buf.readerIndex(), dst.duplicate());
-      } finally {
-        buf.release();
-      }
-    });
+    return read(block, offset, dst.remaining())
+        .thenAccept(
+            buf -> {
+              try {
+                buf.getBytes(buf.readerIndex(), dst.duplicate());
+              } finally {
+                buf.release();
+              }
+            });
   }
 
   /** Releases the endpoint's resources; connections shared through the context stay open. */

@@ -5,9 +5,9 @@ import io.ember.protocol.ErrorCode;
 import java.util.concurrent.atomic.AtomicLongArray;
 
 /**
- * The generation of the block each slot of a DRAM region holds. The name node gives a slot a
- * larger generation each time it allocates it, and a writer names it in every write, so the first
- * write of a new allocation moves the slot to it; from then on a read or write that names an older
+ * The generation of the block each slot of a DRAM region holds. The name node gives a slot a larger
+ * generation each time it allocates it, and a writer names it in every write, so the first write of
+ * a new allocation moves the slot to it; from then on a read or write that names an older
  * generation (a client that kept the locations of a deleted file) is refused instead of reaching
  * the bytes of the file that reused the block.
  */
@@ -31,11 +31,11 @@ final class BlockGenerations {
   }
 
   /**
-   * Checks a write of {@code length} bytes at {@code address} into block {@code blockId} of
-   * {@code generation}, and makes that generation the slot's when it is newer.
+   * Checks a write of {@code length} bytes at {@code address} into block {@code blockId} of {@code
+   * generation}, and makes that generation the slot's when it is newer.
    *
-   * @throws EmberException {@link ErrorCode#STALE_LOCATION} when the slot holds a newer
-   *     generation; {@link ErrorCode#OUT_OF_RANGE} when the range is not inside one block
+   * @throws EmberException {@link ErrorCode#STALE_LOCATION} when the slot holds a newer generation;
+   *     {@link ErrorCode#OUT_OF_RANGE} when the range is not inside one block
    */
   void checkWrite(long blockId, long generation, long address, int length, String node)
       throws EmberException {
@@ -58,8 +58,8 @@ final class BlockGenerations {
    * Checks a read of {@code length} bytes at {@code address} of block {@code blockId} of {@code
    * generation}: the slot must hold that generation.
    *
-   * @throws EmberException {@link ErrorCode#STALE_LOCATION} when it holds another (newer: the
-   *     block went to another file; older: nothing of this generation was written here); {@link
+   * @throws EmberException {@link ErrorCode#STALE_LOCATION} when it holds another (newer: the block
+   *     went to another file; older: nothing of this generation was written here); {@link
    *     ErrorCode#OUT_OF_RANGE} when the range is not inside one block
    */
   void checkRead(long blockId, long generation, long address, int length, String node)
@@ -72,20 +72,39 @@ final class BlockGenerations {
 
   private int slot(long blockId, long address, int length) throws EmberException {
     long slot = address / blockSize;
-    if (address < 0 || length < 0 || slot >= generations.length()
+    if (address < 0
+        || length < 0
+        || slot >= generations.length()
         || address % blockSize > blockSize - length) {
-      throw new EmberException(ErrorCode.OUT_OF_RANGE, "range [" + address + ", "
-          + (address + length) + ") of block " + blockId + " is not inside one block of "
-          + blockSize + " bytes of the region");
+      throw new EmberException(
+          ErrorCode.OUT_OF_RANGE,
+          "range ["
+              + address
+              + ", "
+              + (address + length)
+              + ") of block "
+              + blockId
+              + " is not inside one block of "
+              + blockSize
+              + " bytes of the region");
     }
     return (int) slot;
   }
 
   private static EmberException stale(long blockId, long generation, long held, String node) {
-    String why = held > generation
-        ? "it now holds generation " + held + ": the file was deleted and the block reused"
-        : "it holds no bytes of that generation (it has generation " + held + ")";
-    return new EmberException(ErrorCode.STALE_LOCATION, node + " refuses block " + blockId
-        + " of generation " + generation + ": " + why + "; ask the name node again");
+    String why =
+        held > generation
+            ? "it now holds generation " + held + ": the file was deleted and the block reused"
+            : "it holds no bytes of that generation (it has generation " + held + ")";
+    return new EmberException(
+        ErrorCode.STALE_LOCATION,
+        node
+            + " refuses block "
+            + blockId
+            + " of generation "
+            + generation
+            + ": "
+            + why
+            + "; ask the name node again");
   }
 }

@@ -14,17 +14,17 @@ import io.ember.protocol.Messages;
 import io.ember.protocol.RpcServer;
 import io.ember.protocol.RpcService;
 import io.ember.protocol.StorageClass;
-import io.netty.buffer.ByteBuf;
 import io.ember.tier.dram.DramTier;
+import io.netty.buffer.ByteBuf;
 import io.netty.channel.Channel;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.UnknownHostException;
 
 /**
- * A DRAM data node: serves reads and writes of its off-heap region over Netty, registers the
- * region with the name node as blocks of storage class DRAM, and heartbeats. When the name node
- * forgets it (a restart, or it was marked lost) it registers again with its whole region.
+ * A DRAM data node: serves reads and writes of its off-heap region over Netty, registers the region
+ * with the name node as blocks of storage class DRAM, and heartbeats. When the name node forgets it
+ * (a restart, or it was marked lost) it registers again with its whole region.
  */
 public final class DramDataNode implements DataNode {
   /** The tier name clients look up to read and write this node's blocks. */
@@ -34,10 +34,13 @@ public final class DramDataNode implements DataNode {
   private final RpcServer server;
   private final String endpoint;
   private final NameNodeLink link;
+
   /** The incarnation of this node's contents; reads and writes must name it. */
   private final NameNodeLink.MemoryStamp stamp = new NameNodeLink.MemoryStamp();
+
   /** Blocks' generations, for one incarnation; made anew at the first request of another. */
   private volatile BlockGenerations generations;
+
   private final LifeCycle lifeCycle = new LifeCycle("DRAM data node");
 
   private DramDataNode(EmberConfig config) throws EmberException {
@@ -48,9 +51,15 @@ public final class DramDataNode implements DataNode {
     InetSocketAddress bound = server.start(bindHost, config.get(DramDataNodeKeys.PORT));
     endpoint = new HostPort(advertisedHost(config, bindHost), bound.getPort()).toString();
     // DRAM blocks need no deallocation: the name node frees them at once.
-    link = new NameNodeLink(config, "DRAM data node at " + endpoint,
-        new Messages.RegisterRequest(StorageClass.DRAM, TIER, endpoint, region.capacity(), false),
-        slots -> slots, () -> true, stamp);
+    link =
+        new NameNodeLink(
+            config,
+            "DRAM data node at " + endpoint,
+            new Messages.RegisterRequest(
+                StorageClass.DRAM, TIER, endpoint, region.capacity(), false),
+            slots -> slots,
+            () -> true,
+            stamp);
     link.start();
     lifeCycle.started();
   }
@@ -139,16 +148,20 @@ public final class DramDataNode implements DataNode {
   }
 
   /**
-   * Refuses a location from an earlier registration at this address (a process that restarted
-   * here, or this one before the name node restarted): those bytes are gone or no longer known,
-   * and the name node may have given the same addresses to new files since.
+   * Refuses a location from an earlier registration at this address (a process that restarted here,
+   * or this one before the name node restarted): those bytes are gone or no longer known, and the
+   * name node may have given the same addresses to new files since.
    */
   private void checkServes(long incarnation) throws EmberException {
     long serving = stamp.held();
     if (incarnation != serving) {
-      throw new EmberException(ErrorCode.STALE_LOCATION, "the location is of contents " + endpoint
-          + " no longer holds (" + (serving == 0 ? "it is not registered yet"
-              : "it restarted, or registered anew") + "): ask the name node again");
+      throw new EmberException(
+          ErrorCode.STALE_LOCATION,
+          "the location is of contents "
+              + endpoint
+              + " no longer holds ("
+              + (serving == 0 ? "it is not registered yet" : "it restarted, or registered anew")
+              + "): ask the name node again");
     }
   }
 
@@ -178,28 +191,40 @@ public final class DramDataNode implements DataNode {
     @Override
     public Message handle(Channel channel, MessageType type, ByteBuf in) throws EmberException {
       switch (type) {
-        case BLOCK_WRITE: {
-          Messages.BlockWriteRequest r = Messages.BlockWriteRequest.decode(in);
-          try {
-            checkServes(r.incarnation());
-            generations(r.incarnation()).checkWrite(r.blockId(), r.generation(), r.address(),
-                r.data().readableBytes(), "data node at " + endpoint);
-            region.write(r.address(), r.data());
-          } finally {
-            r.data().release();
+        case BLOCK_WRITE:
+          {
+            Messages.BlockWriteRequest r = Messages.BlockWriteRequest.decode(in);
+            try {
+              checkServes(r.incarnation());
+              generations(r.incarnation())
+                  .checkWrite(
+                      r.blockId(),
+                      r.generation(),
+                      r.address(),
+                      r.data().readableBytes(),
+                      "data node at " + endpoint);
+              region.write(r.address(), r.data());
+            } finally {
+              r.data().release();
+            }
+            return Message.EMPTY;
           }
-          return Message.EMPTY;
-        }
-        case BLOCK_READ: {
-          Messages.BlockReadRequest r = Messages.BlockReadRequest.decode(in);
-          checkServes(r.incarnation());
-          generations(r.incarnation()).checkRead(r.blockId(), r.generation(), r.address(), r.length(),
-              "data node at " + endpoint);
-          return new Messages.DataResponse(region.read(r.address(), r.length()));
-        }
+        case BLOCK_READ:
+          {
+            Messages.BlockReadRequest r = Messages.BlockReadRequest.decode(in);
+            checkServes(r.incarnation());
+            generations(r.incarnation())
+                .checkRead(
+                    r.blockId(),
+                    r.generation(),
+                    r.address(),
+                    r.length(),
+                    "data node at " + endpoint);
+            return new Messages.DataResponse(region.read(r.address(), r.length()));
+          }
         default:
-          throw new EmberException(ErrorCode.UNKNOWN_MESSAGE,
-              type + " is not served by a data node");
+          throw new EmberException(
+              ErrorCode.UNKNOWN_MESSAGE, type + " is not served by a data node");
       }
     }
   }

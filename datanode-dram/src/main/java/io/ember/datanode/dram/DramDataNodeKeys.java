@@ -9,25 +9,36 @@ public final class DramDataNodeKeys {
 
   /** Bytes of memory the data node offers. */
   public static final ConfigKey<Long> CAPACITY =
-      ConfigKey.ofSize("ember.datanode.dram.capacity", "1g", 4096, 1L << 40,
+      ConfigKey.ofSize(
+          "ember.datanode.dram.capacity",
+          "1g",
+          4096,
+          1L << 40,
           "bytes of memory the DRAM data node offers");
 
   /** The address the data node binds. */
   public static final ConfigKey<String> BIND_HOST =
-      ConfigKey.ofString("ember.datanode.bind-host", "0.0.0.0", s -> !s.isBlank(), "a host",
+      ConfigKey.ofString(
+          "ember.datanode.bind-host",
+          "0.0.0.0",
+          s -> !s.isBlank(),
+          "a host",
           "address the data node listens on");
 
   /** The port the data node binds; 0 lets the OS pick. */
   public static final ConfigKey<Integer> PORT =
-      ConfigKey.ofInt("ember.datanode.port", 0, 0, 65535,
-          "port the data node listens on (0: any free port)");
+      ConfigKey.ofInt(
+          "ember.datanode.port", 0, 0, 65535, "port the data node listens on (0: any free port)");
 
   /** The host clients are told to connect to; empty means the bind host, or this host's name. */
   public static final ConfigKey<String> ADVERTISE_HOST =
-      ConfigKey.ofString("ember.datanode.advertise-host", "", s -> true, "a host",
+      ConfigKey.ofString(
+          "ember.datanode.advertise-host",
+          "",
+          s -> true,
+          "a host",
           "host clients connect to (default: the bind host, or this machine's address)");
 
   /** Every key of this class. */
-  public static final List<ConfigKey<?>> ALL =
-      List.of(CAPACITY, BIND_HOST, PORT, ADVERTISE_HOST);
+  public static final List<ConfigKey<?>> ALL = List.of(CAPACITY, BIND_HOST, PORT, ADVERTISE_HOST);
 }

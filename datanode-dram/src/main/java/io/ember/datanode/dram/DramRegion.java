@@ -7,9 +7,9 @@ import io.netty.buffer.Unpooled;
 import java.nio.ByteBuffer;
 
 /**
- * The data node's memory: direct (off-heap) segments of up to 1 GiB, addressed as one range.
- * A transfer never crosses a segment, because segments are multiples of the largest block size
- * and clients never cross a block.
+ * The data node's memory: direct (off-heap) segments of up to 1 GiB, addressed as one range. A
+ * transfer never crosses a segment, because segments are multiples of the largest block size and
+ * clients never cross a block.
  */
 final class DramRegion {
   static final int SEGMENT_BYTES = 1 << 30;
@@ -26,8 +26,12 @@ final class DramRegion {
       try {
         segments[i] = ByteBuffer.allocateDirect((int) size);
       } catch (OutOfMemoryError e) {
-        throw new IllegalStateException("cannot allocate " + capacity + " bytes of direct memory "
-            + "for the DRAM region: raise -XX:MaxDirectMemorySize or lower the capacity", e);
+        throw new IllegalStateException(
+            "cannot allocate "
+                + capacity
+                + " bytes of direct memory "
+                + "for the DRAM region: raise -XX:MaxDirectMemorySize or lower the capacity",
+            e);
       }
     }
   }
@@ -51,15 +55,23 @@ final class DramRegion {
   private ByteBuffer window(long address, int length) throws EmberException {
     // Written so that a huge address cannot overflow past the check.
     if (address < 0 || length < 0 || length > capacity || address > capacity - length) {
-      throw new EmberException(ErrorCode.OUT_OF_RANGE, "range [" + address + ", "
-          + (address + length) + ") is outside the region of " + capacity + " bytes");
+      throw new EmberException(
+          ErrorCode.OUT_OF_RANGE,
+          "range ["
+              + address
+              + ", "
+              + (address + length)
+              + ") is outside the region of "
+              + capacity
+              + " bytes");
     }
     int seg = (int) (address / SEGMENT_BYTES);
     int off = (int) (address % SEGMENT_BYTES);
     ByteBuffer s = segments[seg];
     if (off + length > s.capacity()) {
-      throw new EmberException(ErrorCode.OUT_OF_RANGE, "range [" + address + ", "
-          + (address + length) + ") crosses a segment boundary");
+      throw new EmberException(
+          ErrorCode.OUT_OF_RANGE,
+          "range [" + address + ", " + (address + length) + ") crosses a segment boundary");
     }
     ByteBuffer d = s.duplicate();
     d.limit(off + length);

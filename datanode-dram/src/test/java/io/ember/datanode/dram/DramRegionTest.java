@@ -32,13 +32,17 @@ class DramRegionTest {
     DramRegion region = new DramRegion(1 << 20);
     ByteBuf data = Unpooled.wrappedBuffer(new byte[8]);
     try {
-      assertEquals(ErrorCode.OUT_OF_RANGE,
+      assertEquals(
+          ErrorCode.OUT_OF_RANGE,
           assertThrows(EmberException.class, () -> region.write((1 << 20) - 4, data)).code());
-      assertEquals(ErrorCode.OUT_OF_RANGE,
+      assertEquals(
+          ErrorCode.OUT_OF_RANGE,
           assertThrows(EmberException.class, () -> region.read(-1, 1)).code());
-      assertEquals(ErrorCode.OUT_OF_RANGE,
+      assertEquals(
+          ErrorCode.OUT_OF_RANGE,
           assertThrows(EmberException.class, () -> region.read(0, (1 << 20) + 1)).code());
-      assertEquals(ErrorCode.OUT_OF_RANGE,
+      assertEquals(
+          ErrorCode.OUT_OF_RANGE,
           assertThrows(EmberException.class, () -> region.read(Long.MAX_VALUE - 2, 8)).code());
     } finally {
       data.release();

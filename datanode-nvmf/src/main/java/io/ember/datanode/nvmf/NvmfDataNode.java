@@ -36,18 +36,19 @@ import org.slf4j.LoggerFactory;
 /**
  * An NVMf data node: connects to a target as an admin host, reads the namespace's size and LBA
  * format, registers the namespace as blocks of storage class NVMf, and heartbeats. It is never on
- * the data path: clients talk to the target directly. Freed blocks come back through heartbeats
- * and are deallocated on the target (Dataset Management) before the name node reuses them. When
- * the target stops answering, heartbeats stop and the name node marks the blocks lost; when it
- * answers again, the node reconnects and registers anew. The namespace's last LBA records the
- * incarnation the node registered with ({@link TargetStamp}): clients check it, since they reach
- * the target without the node, and a target that kept its contents gets its blocks back.
+ * the data path: clients talk to the target directly. Freed blocks come back through heartbeats and
+ * are deallocated on the target (Dataset Management) before the name node reuses them. When the
+ * target stops answering, heartbeats stop and the name node marks the blocks lost; when it answers
+ * again, the node reconnects and registers anew. The namespace's last LBA records the incarnation
+ * the node registered with ({@link TargetStamp}): clients check it, since they reach the target
+ * without the node, and a target that kept its contents gets its blocks back.
  *
  * <p>Without a target URI it starts an embedded target backed by a file or by memory.
  */
 public final class NvmfDataNode implements DataNode {
   /** The tier name clients look up to read and write this node's blocks. */
   public static final String TIER = NvmfTier.NAME;
+
   /** Subsystem NQN of the embedded target. */
   public static final String EMBEDDED_NQN = "nqn.2026-11.io.ember:embedded";
 
@@ -62,6 +63,7 @@ public final class NvmfDataNode implements DataNode {
   private final LifeCycle lifeCycle = new LifeCycle("NVMf data node");
   private volatile NvmfController controller;
   private volatile boolean dsmWarned;
+
   /** The incarnation this node last recorded on the target, or 0 before it did. */
   private volatile long stamped;
 
@@ -69,9 +71,13 @@ public final class NvmfDataNode implements DataNode {
     lifeCycle.beginStart();
     try {
       String target = config.get(NvmfDataNodeKeys.TARGET);
-      options = NvmfHostOptions.builder().ioQueues(1).ioQueueSize(32)
-          .commandTimeout(Duration.ofSeconds(10))
-          .connectTimeout(config.get(EmberKeys.CONNECT_TIMEOUT)).build();
+      options =
+          NvmfHostOptions.builder()
+              .ioQueues(1)
+              .ioQueueSize(32)
+              .commandTimeout(Duration.ofSeconds(10))
+              .connectTimeout(config.get(EmberKeys.CONNECT_TIMEOUT))
+              .build();
       if (target.isBlank()) {
         embedded = lifeCycle.opened(startEmbedded(config));
         uri = NvmfUri.parse(embedded.uri(EMBEDDED_NQN) + "/1");
@@ -85,18 +91,34 @@ public final class NvmfDataNode implements DataNode {
       nsid = namespace.nsid();
       long blockSize = config.get(EmberKeys.BLOCK_SIZE);
       if (blockSize % namespace.blockSize() != 0) {
-        throw new EmberException(ErrorCode.INVALID_ARGUMENT, "the cluster block size ("
-            + EmberKeys.BLOCK_SIZE.name() + ") " + blockSize + " is not a multiple of " + uri
-            + "'s LBA size " + namespace.blockSize());
+        throw new EmberException(
+            ErrorCode.INVALID_ARGUMENT,
+            "the cluster block size ("
+                + EmberKeys.BLOCK_SIZE.name()
+                + ") "
+                + blockSize
+                + " is not a multiple of "
+                + uri
+                + "'s LBA size "
+                + namespace.blockSize());
       }
-      String endpoint = new NvmfUri(uri.transport(), uri.host(), uri.port(), uri.subsystemNqn(),
-          nsid).toString();
+      String endpoint =
+          new NvmfUri(uri.transport(), uri.host(), uri.port(), uri.subsystemNqn(), nsid).toString();
       // The last LBA holds the stamp, so it is left out of the blocks.
-      link = lifeCycle.opened(new NameNodeLink(config, "NVMf data node for " + endpoint,
-          new Messages.RegisterRequest(StorageClass.NVMF, TIER, endpoint, capacity(), true),
-          this::deallocate, this::healthy, new Stamp()));
+      link =
+          lifeCycle.opened(
+              new NameNodeLink(
+                  config,
+                  "NVMf data node for " + endpoint,
+                  new Messages.RegisterRequest(StorageClass.NVMF, TIER, endpoint, capacity(), true),
+                  this::deallocate,
+                  this::healthy,
+                  new Stamp()));
       link.start();
-      LOG.info("NVMf data node: {} bytes of {} (LBA {} bytes)", namespace.sizeBytes(), endpoint,
+      LOG.info(
+          "NVMf data node: {} bytes of {} (LBA {} bytes)",
+          namespace.sizeBytes(),
+          endpoint,
           namespace.blockSize());
       lifeCycle.started();
     } catch (Throwable e) {
@@ -107,14 +129,14 @@ public final class NvmfDataNode implements DataNode {
   }
 
   /**
-   * Starts an NVMf data node for {@link NvmfDataNodeKeys#TARGET}, or for an embedded target when
-   * it is empty, and registers it with the name node. A start that fails closes whatever it had
+   * Starts an NVMf data node for {@link NvmfDataNodeKeys#TARGET}, or for an embedded target when it
+   * is empty, and registers it with the name node. A start that fails closes whatever it had
    * started (the embedded target, the connection to the target) before it throws.
    *
-   * @throws EmberException {@link ErrorCode#UNREACHABLE} when the target cannot be reached,
-   *     {@link ErrorCode#INVALID_ARGUMENT} for a bad URI, a namespace id that is not active on the
-   *     target (or a target with no active namespace), an LBA size the block size does not fit, or
-   *     an embedded target that cannot start
+   * @throws EmberException {@link ErrorCode#UNREACHABLE} when the target cannot be reached, {@link
+   *     ErrorCode#INVALID_ARGUMENT} for a bad URI, a namespace id that is not active on the target
+   *     (or a target with no active namespace), an LBA size the block size does not fit, or an
+   *     embedded target that cannot start
    */
   public static NvmfDataNode start(EmberConfig config) throws EmberException {
     return new NvmfDataNode(config);
@@ -124,8 +146,8 @@ public final class NvmfDataNode implements DataNode {
     try {
       return NvmfUri.parse(target);
     } catch (IllegalArgumentException e) {
-      throw new EmberException(ErrorCode.INVALID_ARGUMENT,
-          NvmfDataNodeKeys.TARGET.name() + ": " + e.getMessage(), e);
+      throw new EmberException(
+          ErrorCode.INVALID_ARGUMENT, NvmfDataNodeKeys.TARGET.name() + ": " + e.getMessage(), e);
     }
   }
 
@@ -138,11 +160,13 @@ public final class NvmfDataNode implements DataNode {
     try {
       return NvmfHost.connect(subsystem, options);
     } catch (NvmfException e) {
-      throw new EmberException(ErrorCode.UNREACHABLE,
-          "cannot reach NVMf target " + uri + ": " + e.getMessage(), e);
+      throw new EmberException(
+          ErrorCode.UNREACHABLE, "cannot reach NVMf target " + uri + ": " + e.getMessage(), e);
     } catch (IllegalArgumentException e) {
-      throw new EmberException(ErrorCode.INVALID_ARGUMENT,
-          NvmfDataNodeKeys.TARGET.name() + ": " + uri + ": " + e.getMessage(), e);
+      throw new EmberException(
+          ErrorCode.INVALID_ARGUMENT,
+          NvmfDataNodeKeys.TARGET.name() + ": " + uri + ": " + e.getMessage(),
+          e);
     }
   }
 
@@ -150,9 +174,12 @@ public final class NvmfDataNode implements DataNode {
   private IdentifyNamespace activeNamespace(NvmfController c) throws EmberException {
     List<IdentifyNamespace> active = c.namespaces();
     if (active.isEmpty()) {
-      throw new EmberException(ErrorCode.INVALID_ARGUMENT, "NVMf target " + uri
-          + " has no active namespace: check the subsystem NQN in "
-          + NvmfDataNodeKeys.TARGET.name());
+      throw new EmberException(
+          ErrorCode.INVALID_ARGUMENT,
+          "NVMf target "
+              + uri
+              + " has no active namespace: check the subsystem NQN in "
+              + NvmfDataNodeKeys.TARGET.name());
     }
     if (uri.nsid() == 0) {
       return active.get(0);
@@ -164,9 +191,16 @@ public final class NvmfDataNode implements DataNode {
       }
       ids.add(ns.nsid());
     }
-    throw new EmberException(ErrorCode.INVALID_ARGUMENT, "namespace " + uri.nsid()
-        + " is not active on NVMf target " + uri + " (active: " + ids
-        + "): check the namespace id in " + NvmfDataNodeKeys.TARGET.name());
+    throw new EmberException(
+        ErrorCode.INVALID_ARGUMENT,
+        "namespace "
+            + uri.nsid()
+            + " is not active on NVMf target "
+            + uri
+            + " (active: "
+            + ids
+            + "): check the namespace id in "
+            + NvmfDataNodeKeys.TARGET.name());
   }
 
   /** The target namespace, as clients address it. */
@@ -214,8 +248,8 @@ public final class NvmfDataNode implements DataNode {
   }
 
   /**
-   * Stops heartbeats until {@link #resume}, so the name node marks the node lost; the target is
-   * not the data node's to stall, and clients reach it without the node.
+   * Stops heartbeats until {@link #resume}, so the name node marks the node lost; the target is not
+   * the data node's to stall, and clients reach it without the node.
    */
   @Override
   public void suspend() {
@@ -231,15 +265,23 @@ public final class NvmfDataNode implements DataNode {
     long size = config.get(NvmfDataNodeKeys.EMBEDDED_SIZE);
     String file = config.get(NvmfDataNodeKeys.EMBEDDED_FILE);
     try {
-      Namespace ns = file.isBlank()
-          ? new MemoryNamespace(size, 4096)
-          : new FileNamespace(Path.of(file), size, 4096, true);
-      return NvmfTarget.builder().listen("127.0.0.1", 0)
-          .subsystem(new Subsystem(EMBEDDED_NQN).namespace(1, ns)).build().start();
+      Namespace ns =
+          file.isBlank()
+              ? new MemoryNamespace(size, 4096)
+              : new FileNamespace(Path.of(file), size, 4096, true);
+      return NvmfTarget.builder()
+          .listen("127.0.0.1", 0)
+          .subsystem(new Subsystem(EMBEDDED_NQN).namespace(1, ns))
+          .build()
+          .start();
     } catch (IOException e) {
-      throw new EmberException(ErrorCode.INVALID_ARGUMENT,
-          "cannot start the embedded NVMf target" + (file.isBlank() ? "" : " on " + file) + ": "
-              + e.getMessage(), e);
+      throw new EmberException(
+          ErrorCode.INVALID_ARGUMENT,
+          "cannot start the embedded NVMf target"
+              + (file.isBlank() ? "" : " on " + file)
+              + ": "
+              + e.getMessage(),
+          e);
     }
   }
 
@@ -299,8 +341,10 @@ public final class NvmfDataNode implements DataNode {
     @Override
     public void record(long incarnation, long replacing) throws EmberException {
       NvmfController c = connected();
-      await(TargetStamp.write(c.ioQueue(0), namespace, incarnation)
-          .thenCompose(v -> c.ioQueue(0).flush(nsid)), "record");
+      await(
+          TargetStamp.write(c.ioQueue(0), namespace, incarnation)
+              .thenCompose(v -> c.ioQueue(0).flush(nsid)),
+          "record");
       stamped = incarnation;
       if (replacing != 0) {
         // Clients trust a stamp they read for a while without reading it again; until they all
@@ -329,8 +373,16 @@ public final class NvmfDataNode implements DataNode {
         // Whatever the target answered, the node cannot register through it now.
         ErrorCode code =
             Thread.currentThread().isInterrupted() ? ErrorCode.CLOSED : ErrorCode.UNREACHABLE;
-        throw new EmberException(code, "cannot " + what + " the registration stamp on NVMf "
-            + "target " + uri + ": " + e.getMessage(), e);
+        throw new EmberException(
+            code,
+            "cannot "
+                + what
+                + " the registration stamp on NVMf "
+                + "target "
+                + uri
+                + ": "
+                + e.getMessage(),
+            e);
       }
     }
   }
@@ -346,8 +398,8 @@ public final class NvmfDataNode implements DataNode {
     if (!c.identify().supportsDsm()) {
       if (!dsmWarned) {
         dsmWarned = true;
-        LOG.warn("NVMf target {} lacks Dataset Management: freed blocks are reused as they are",
-            uri);
+        LOG.warn(
+            "NVMf target {} lacks Dataset Management: freed blocks are reused as they are", uri);
       }
       return slots;
     }

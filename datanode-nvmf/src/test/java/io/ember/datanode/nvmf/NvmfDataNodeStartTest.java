@@ -29,6 +29,7 @@ import org.junit.jupiter.params.provider.ValueSource;
 class NvmfDataNodeStartTest {
   private static final String NQN = "nqn.2026-11.io.ember:start-test";
   private static final String EMPTY_NQN = "nqn.2026-11.io.ember:start-test-empty";
+
   /** The NVMf host's event loop threads; the test's own target may add threads of its own. */
   private static final String HOST_THREADS = "nvmf-host-";
 
@@ -37,12 +38,16 @@ class NvmfDataNodeStartTest {
   @BeforeEach
   void startTarget() throws Exception {
     // Namespaces 1 and 3: 2 is inactive below the highest id, 9 is beyond it.
-    target = NvmfTarget.builder().listen("127.0.0.1", 0)
-        .subsystem(new Subsystem(NQN)
-            .namespace(1, new MemoryNamespace(4 << 20, 4096))
-            .namespace(3, new MemoryNamespace(4 << 20, 4096)))
-        .subsystem(new Subsystem(EMPTY_NQN))
-        .build().start();
+    target =
+        NvmfTarget.builder()
+            .listen("127.0.0.1", 0)
+            .subsystem(
+                new Subsystem(NQN)
+                    .namespace(1, new MemoryNamespace(4 << 20, 4096))
+                    .namespace(3, new MemoryNamespace(4 << 20, 4096)))
+            .subsystem(new Subsystem(EMPTY_NQN))
+            .build()
+            .start();
   }
 
   @AfterEach
@@ -75,8 +80,8 @@ class NvmfDataNodeStartTest {
   void inactiveNamespaceIsAnInvalidArgumentAndLeavesNothingConnected(int nsid) throws Exception {
     String uri = target.uri(NQN) + "/" + nsid;
     Set<Thread> before = threads(HOST_THREADS);
-    EmberException e = assertThrows(EmberException.class,
-        () -> NvmfDataNode.start(config(uri)).close());
+    EmberException e =
+        assertThrows(EmberException.class, () -> NvmfDataNode.start(config(uri)).close());
     assertEquals(ErrorCode.INVALID_ARGUMENT, e.code(), e.toString());
     assertTrue(e.getMessage().contains(NvmfDataNodeKeys.TARGET.name()), e.getMessage());
     assertTrue(e.getMessage().contains("namespace " + nsid), e.getMessage());
@@ -84,11 +89,11 @@ class NvmfDataNodeStartTest {
   }
 
   @Test
-  void subsystemWithoutNamespacesIsAnInvalidArgumentAndLeavesNothingConnected()
-      throws Exception {
+  void subsystemWithoutNamespacesIsAnInvalidArgumentAndLeavesNothingConnected() throws Exception {
     Set<Thread> before = threads(HOST_THREADS);
-    Exception e = assertThrows(Exception.class,
-        () -> NvmfDataNode.start(config(target.uri(EMPTY_NQN))).close());
+    Exception e =
+        assertThrows(
+            Exception.class, () -> NvmfDataNode.start(config(target.uri(EMPTY_NQN))).close());
     // Whatever failed, what the start opened is closed.
     assertNothingLeft(before, HOST_THREADS);
     EmberException ee = assertInstanceOf(EmberException.class, e);
@@ -101,24 +106,33 @@ class NvmfDataNodeStartTest {
   void failureAfterTheEmbeddedTargetStartedStopsIt() throws Exception {
     // The embedded target's LBA is 4 KiB: a 6 KiB block does not fit, found once it is running.
     Set<Thread> before = threads("nvmf-");
-    EmberException e = assertThrows(EmberException.class, () -> NvmfDataNode.start(config("")
-        .with(NvmfDataNodeKeys.EMBEDDED_SIZE, "4m")
-        .with(EmberKeys.BLOCK_SIZE, "6k")).close());
+    EmberException e =
+        assertThrows(
+            EmberException.class,
+            () ->
+                NvmfDataNode.start(
+                        config("")
+                            .with(NvmfDataNodeKeys.EMBEDDED_SIZE, "4m")
+                            .with(EmberKeys.BLOCK_SIZE, "6k"))
+                    .close());
     assertEquals(ErrorCode.INVALID_ARGUMENT, e.code(), e.toString());
     // Its event loop and I/O threads are named nvmf-target-*, the node's host's nvmf-host-*.
     assertNothingLeft(before, "nvmf-");
   }
 
   /**
-   * The test's target holds no controller, and no thread whose name starts with {@code prefix}
-   * that was not running before the node started is alive.
+   * The test's target holds no controller, and no thread whose name starts with {@code prefix} that
+   * was not running before the node started is alive.
    */
   private void assertNothingLeft(Set<Thread> before, String prefix) throws InterruptedException {
     long end = System.nanoTime() + 10_000_000_000L;
     List<String> left;
     do {
-      left = threads(prefix).stream().filter(t -> !before.contains(t)).map(Thread::getName)
-          .collect(Collectors.toList());
+      left =
+          threads(prefix).stream()
+              .filter(t -> !before.contains(t))
+              .map(Thread::getName)
+              .collect(Collectors.toList());
       if (target.controllerCount() == 0 && left.isEmpty()) {
         return;
       }

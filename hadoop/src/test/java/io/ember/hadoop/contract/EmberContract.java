@@ -10,8 +10,8 @@ import org.apache.hadoop.fs.Path;
 import org.apache.hadoop.fs.contract.AbstractFSContract;
 
 /**
- * Hadoop's contract tests bound to Ember: one mini cluster per test JVM, and the options in
- * {@code contract/ember.xml}, which declare Ember's real behaviour.
+ * Hadoop's contract tests bound to Ember: one mini cluster per test JVM, and the options in {@code
+ * contract/ember.xml}, which declare Ember's real behaviour.
  */
 public class EmberContract extends AbstractFSContract {
   /** The contract options resource. */
@@ -41,12 +41,16 @@ public class EmberContract extends AbstractFSContract {
   public static MiniCluster newCluster(String blockSize, String capacity) throws EmberException {
     MiniCluster.Builder b = MiniCluster.builder().blockSize(blockSize);
     if (storageClass().equals("nvmf")) {
-      b.dramDatanodes(1).dramCapacity("8m")
+      b.dramDatanodes(1)
+          .dramCapacity("8m")
           .set(io.ember.datanode.nvmf.NvmfDataNodeKeys.EMBEDDED_SIZE, capacity)
-          .nvmfDatanode("").nvmfDatanode("");
+          .nvmfDatanode("")
+          .nvmfDatanode("");
     } else {
-      b.dramDatanodes(2).dramCapacity(capacity)
-          .set(io.ember.datanode.nvmf.NvmfDataNodeKeys.EMBEDDED_SIZE, "8m").nvmfDatanode("");
+      b.dramDatanodes(2)
+          .dramCapacity(capacity)
+          .set(io.ember.datanode.nvmf.NvmfDataNodeKeys.EMBEDDED_SIZE, "8m")
+          .nvmfDatanode("");
     }
     return b.build();
   }

@@ -8,139 +8,140 @@ import java.nio.ByteBuffer;
 import java.util.concurrent.atomic.AtomicReferenceArray;
 
 /**
- * A namespace in off-heap memory, allocated lazily in 1 MiB chunks: unwritten and deallocated blocks take no
- * memory and read as zeroes. Reads return views of the chunks, so read data goes to the socket without a
- * copy. Its data is lost when the target stops.
+ * A namespace in off-heap memory, allocated lazily in 1 MiB chunks: unwritten and deallocated
+ * blocks take no memory and read as zeroes. Reads return views of the chunks, so read data goes to
+ * the socket without a copy. Its data is lost when the target stops.
  */
 public final class MemoryNamespace implements Namespace {
-    private static final int CHUNK_SHIFT = 20;
-    private static final int CHUNK = 1 << CHUNK_SHIFT;
-    private static final ByteBuffer ZEROES = ByteBuffer.allocateDirect(CHUNK).asReadOnlyBuffer();
+  private static final int CHUNK_SHIFT = 20;
+  private static final int CHUNK = 1 << CHUNK_SHIFT;
+  private static final ByteBuffer ZEROES = ByteBuffer.allocateDirect(CHUNK).asReadOnlyBuffer();
 
-    private final long blocks;
-    private final int blockSize;
-    private final AtomicReferenceArray<ByteBuffer> chunks;
+  private final long blocks;
+  private final int blockSize;
+  private final AtomicReferenceArray<ByteBuffer> chunks;
 
-    /**
-     * @param sizeBytes capacity, a multiple of {@code blockSize}
-     * @param blockSize 512, 4096 or another power of two up to 65536
-     * @throws IllegalArgumentException on a bad size
-     */
-    public MemoryNamespace(long sizeBytes, int blockSize) {
-        if (blockSize < 512 || blockSize > 65536 || Integer.bitCount(blockSize) != 1) {
-            throw new IllegalArgumentException("block size must be a power of two in 512..65536, got " + blockSize);
+  /**
+   * @param sizeBytes capacity, a multiple of {@code blockSize}
+   * @param blockSize 512, 4096 or another power of two up to 65536
+   * @throws IllegalArgumentException on a bad size
+   */
+  public MemoryNamespace(long sizeBytes, int blockSize) {
+    if (blockSize < 512 || blockSize > 65536 || Integer.bitCount(blockSize) != 1) {
+      throw new IllegalArgumentException(
+          "block size must be a power of two in 512..65536, got " + blockSize);
+    }
+    if (sizeBytes <= 0 || sizeBytes % blockSize != 0) {
+      throw new IllegalArgumentException(
+          "size " + sizeBytes + " is not a positive multiple of " + blockSize);
+    }
+    long n = (sizeBytes + CHUNK - 1) >>> CHUNK_SHIFT;
+    if (n > Integer.MAX_VALUE) {
+      throw new IllegalArgumentException("size " + sizeBytes + " too large");
+    }
+    this.blocks = sizeBytes / blockSize;
+    this.blockSize = blockSize;
+    this.chunks = new AtomicReferenceArray<>((int) n);
+  }
+
+  @Override
+  public long blockCount() {
+    return blocks;
+  }
+
+  @Override
+  public int blockSize() {
+    return blockSize;
+  }
+
+  @Override
+  public boolean blocking() {
+    return false;
+  }
+
+  private ByteBuffer chunk(int i) {
+    ByteBuffer c = chunks.get(i);
+    if (c == null) {
+      ByteBuffer fresh = ByteBuffer.allocateDirect(CHUNK);
+      c = chunks.compareAndExchange(i, null, fresh);
+      if (c == null) {
+        c = fresh;
+      }
+    }
+    return c;
+  }
+
+  @Override
+  public ByteBuf read(ByteBufAllocator alloc, long offset, int len) {
+    CompositeByteBuf out = Unpooled.compositeBuffer(len / CHUNK + 2);
+    try {
+      long pos = offset;
+      long end = offset + len;
+      while (pos < end) {
+        int ci = (int) (pos >>> CHUNK_SHIFT);
+        int co = (int) (pos & (CHUNK - 1));
+        int n = (int) Math.min(CHUNK - co, end - pos);
+        ByteBuffer c = chunks.get(ci);
+        ByteBuffer view = (c == null ? ZEROES : c).duplicate();
+        view.position(co).limit(co + n);
+        out.addComponent(true, Unpooled.wrappedBuffer(view.slice()));
+        pos += n;
+      }
+      return out;
+    } catch (RuntimeException e) {
+      out.release(); // an offset outside the namespace: the caller gets no buffer to release
+      throw e;
+    }
+  }
+
+  @Override
+  public void write(long offset, ByteBuf src) {
+    int idx = src.readerIndex();
+    long pos = offset;
+    long end = offset + src.readableBytes();
+    while (pos < end) {
+      int ci = (int) (pos >>> CHUNK_SHIFT);
+      int co = (int) (pos & (CHUNK - 1));
+      int n = (int) Math.min(CHUNK - co, end - pos);
+      ByteBuffer dst = chunk(ci).duplicate();
+      dst.position(co).limit(co + n);
+      src.getBytes(idx, dst);
+      idx += n;
+      pos += n;
+    }
+  }
+
+  @Override
+  public void flush() {}
+
+  @Override
+  public void deallocate(long offset, long len) {
+    long pos = offset;
+    long end = offset + len;
+    while (pos < end) {
+      int ci = (int) (pos >>> CHUNK_SHIFT);
+      int co = (int) (pos & (CHUNK - 1));
+      int n = (int) Math.min(CHUNK - co, end - pos);
+      if (n == CHUNK) {
+        chunks.set(ci, null);
+      } else {
+        ByteBuffer c = chunks.get(ci);
+        if (c != null) {
+          ByteBuffer z = ZEROES.duplicate();
+          z.limit(n);
+          ByteBuffer dst = c.duplicate();
+          dst.position(co);
+          dst.put(z);
         }
-        if (sizeBytes <= 0 || sizeBytes % blockSize != 0) {
-            throw new IllegalArgumentException("size " + sizeBytes + " is not a positive multiple of " + blockSize);
-        }
-        long n = (sizeBytes + CHUNK - 1) >>> CHUNK_SHIFT;
-        if (n > Integer.MAX_VALUE) {
-            throw new IllegalArgumentException("size " + sizeBytes + " too large");
-        }
-        this.blocks = sizeBytes / blockSize;
-        this.blockSize = blockSize;
-        this.chunks = new AtomicReferenceArray<>((int) n);
+      }
+      pos += n;
     }
+  }
 
-    @Override
-    public long blockCount() {
-        return blocks;
+  @Override
+  public void close() {
+    for (int i = 0; i < chunks.length(); i++) {
+      chunks.set(i, null);
     }
-
-    @Override
-    public int blockSize() {
-        return blockSize;
-    }
-
-    @Override
-    public boolean blocking() {
-        return false;
-    }
-
-    private ByteBuffer chunk(int i) {
-        ByteBuffer c = chunks.get(i);
-        if (c == null) {
-            ByteBuffer fresh = ByteBuffer.allocateDirect(CHUNK);
-            c = chunks.compareAndExchange(i, null, fresh);
-            if (c == null) {
-                c = fresh;
-            }
-        }
-        return c;
-    }
-
-    @Override
-    public ByteBuf read(ByteBufAllocator alloc, long offset, int len) {
-        CompositeByteBuf out = Unpooled.compositeBuffer(len / CHUNK + 2);
-        try {
-            long pos = offset;
-            long end = offset + len;
-            while (pos < end) {
-                int ci = (int) (pos >>> CHUNK_SHIFT);
-                int co = (int) (pos & (CHUNK - 1));
-                int n = (int) Math.min(CHUNK - co, end - pos);
-                ByteBuffer c = chunks.get(ci);
-                ByteBuffer view = (c == null ? ZEROES : c).duplicate();
-                view.position(co).limit(co + n);
-                out.addComponent(true, Unpooled.wrappedBuffer(view.slice()));
-                pos += n;
-            }
-            return out;
-        } catch (RuntimeException e) {
-            out.release(); // an offset outside the namespace: the caller gets no buffer to release
-            throw e;
-        }
-    }
-
-    @Override
-    public void write(long offset, ByteBuf src) {
-        int idx = src.readerIndex();
-        long pos = offset;
-        long end = offset + src.readableBytes();
-        while (pos < end) {
-            int ci = (int) (pos >>> CHUNK_SHIFT);
-            int co = (int) (pos & (CHUNK - 1));
-            int n = (int) Math.min(CHUNK - co, end - pos);
-            ByteBuffer dst = chunk(ci).duplicate();
-            dst.position(co).limit(co + n);
-            src.getBytes(idx, dst);
-            idx += n;
-            pos += n;
-        }
-    }
-
-    @Override
-    public void flush() {
-    }
-
-    @Override
-    public void deallocate(long offset, long len) {
-        long pos = offset;
-        long end = offset + len;
-        while (pos < end) {
-            int ci = (int) (pos >>> CHUNK_SHIFT);
-            int co = (int) (pos & (CHUNK - 1));
-            int n = (int) Math.min(CHUNK - co, end - pos);
-            if (n == CHUNK) {
-                chunks.set(ci, null);
-            } else {
-                ByteBuffer c = chunks.get(ci);
-                if (c != null) {
-                    ByteBuffer z = ZEROES.duplicate();
-                    z.limit(n);
-                    ByteBuffer dst = c.duplicate();
-                    dst.position(co);
-                    dst.put(z);
-                }
-            }
-            pos += n;
-        }
-    }
-
-    @Override
-    public void close() {
-        for (int i = 0; i < chunks.length(); i++) {
-            chunks.set(i, null);
-        }
-    }
+  }
 }

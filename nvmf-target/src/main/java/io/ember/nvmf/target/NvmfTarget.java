@@ -23,258 +23,273 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * An embedded NVMe/TCP target: serves one or more {@link Subsystem}s and the discovery subsystem on one TCP
- * port to any number of hosts and queues. Speaks the NVMe/TCP transport 1.0 with header/data digests,
- * in-capsule data, R2T/H2CData and C2HData (with the SUCCESS short-cut when the host disabled SQ flow
- * control). Built with {@link #builder()}, started with {@link #start()}, stopped with {@link #close()}.
+ * An embedded NVMe/TCP target: serves one or more {@link Subsystem}s and the discovery subsystem on
+ * one TCP port to any number of hosts and queues. Speaks the NVMe/TCP transport 1.0 with
+ * header/data digests, in-capsule data, R2T/H2CData and C2HData (with the SUCCESS short-cut when
+ * the host disabled SQ flow control). Built with {@link #builder()}, started with {@link #start()},
+ * stopped with {@link #close()}.
  */
 public final class NvmfTarget implements AutoCloseable {
-    private static final Logger LOG = LoggerFactory.getLogger(NvmfTarget.class);
+  private static final Logger LOG = LoggerFactory.getLogger(NvmfTarget.class);
 
-    final String bindHost;
-    final int bindPort;
-    final Map<String, Subsystem> subsystems = new ConcurrentHashMap<>();
-    final int maxH2CData;
-    final int inCapsuleDataSize;
-    final int maxQueueSize;
-    final int maxIoQueues;
-    final int mdts;
-    final int c2hChunk;
-    final boolean successFlag;
-    private final int threads;
-    private final AtomicInteger nextCntlid = new AtomicInteger(1);
-    final Map<Integer, TargetController> controllers = new ConcurrentHashMap<>();
-    final AtomicInteger discoveryGeneration = new AtomicInteger(1);
-    private EventLoopGroup group;
-    ExecutorService blockingIo;
-    private Channel server;
+  final String bindHost;
+  final int bindPort;
+  final Map<String, Subsystem> subsystems = new ConcurrentHashMap<>();
+  final int maxH2CData;
+  final int inCapsuleDataSize;
+  final int maxQueueSize;
+  final int maxIoQueues;
+  final int mdts;
+  final int c2hChunk;
+  final boolean successFlag;
+  private final int threads;
+  private final AtomicInteger nextCntlid = new AtomicInteger(1);
+  final Map<Integer, TargetController> controllers = new ConcurrentHashMap<>();
+  final AtomicInteger discoveryGeneration = new AtomicInteger(1);
+  private EventLoopGroup group;
+  ExecutorService blockingIo;
+  private Channel server;
 
-    private NvmfTarget(Builder b) {
-        this.bindHost = b.host;
-        this.bindPort = b.port;
-        for (Subsystem s : b.subsystems) {
-            if (subsystems.putIfAbsent(s.nqn(), s) != null) {
-                throw new IllegalArgumentException("two subsystems named " + s.nqn());
-            }
+  private NvmfTarget(Builder b) {
+    this.bindHost = b.host;
+    this.bindPort = b.port;
+    for (Subsystem s : b.subsystems) {
+      if (subsystems.putIfAbsent(s.nqn(), s) != null) {
+        throw new IllegalArgumentException("two subsystems named " + s.nqn());
+      }
+    }
+    this.maxH2CData = b.maxH2CData;
+    this.inCapsuleDataSize = b.inCapsuleDataSize;
+    this.maxQueueSize = b.maxQueueSize;
+    this.maxIoQueues = b.maxIoQueues;
+    this.mdts = b.mdts;
+    this.c2hChunk = b.c2hChunk;
+    this.successFlag = b.successFlag;
+    this.threads = b.threads;
+  }
+
+  public static Builder builder() {
+    return new Builder();
+  }
+
+  /**
+   * Binds the port and starts serving.
+   *
+   * @return this
+   * @throws IOException when the port cannot be bound
+   */
+  public NvmfTarget start() throws IOException {
+    group = Transports.group(threads, "nvmf-target");
+    AtomicInteger n = new AtomicInteger();
+    ThreadFactory tf =
+        r -> {
+          Thread t = new Thread(r, "nvmf-target-io-" + n.incrementAndGet());
+          t.setDaemon(true);
+          return t;
+        };
+    blockingIo = Executors.newFixedThreadPool(Math.max(2, threads), tf);
+    ServerBootstrap b =
+        new ServerBootstrap()
+            .group(group)
+            .channel(Transports.serverChannel())
+            .option(ChannelOption.SO_BACKLOG, 256)
+            .childOption(ChannelOption.TCP_NODELAY, true)
+            .childHandler(
+                new ChannelInitializer<SocketChannel>() {
+                  @Override
+                  protected void initChannel(SocketChannel ch) {
+                    TargetConnection.install(NvmfTarget.this, ch);
+                  }
+                });
+    try {
+      server = b.bind(new InetSocketAddress(bindHost, bindPort)).sync().channel();
+    } catch (Exception e) {
+      close();
+      throw new IOException(
+          "cannot listen on " + bindHost + ":" + bindPort + ": " + e.getMessage(), e);
+    }
+    LOG.info(
+        "NVMe/TCP target listening on {} ({}) with subsystems {}",
+        server.localAddress(),
+        Transports.epoll() ? "epoll" : "NIO",
+        subsystems.keySet());
+    return this;
+  }
+
+  /** The bound port (useful after binding port 0). */
+  public int port() {
+    return ((InetSocketAddress) server.localAddress()).getPort();
+  }
+
+  /** The bound address. */
+  public String host() {
+    return ((InetSocketAddress) server.localAddress()).getAddress().getHostAddress();
+  }
+
+  /** {@code nvmf+tcp://host:port/nqn} of a served subsystem. */
+  public String uri(String nqn) {
+    String h = host();
+    return "nvmf+tcp://" + (h.contains(":") ? "[" + h + "]" : h) + ":" + port() + "/" + nqn;
+  }
+
+  /** Served subsystems, by NQN. */
+  public Map<String, Subsystem> subsystems() {
+    return Map.copyOf(subsystems);
+  }
+
+  /** Number of live controllers (admin queues connected), for tests and monitoring. */
+  public int controllerCount() {
+    return controllers.size();
+  }
+
+  int newCntlid() {
+    for (int i = 0; i < 0xFFEF; i++) {
+      int id = nextCntlid.getAndUpdate(v -> v >= 0xFFEF ? 1 : v + 1);
+      if (!controllers.containsKey(id)) {
+        return id;
+      }
+    }
+    return -1;
+  }
+
+  /** Stops listening, closes every connection and closes the namespaces. */
+  @Override
+  public void close() {
+    if (server != null) {
+      server.close().awaitUninterruptibly(2000);
+    }
+    for (TargetController c : new ArrayList<>(controllers.values())) {
+      c.teardown();
+    }
+    controllers.clear();
+    if (group != null) {
+      group.shutdownGracefully(0, 2, TimeUnit.SECONDS).awaitUninterruptibly(5000);
+    }
+    if (blockingIo != null) {
+      blockingIo.shutdown();
+      try {
+        blockingIo.awaitTermination(5, TimeUnit.SECONDS);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+    }
+    for (Subsystem s : subsystems.values()) {
+      for (Namespace ns : s.namespaces().values()) {
+        try {
+          ns.close();
+        } catch (Exception e) {
+          LOG.warn("closing a namespace of {} failed: {}", s.nqn(), e.toString());
         }
-        this.maxH2CData = b.maxH2CData;
-        this.inCapsuleDataSize = b.inCapsuleDataSize;
-        this.maxQueueSize = b.maxQueueSize;
-        this.maxIoQueues = b.maxIoQueues;
-        this.mdts = b.mdts;
-        this.c2hChunk = b.c2hChunk;
-        this.successFlag = b.successFlag;
-        this.threads = b.threads;
+      }
+    }
+  }
+
+  /** Builder of {@link NvmfTarget}. */
+  public static final class Builder {
+    private String host = "127.0.0.1";
+    private int port = 4420;
+    private final List<Subsystem> subsystems = new ArrayList<>();
+    private int maxH2CData = 128 * 1024;
+    private int inCapsuleDataSize = 16 * 1024;
+    private int maxQueueSize = 1024;
+    private int maxIoQueues = 64;
+    private int mdts = 8;
+    private int c2hChunk = 128 * 1024;
+    private boolean successFlag = true;
+    private int threads = Runtime.getRuntime().availableProcessors();
+
+    private Builder() {}
+
+    /** Address and port to listen on (default 127.0.0.1:4420; port 0 picks a free one). */
+    public Builder listen(String host, int port) {
+      this.host = host;
+      this.port = port;
+      return this;
     }
 
-    public static Builder builder() {
-        return new Builder();
+    public Builder subsystem(Subsystem s) {
+      subsystems.add(s);
+      return this;
+    }
+
+    /** MAXH2CDATA announced in ICResp: a multiple of 4, at least 4096. Default 128 KiB. */
+    public Builder maxH2CData(int v) {
+      if (v < 4096 || v % 4 != 0) {
+        throw new IllegalArgumentException(
+            "MAXH2CDATA must be a multiple of 4 and >= 4096, got " + v);
+      }
+      this.maxH2CData = v;
+      return this;
     }
 
     /**
-     * Binds the port and starts serving.
-     *
-     * @return this
-     * @throws IOException when the port cannot be bound
+     * In-capsule data accepted on I/O queues (IOCCSZ minus 64), a multiple of 16. Default 16 KiB.
      */
-    public NvmfTarget start() throws IOException {
-        group = Transports.group(threads, "nvmf-target");
-        AtomicInteger n = new AtomicInteger();
-        ThreadFactory tf = r -> {
-            Thread t = new Thread(r, "nvmf-target-io-" + n.incrementAndGet());
-            t.setDaemon(true);
-            return t;
-        };
-        blockingIo = Executors.newFixedThreadPool(Math.max(2, threads), tf);
-        ServerBootstrap b = new ServerBootstrap().group(group).channel(Transports.serverChannel())
-                .option(ChannelOption.SO_BACKLOG, 256)
-                .childOption(ChannelOption.TCP_NODELAY, true)
-                .childHandler(new ChannelInitializer<SocketChannel>() {
-                    @Override
-                    protected void initChannel(SocketChannel ch) {
-                        TargetConnection.install(NvmfTarget.this, ch);
-                    }
-                });
-        try {
-            server = b.bind(new InetSocketAddress(bindHost, bindPort)).sync().channel();
-        } catch (Exception e) {
-            close();
-            throw new IOException("cannot listen on " + bindHost + ":" + bindPort + ": " + e.getMessage(), e);
-        }
-        LOG.info("NVMe/TCP target listening on {} ({}) with subsystems {}", server.localAddress(),
-                Transports.epoll() ? "epoll" : "NIO", subsystems.keySet());
-        return this;
+    public Builder inCapsuleDataSize(int v) {
+      if (v < 0 || v % 16 != 0 || v > 1 << 20) {
+        throw new IllegalArgumentException(
+            "in-capsule data size must be a multiple of 16 in 0..1 MiB: " + v);
+      }
+      this.inCapsuleDataSize = v;
+      return this;
     }
 
-    /** The bound port (useful after binding port 0). */
-    public int port() {
-        return ((InetSocketAddress) server.localAddress()).getPort();
+    /** CAP.MQES+1: the largest queue a host may create. Default 1024. */
+    public Builder maxQueueSize(int v) {
+      if (v < 2 || v > 65536) {
+        throw new IllegalArgumentException("max queue size must be 2..65536: " + v);
+      }
+      this.maxQueueSize = v;
+      return this;
     }
 
-    /** The bound address. */
-    public String host() {
-        return ((InetSocketAddress) server.localAddress()).getAddress().getHostAddress();
+    /** I/O queues granted per controller. Default 64. */
+    public Builder maxIoQueues(int v) {
+      if (v < 1 || v > 65535) {
+        throw new IllegalArgumentException("max I/O queues must be 1..65535: " + v);
+      }
+      this.maxIoQueues = v;
+      return this;
     }
 
-    /** {@code nvmf+tcp://host:port/nqn} of a served subsystem. */
-    public String uri(String nqn) {
-        String h = host();
-        return "nvmf+tcp://" + (h.contains(":") ? "[" + h + "]" : h) + ":" + port() + "/" + nqn;
+    /** MDTS: transfers up to 2^mdts * 4 KiB per command. Default 8 (1 MiB). */
+    public Builder mdts(int v) {
+      if (v < 1 || v > 16) {
+        throw new IllegalArgumentException("MDTS must be 1..16 here: " + v);
+      }
+      this.mdts = v;
+      return this;
     }
 
-    /** Served subsystems, by NQN. */
-    public Map<String, Subsystem> subsystems() {
-        return Map.copyOf(subsystems);
+    /** Largest C2HData PDU the target sends; longer reads take several. Default 128 KiB. */
+    public Builder c2hDataChunk(int v) {
+      if (v < 512) {
+        throw new IllegalArgumentException("C2HData chunk must be >= 512: " + v);
+      }
+      this.c2hChunk = v;
+      return this;
     }
 
-    /** Number of live controllers (admin queues connected), for tests and monitoring. */
-    public int controllerCount() {
-        return controllers.size();
+    /**
+     * Whether reads on queues without SQ flow control complete with C2HData SUCCESS. Default on.
+     */
+    public Builder successFlag(boolean v) {
+      this.successFlag = v;
+      return this;
     }
 
-    int newCntlid() {
-        for (int i = 0; i < 0xFFEF; i++) {
-            int id = nextCntlid.getAndUpdate(v -> v >= 0xFFEF ? 1 : v + 1);
-            if (!controllers.containsKey(id)) {
-                return id;
-            }
-        }
-        return -1;
+    /** Network threads. Default: available processors. */
+    public Builder threads(int v) {
+      this.threads = Math.max(1, v);
+      return this;
     }
 
-    /** Stops listening, closes every connection and closes the namespaces. */
-    @Override
-    public void close() {
-        if (server != null) {
-            server.close().awaitUninterruptibly(2000);
-        }
-        for (TargetController c : new ArrayList<>(controllers.values())) {
-            c.teardown();
-        }
-        controllers.clear();
-        if (group != null) {
-            group.shutdownGracefully(0, 2, TimeUnit.SECONDS).awaitUninterruptibly(5000);
-        }
-        if (blockingIo != null) {
-            blockingIo.shutdown();
-            try {
-                blockingIo.awaitTermination(5, TimeUnit.SECONDS);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
-        }
-        for (Subsystem s : subsystems.values()) {
-            for (Namespace ns : s.namespaces().values()) {
-                try {
-                    ns.close();
-                } catch (Exception e) {
-                    LOG.warn("closing a namespace of {} failed: {}", s.nqn(), e.toString());
-                }
-            }
-        }
+    public NvmfTarget build() {
+      return new NvmfTarget(this);
     }
+  }
 
-    /** Builder of {@link NvmfTarget}. */
-    public static final class Builder {
-        private String host = "127.0.0.1";
-        private int port = 4420;
-        private final List<Subsystem> subsystems = new ArrayList<>();
-        private int maxH2CData = 128 * 1024;
-        private int inCapsuleDataSize = 16 * 1024;
-        private int maxQueueSize = 1024;
-        private int maxIoQueues = 64;
-        private int mdts = 8;
-        private int c2hChunk = 128 * 1024;
-        private boolean successFlag = true;
-        private int threads = Runtime.getRuntime().availableProcessors();
-
-        private Builder() {
-        }
-
-        /** Address and port to listen on (default 127.0.0.1:4420; port 0 picks a free one). */
-        public Builder listen(String host, int port) {
-            this.host = host;
-            this.port = port;
-            return this;
-        }
-
-        public Builder subsystem(Subsystem s) {
-            subsystems.add(s);
-            return this;
-        }
-
-        /** MAXH2CDATA announced in ICResp: a multiple of 4, at least 4096. Default 128 KiB. */
-        public Builder maxH2CData(int v) {
-            if (v < 4096 || v % 4 != 0) {
-                throw new IllegalArgumentException("MAXH2CDATA must be a multiple of 4 and >= 4096, got " + v);
-            }
-            this.maxH2CData = v;
-            return this;
-        }
-
-        /** In-capsule data accepted on I/O queues (IOCCSZ minus 64), a multiple of 16. Default 16 KiB. */
-        public Builder inCapsuleDataSize(int v) {
-            if (v < 0 || v % 16 != 0 || v > 1 << 20) {
-                throw new IllegalArgumentException("in-capsule data size must be a multiple of 16 in 0..1 MiB: " + v);
-            }
-            this.inCapsuleDataSize = v;
-            return this;
-        }
-
-        /** CAP.MQES+1: the largest queue a host may create. Default 1024. */
-        public Builder maxQueueSize(int v) {
-            if (v < 2 || v > 65536) {
-                throw new IllegalArgumentException("max queue size must be 2..65536: " + v);
-            }
-            this.maxQueueSize = v;
-            return this;
-        }
-
-        /** I/O queues granted per controller. Default 64. */
-        public Builder maxIoQueues(int v) {
-            if (v < 1 || v > 65535) {
-                throw new IllegalArgumentException("max I/O queues must be 1..65535: " + v);
-            }
-            this.maxIoQueues = v;
-            return this;
-        }
-
-        /** MDTS: transfers up to 2^mdts * 4 KiB per command. Default 8 (1 MiB). */
-        public Builder mdts(int v) {
-            if (v < 1 || v > 16) {
-                throw new IllegalArgumentException("MDTS must be 1..16 here: " + v);
-            }
-            this.mdts = v;
-            return this;
-        }
-
-        /** Largest C2HData PDU the target sends; longer reads take several. Default 128 KiB. */
-        public Builder c2hDataChunk(int v) {
-            if (v < 512) {
-                throw new IllegalArgumentException("C2HData chunk must be >= 512: " + v);
-            }
-            this.c2hChunk = v;
-            return this;
-        }
-
-        /** Whether reads on queues without SQ flow control complete with C2HData SUCCESS. Default on. */
-        public Builder successFlag(boolean v) {
-            this.successFlag = v;
-            return this;
-        }
-
-        /** Network threads. Default: available processors. */
-        public Builder threads(int v) {
-            this.threads = Math.max(1, v);
-            return this;
-        }
-
-        public NvmfTarget build() {
-            return new NvmfTarget(this);
-        }
-    }
-
-    static String discoveryNqn() {
-        return Nvme.DISCOVERY_NQN;
-    }
+  static String discoveryNqn() {
+    return Nvme.DISCOVERY_NQN;
+  }
 }

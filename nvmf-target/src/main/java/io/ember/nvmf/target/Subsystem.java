@@ -4,99 +4,106 @@ import java.util.Collections;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
-import java.util.concurrent.ConcurrentSkipListMap;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentSkipListMap;
 
 /**
- * An NVM subsystem of the embedded target: an NQN, namespaces by NSID and the host NQNs allowed to connect
- * (none listed: any host). Configure before the target starts; namespaces are not hot-plugged.
+ * An NVM subsystem of the embedded target: an NQN, namespaces by NSID and the host NQNs allowed to
+ * connect (none listed: any host). Configure before the target starts; namespaces are not
+ * hot-plugged.
  */
 public final class Subsystem {
-    private final String nqn;
-    private final ConcurrentSkipListMap<Integer, Namespace> namespaces = new ConcurrentSkipListMap<>();
-    private final Set<String> allowedHosts = ConcurrentHashMap.newKeySet();
-    private String serial;
-    private String model = "Ember embedded NVMe/TCP target";
+  private final String nqn;
+  private final ConcurrentSkipListMap<Integer, Namespace> namespaces =
+      new ConcurrentSkipListMap<>();
+  private final Set<String> allowedHosts = ConcurrentHashMap.newKeySet();
+  private String serial;
+  private String model = "Ember embedded NVMe/TCP target";
 
-    /**
-     * @param nqn the subsystem NQN, e.g. {@code nqn.2024-01.io.ember:ns1}; at most 223 bytes
-     * @throws IllegalArgumentException when the NQN is empty, too long or the discovery NQN
-     */
-    public Subsystem(String nqn) {
-        if (nqn.isEmpty() || nqn.length() > 223) {
-            throw new IllegalArgumentException("subsystem NQN must be 1..223 bytes: '" + nqn + "'");
-        }
-        if (nqn.equals(io.ember.nvmf.spec.Nvme.DISCOVERY_NQN)) {
-            throw new IllegalArgumentException("the discovery NQN is served by the target itself");
-        }
-        this.nqn = nqn;
-        this.serial = Integer.toHexString(nqn.hashCode());
+  /**
+   * @param nqn the subsystem NQN, e.g. {@code nqn.2024-01.io.ember:ns1}; at most 223 bytes
+   * @throws IllegalArgumentException when the NQN is empty, too long or the discovery NQN
+   */
+  public Subsystem(String nqn) {
+    if (nqn.isEmpty() || nqn.length() > 223) {
+      throw new IllegalArgumentException("subsystem NQN must be 1..223 bytes: '" + nqn + "'");
     }
+    if (nqn.equals(io.ember.nvmf.spec.Nvme.DISCOVERY_NQN)) {
+      throw new IllegalArgumentException("the discovery NQN is served by the target itself");
+    }
+    this.nqn = nqn;
+    this.serial = Integer.toHexString(nqn.hashCode());
+  }
 
-    public String nqn() {
-        return nqn;
-    }
+  public String nqn() {
+    return nqn;
+  }
 
-    /** Adds {@code ns} under the next free NSID and returns that NSID. The target owns it from now on. */
-    public synchronized int addNamespace(Namespace ns) {
-        int id = 1;
-        while (namespaces.containsKey(id)) {
-            id++;
-        }
-        namespaces.put(id, ns);
-        return id;
+  /**
+   * Adds {@code ns} under the next free NSID and returns that NSID. The target owns it from now on.
+   */
+  public synchronized int addNamespace(Namespace ns) {
+    int id = 1;
+    while (namespaces.containsKey(id)) {
+      id++;
     }
+    namespaces.put(id, ns);
+    return id;
+  }
 
-    /** Adds {@code ns} as NSID {@code nsid}. @throws IllegalArgumentException if taken or 0/FFFFFFFFh */
-    public synchronized Subsystem namespace(int nsid, Namespace ns) {
-        if (nsid == 0 || nsid == -1 || namespaces.containsKey(nsid)) {
-            throw new IllegalArgumentException("NSID " + Integer.toUnsignedString(nsid) + " is reserved or taken");
-        }
-        namespaces.put(nsid, ns);
-        return this;
+  /**
+   * Adds {@code ns} as NSID {@code nsid}. @throws IllegalArgumentException if taken or 0/FFFFFFFFh
+   */
+  public synchronized Subsystem namespace(int nsid, Namespace ns) {
+    if (nsid == 0 || nsid == -1 || namespaces.containsKey(nsid)) {
+      throw new IllegalArgumentException(
+          "NSID " + Integer.toUnsignedString(nsid) + " is reserved or taken");
     }
+    namespaces.put(nsid, ns);
+    return this;
+  }
 
-    /** Allows host {@code hostNqn}; once any host is listed, only listed hosts may connect. */
-    public Subsystem allowHost(String hostNqn) {
-        allowedHosts.add(hostNqn);
-        return this;
-    }
+  /** Allows host {@code hostNqn}; once any host is listed, only listed hosts may connect. */
+  public Subsystem allowHost(String hostNqn) {
+    allowedHosts.add(hostNqn);
+    return this;
+  }
 
-    /** Serial number reported by Identify Controller (at most 20 ASCII characters). */
-    public Subsystem serial(String v) {
-        this.serial = v;
-        return this;
-    }
+  /** Serial number reported by Identify Controller (at most 20 ASCII characters). */
+  public Subsystem serial(String v) {
+    this.serial = v;
+    return this;
+  }
 
-    /** Model number reported by Identify Controller (at most 40 ASCII characters). */
-    public Subsystem model(String v) {
-        this.model = v;
-        return this;
-    }
+  /** Model number reported by Identify Controller (at most 40 ASCII characters). */
+  public Subsystem model(String v) {
+    this.model = v;
+    return this;
+  }
 
-    public String serial() {
-        return serial;
-    }
+  public String serial() {
+    return serial;
+  }
 
-    public String model() {
-        return model;
-    }
+  public String model() {
+    return model;
+  }
 
-    /** Whether {@code hostNqn} may connect. */
-    public boolean allows(String hostNqn) {
-        return allowedHosts.isEmpty() || allowedHosts.contains(hostNqn);
-    }
+  /** Whether {@code hostNqn} may connect. */
+  public boolean allows(String hostNqn) {
+    return allowedHosts.isEmpty() || allowedHosts.contains(hostNqn);
+  }
 
-    /** Namespaces by NSID (read-only view). */
-    public synchronized Map<Integer, Namespace> namespaces() {
-        return Collections.unmodifiableMap(new TreeMap<>(namespaces));
-    }
+  /** Namespaces by NSID (read-only view). */
+  public synchronized Map<Integer, Namespace> namespaces() {
+    return Collections.unmodifiableMap(new TreeMap<>(namespaces));
+  }
 
-    Namespace get(int nsid) {
-        return namespaces.get(nsid);
-    }
+  Namespace get(int nsid) {
+    return namespaces.get(nsid);
+  }
 
-    int maxNsid() {
-        return namespaces.isEmpty() ? 0 : namespaces.lastKey();
-    }
+  int maxNsid() {
+    return namespaces.isEmpty() ? 0 : namespaces.lastKey();
+  }
 }

@@ -7,46 +7,49 @@ import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 
 /**
- * State of one controller of the embedded target (dynamic controller model): created by an admin queue
- * Connect, joined by I/O queue Connects with its CNTLID, gone when its admin queue closes or its keep-alive
- * timer expires.
+ * State of one controller of the embedded target (dynamic controller model): created by an admin
+ * queue Connect, joined by I/O queue Connects with its CNTLID, gone when its admin queue closes or
+ * its keep-alive timer expires.
  */
 final class TargetController {
-    final int cntlid;
-    /** Null for a discovery controller. */
-    final Subsystem subsystem;
-    final String hostNqn;
-    final UUID hostId;
-    volatile long katoMs;
-    volatile int cc;
-    volatile int csts;
-    volatile int ioQueuesGranted;
-    volatile int asyncEventConfig;
-    volatile long lastKeepAlive = System.nanoTime();
-    final Map<Integer, Channel> queues = new ConcurrentHashMap<>();
+  final int cntlid;
 
-    TargetController(int cntlid, Subsystem subsystem, String hostNqn, UUID hostId, long katoMs, int maxIoQueues) {
-        this.cntlid = cntlid;
-        this.subsystem = subsystem;
-        this.hostNqn = hostNqn;
-        this.hostId = hostId;
-        this.katoMs = katoMs;
-        this.ioQueuesGranted = maxIoQueues;
-    }
+  /** Null for a discovery controller. */
+  final Subsystem subsystem;
 
-    boolean discovery() {
-        return subsystem == null;
-    }
+  final String hostNqn;
+  final UUID hostId;
+  volatile long katoMs;
+  volatile int cc;
+  volatile int csts;
+  volatile int ioQueuesGranted;
+  volatile int asyncEventConfig;
+  volatile long lastKeepAlive = System.nanoTime();
+  final Map<Integer, Channel> queues = new ConcurrentHashMap<>();
 
-    boolean ready() {
-        return (csts & 1) != 0;
-    }
+  TargetController(
+      int cntlid, Subsystem subsystem, String hostNqn, UUID hostId, long katoMs, int maxIoQueues) {
+    this.cntlid = cntlid;
+    this.subsystem = subsystem;
+    this.hostNqn = hostNqn;
+    this.hostId = hostId;
+    this.katoMs = katoMs;
+    this.ioQueuesGranted = maxIoQueues;
+  }
 
-    /** Closes every queue of this controller. */
-    void teardown() {
-        for (Channel c : queues.values()) {
-            c.close().addListener(ChannelListeners.LOG_CLOSE_FAILURE);
-        }
-        queues.clear();
+  boolean discovery() {
+    return subsystem == null;
+  }
+
+  boolean ready() {
+    return (csts & 1) != 0;
+  }
+
+  /** Closes every queue of this controller. */
+  void teardown() {
+    for (Channel c : queues.values()) {
+      c.close().addListener(ChannelListeners.LOG_CLOSE_FAILURE);
     }
+    queues.clear();
+  }
 }

@@ -4,28 +4,30 @@ import java.io.File;
 import java.util.Optional;
 
 /**
- * Whether the RDMA transport can run here. Touches no jNVMf or DiSNI class, so it is safe to call where
- * neither libdisni nor an RDMA device exists.
+ * Whether the RDMA transport can run here. Touches no jNVMf or DiSNI class, so it is safe to call
+ * where neither libdisni nor an RDMA device exists.
  */
 public final class RdmaSupport {
-    private RdmaSupport() {
-    }
+  private RdmaSupport() {}
 
-    /** Empty when RDMA looks usable, else why not, in one line. */
-    public static Optional<String> unavailableReason() {
-        File ib = new File("/sys/class/infiniband");
-        String[] devices = ib.list();
-        if (devices == null || devices.length == 0) {
-            return Optional.of("no RDMA device (/sys/class/infiniband is empty or missing)");
-        }
-        try {
-            System.loadLibrary("disni");
-        } catch (UnsatisfiedLinkError e) {
-            return Optional.of("libdisni is not on java.library.path (" + System.getProperty("java.library.path")
-                    + "): " + e.getMessage());
-        } catch (SecurityException e) {
-            return Optional.of("loading libdisni is not permitted: " + e.getMessage());
-        }
-        return Optional.empty();
+  /** Empty when RDMA looks usable, else why not, in one line. */
+  public static Optional<String> unavailableReason() {
+    File ib = new File("/sys/class/infiniband");
+    String[] devices = ib.list();
+    if (devices == null || devices.length == 0) {
+      return Optional.of("no RDMA device (/sys/class/infiniband is empty or missing)");
     }
+    try {
+      System.loadLibrary("disni");
+    } catch (UnsatisfiedLinkError e) {
+      return Optional.of(
+          "libdisni is not on java.library.path ("
+              + System.getProperty("java.library.path")
+              + "): "
+              + e.getMessage());
+    } catch (SecurityException e) {
+      return Optional.of("loading libdisni is not permitted: " + e.getMessage());
+    }
+    return Optional.empty();
+  }
 }

@@ -4,20 +4,24 @@ import io.netty.channel.ChannelFutureListener;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
-/** Listeners for channel operations whose outcome no caller waits for; shared with the embedded target. */
+/**
+ * Listeners for channel operations whose outcome no caller waits for; shared with the embedded
+ * target.
+ */
 public final class ChannelListeners {
-    private static final Logger LOG = LoggerFactory.getLogger(ChannelListeners.class);
+  private static final Logger LOG = LoggerFactory.getLogger(ChannelListeners.class);
 
-    /**
-     * Logs a close that failed. The connection is gone for the queue either way (Netty marks the channel
-     * closed before it closes the socket), but a socket that did not close cleanly is worth a line.
-     */
-    public static final ChannelFutureListener LOG_CLOSE_FAILURE = f -> {
+  /**
+   * Logs a close that failed. The connection is gone for the queue either way (Netty marks the
+   * channel closed before it closes the socket), but a socket that did not close cleanly is worth a
+   * line.
+   */
+  public static final ChannelFutureListener LOG_CLOSE_FAILURE =
+      f -> {
         if (!f.isSuccess()) {
-            LOG.debug("closing {} failed", f.channel(), f.cause());
+          LOG.debug("closing {} failed", f.channel(), f.cause());
         }
-    };
+      };
 
-    private ChannelListeners() {
-    }
+  private ChannelListeners() {}
 }

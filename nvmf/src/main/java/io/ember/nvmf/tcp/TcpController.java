@@ -17,7 +17,6 @@ import io.netty.channel.EventLoopGroup;
 import io.netty.util.concurrent.ScheduledFuture;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
-import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
@@ -34,453 +33,578 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * NVMe/TCP host side of one controller association: the admin queue, the enable sequence, identify, the
- * keep-alive timer and the I/O queues. Create with {@link #connect(NvmfUri, NvmfHostOptions)}.
+ * NVMe/TCP host side of one controller association: the admin queue, the enable sequence, identify,
+ * the keep-alive timer and the I/O queues. Create with {@link #connect(NvmfUri, NvmfHostOptions)}.
  */
 public final class TcpController implements NvmfController {
-    private static final Logger LOG = LoggerFactory.getLogger(TcpController.class);
+  private static final Logger LOG = LoggerFactory.getLogger(TcpController.class);
 
-    private final NvmfUri uri;
-    private final NvmfHostOptions opts;
-    private final EventLoopGroup group;
-    private TcpQueue admin;
-    /** Copy-on-write: the keep-alive failure path walks it while connect may still be adding queues. */
-    private final List<TcpQueue> ioQueues = new CopyOnWriteArrayList<>();
-    private volatile Map<Integer, IdentifyNamespace> namespaces = Collections.emptyMap();
-    private IdentifyController identify;
-    private long cap;
-    private int vs;
-    private int cntlid;
-    private int maxTransfer;
-    private ScheduledFuture<?> keepAlive;
-    private volatile boolean closed;
-    private final AtomicBoolean lost = new AtomicBoolean();
+  private final NvmfUri uri;
+  private final NvmfHostOptions opts;
+  private final EventLoopGroup group;
+  private TcpQueue admin;
 
-    private TcpController(NvmfUri uri, NvmfHostOptions opts, int threads) {
-        this.uri = uri;
-        this.opts = opts;
-        this.group = Transports.group(threads, "nvmf-host");
-        this.maxTransfer = opts.maxTransferSize();
+  /**
+   * Copy-on-write: the keep-alive failure path walks it while connect may still be adding queues.
+   */
+  private final List<TcpQueue> ioQueues = new CopyOnWriteArrayList<>();
+
+  private volatile Map<Integer, IdentifyNamespace> namespaces = Collections.emptyMap();
+  private IdentifyController identify;
+  private long cap;
+  private int vs;
+  private int cntlid;
+  private int maxTransfer;
+  private ScheduledFuture<?> keepAlive;
+  private volatile boolean closed;
+  private final AtomicBoolean lost = new AtomicBoolean();
+
+  private TcpController(NvmfUri uri, NvmfHostOptions opts, int threads) {
+    this.uri = uri;
+    this.opts = opts;
+    this.group = Transports.group(threads, "nvmf-host");
+    this.maxTransfer = opts.maxTransferSize();
+  }
+
+  /**
+   * Connects to the NVM subsystem named by {@code uri}: admin queue, controller enable, identify,
+   * then {@link NvmfHostOptions#ioQueues()} I/O queues. Blocks until done.
+   *
+   * @throws NvmfException when any step fails; the message names the step and the target
+   */
+  public static TcpController connect(NvmfUri uri, NvmfHostOptions opts) throws NvmfException {
+    if (!uri.transport().equals("tcp")) {
+      throw new IllegalArgumentException("not an NVMe/TCP URI: " + uri);
     }
-
-    /**
-     * Connects to the NVM subsystem named by {@code uri}: admin queue, controller enable, identify, then
-     * {@link NvmfHostOptions#ioQueues()} I/O queues. Blocks until done.
-     *
-     * @throws NvmfException when any step fails; the message names the step and the target
-     */
-    public static TcpController connect(NvmfUri uri, NvmfHostOptions opts) throws NvmfException {
-        if (!uri.transport().equals("tcp")) {
-            throw new IllegalArgumentException("not an NVMe/TCP URI: " + uri);
-        }
-        TcpController c = new TcpController(uri, opts,
-                Math.max(1, Math.min(opts.ioQueues() + 1, Runtime.getRuntime().availableProcessors())));
-        try {
-            c.start();
-            return c;
-        } catch (NvmfException | RuntimeException e) {
-            c.close();
-            throw e;
-        }
+    TcpController c =
+        new TcpController(
+            uri,
+            opts,
+            Math.max(1, Math.min(opts.ioQueues() + 1, Runtime.getRuntime().availableProcessors())));
+    try {
+      c.start();
+      return c;
+    } catch (NvmfException | RuntimeException e) {
+      c.close();
+      throw e;
     }
+  }
 
-    /**
-     * Reads the discovery log page of the discovery controller at {@code host:port}.
-     *
-     * @throws NvmfException when the discovery controller cannot be reached or refuses
-     */
-    public static List<DiscoveryLogEntry> discover(String host, int port, NvmfHostOptions opts) throws NvmfException {
-        NvmfUri u = new NvmfUri("tcp", host, port, Nvme.DISCOVERY_NQN, 0);
-        TcpController c = new TcpController(u, opts, 1);
-        try {
-            c.startAdmin(0);
-            int cc = c.propGet(Nvme.PROP_CC, false) == 0 ? 1 : 0;
-            if (cc == 1) {
-                c.propSet(Nvme.PROP_CC, 1);
-                c.waitReady(true);
-            }
-            byte[] head = c.getLog(Nvme.LOG_DISCOVERY, 0, 1024);
-            long numrec = ByteBuffer.wrap(head).order(ByteOrder.LITTLE_ENDIAN).getLong(8);
-            int n = (int) Math.min(numrec, 1000);
-            byte[] all = n == 0 ? head : c.getLog(Nvme.LOG_DISCOVERY, 0, 1024 * (n + 1));
-            List<DiscoveryLogEntry> out = new ArrayList<>();
-            for (int i = 0; i < n; i++) {
-                out.add(DiscoveryLogEntry.parse(all, 1024 * (i + 1)));
-            }
-            return out;
-        } finally {
-            c.close();
-        }
+  /**
+   * Reads the discovery log page of the discovery controller at {@code host:port}.
+   *
+   * @throws NvmfException when the discovery controller cannot be reached or refuses
+   */
+  public static List<DiscoveryLogEntry> discover(String host, int port, NvmfHostOptions opts)
+      throws NvmfException {
+    NvmfUri u = new NvmfUri("tcp", host, port, Nvme.DISCOVERY_NQN, 0);
+    TcpController c = new TcpController(u, opts, 1);
+    try {
+      c.startAdmin(0);
+      int cc = c.propGet(Nvme.PROP_CC, false) == 0 ? 1 : 0;
+      if (cc == 1) {
+        c.propSet(Nvme.PROP_CC, 1);
+        c.waitReady(true);
+      }
+      byte[] head = c.getLog(Nvme.LOG_DISCOVERY, 0, 1024);
+      long numrec = ByteBuffer.wrap(head).order(ByteOrder.LITTLE_ENDIAN).getLong(8);
+      int n = (int) Math.min(numrec, 1000);
+      byte[] all = n == 0 ? head : c.getLog(Nvme.LOG_DISCOVERY, 0, 1024 * (n + 1));
+      List<DiscoveryLogEntry> out = new ArrayList<>();
+      for (int i = 0; i < n; i++) {
+        out.add(DiscoveryLogEntry.parse(all, 1024 * (i + 1)));
+      }
+      return out;
+    } finally {
+      c.close();
     }
+  }
 
-    private void startAdmin(int kato) throws NvmfException {
-        long tmo = opts.connectTimeout().toMillis();
-        long commandTimeout = opts.commandTimeout().toNanos();
-        // Keep Alive gets KATO, not the command timeout (see sendKeepAlive): the sweeper must look that often.
-        admin = new TcpQueue(this, 0, opts.adminQueueSize(), commandTimeout,
-                kato > 0 ? TimeUnit.MILLISECONDS.toNanos(kato) : commandTimeout);
-        admin.open(group, opts.headerDigest(), opts.dataDigest(), Math.max(8192, opts.maxTransferSize()), tmo);
-        Cqe r = connectQueue(admin, 0xFFFF, opts.adminQueueSize(), kato, false);
-        cntlid = r.dw0() & 0xFFFF;
+  private void startAdmin(int kato) throws NvmfException {
+    long tmo = opts.connectTimeout().toMillis();
+    long commandTimeout = opts.commandTimeout().toNanos();
+    // Keep Alive gets KATO, not the command timeout (see sendKeepAlive): the sweeper must look that
+    // often.
+    admin =
+        new TcpQueue(
+            this,
+            0,
+            opts.adminQueueSize(),
+            commandTimeout,
+            kato > 0 ? TimeUnit.MILLISECONDS.toNanos(kato) : commandTimeout);
+    admin.open(
+        group, opts.headerDigest(), opts.dataDigest(), Math.max(8192, opts.maxTransferSize()), tmo);
+    Cqe r = connectQueue(admin, 0xFFFF, opts.adminQueueSize(), kato, false);
+    cntlid = r.dw0() & 0xFFFF;
+  }
+
+  private void start() throws NvmfException {
+    long kato = opts.keepAlive().toMillis();
+    startAdmin((int) kato);
+    cap = propGet(Nvme.PROP_CAP, true);
+    vs = (int) propGet(Nvme.PROP_VS, false);
+    if ((propGet(Nvme.PROP_CSTS, false) & 1) != 0) {
+      throw new NvmfException(
+          "controller "
+              + cntlid
+              + " at "
+              + uri
+              + " is already enabled (CSTS.RDY=1)"
+              + " right after Connect; it is not a fresh dynamic controller");
     }
-
-    private void start() throws NvmfException {
-        long kato = opts.keepAlive().toMillis();
-        startAdmin((int) kato);
-        cap = propGet(Nvme.PROP_CAP, true);
-        vs = (int) propGet(Nvme.PROP_VS, false);
-        if ((propGet(Nvme.PROP_CSTS, false) & 1) != 0) {
-            throw new NvmfException("controller " + cntlid + " at " + uri + " is already enabled (CSTS.RDY=1)"
-                    + " right after Connect; it is not a fresh dynamic controller");
-        }
-        // CC: IOCQES=4 (16-byte CQEs), IOSQES=6 (64-byte SQEs), MPS=0 (4 KiB), CSS=0 (NVM), EN=1.
-        propSet(Nvme.PROP_CC, (4 << 20) | (6 << 16) | 1);
-        waitReady(true);
-        identify = IdentifyController.parse(adminRead(new Sqe().opcode(Nvme.ADMIN_IDENTIFY)
-                .cdw(10, Nvme.CNS_CONTROLLER), 4096));
-        if (identify.icdoff() != 0) {
-            throw new NvmfException("controller at " + uri + " needs in-capsule data offset " + identify.icdoff()
-                    + " (ICDOFF), which this host does not support");
-        }
-        long mps = 1L << (12 + ((cap >>> 48) & 0xF));
-        long mdtsBytes = identify.mdts() == 0 ? Long.MAX_VALUE : mps << identify.mdts();
-        maxTransfer = (int) Math.min(opts.maxTransferSize(), mdtsBytes);
-        if (kato > 0) {
-            long period = Math.max(100, kato / 2);
-            keepAlive = group.next().scheduleAtFixedRate(this::sendKeepAlive, period, period, TimeUnit.MILLISECONDS);
-        }
-        identifyNamespaces();
-        int wanted = opts.ioQueues();
-        int granted = wanted;
-        try {
-            Cqe r = adminSync(new Sqe().opcode(Nvme.ADMIN_SET_FEATURES).cdw(10, Nvme.FEAT_NUM_QUEUES)
-                    .cdw(11, ((wanted - 1) << 16) | (wanted - 1)), null, false);
-            granted = Math.min(wanted, Math.min((r.dw0() & 0xFFFF) + 1, (r.dw0() >>> 16) + 1));
-        } catch (NvmeStatusException e) {
-            LOG.debug("Set Features Number of Queues refused by {}: {}", uri, e.getMessage());
-        }
-        int mqes = (int) (cap & 0xFFFF) + 1;
-        int qsize = Math.min(opts.ioQueueSize(), mqes);
-        int inCapsule = identify.inCapsuleDataSize();
-        for (int qid = 1; qid <= granted; qid++) {
-            TcpQueue q = new TcpQueue(this, qid, qsize, opts.commandTimeout().toNanos());
-            ioQueues.add(q);
-            q.open(group, opts.headerDigest(), opts.dataDigest(), Math.max(maxTransfer, 8192),
-                    opts.connectTimeout().toMillis());
-            connectQueue(q, cntlid, qsize, 0, opts.disableSqFlowControl());
-            q.inCapsuleLimit(inCapsule);
-        }
-        LOG.debug("connected to {}: cntlid {}, {} I/O queues of {}, in-capsule {} bytes, max transfer {}",
-                uri, cntlid, granted, qsize, inCapsule, maxTransfer);
+    // CC: IOCQES=4 (16-byte CQEs), IOSQES=6 (64-byte SQEs), MPS=0 (4 KiB), CSS=0 (NVM), EN=1.
+    propSet(Nvme.PROP_CC, (4 << 20) | (6 << 16) | 1);
+    waitReady(true);
+    identify =
+        IdentifyController.parse(
+            adminRead(new Sqe().opcode(Nvme.ADMIN_IDENTIFY).cdw(10, Nvme.CNS_CONTROLLER), 4096));
+    if (identify.icdoff() != 0) {
+      throw new NvmfException(
+          "controller at "
+              + uri
+              + " needs in-capsule data offset "
+              + identify.icdoff()
+              + " (ICDOFF), which this host does not support");
     }
-
-    private void identifyNamespaces() throws NvmfException {
-        List<Integer> ids = new ArrayList<>();
-        if (uri.nsid() != 0) {
-            ids.add(uri.nsid());
-        } else {
-            try {
-                ByteBuffer list = ByteBuffer.wrap(adminRead(new Sqe().opcode(Nvme.ADMIN_IDENTIFY)
-                        .cdw(10, Nvme.CNS_ACTIVE_NS_LIST), 4096)).order(ByteOrder.LITTLE_ENDIAN);
-                for (int i = 0; i < 1024; i++) {
-                    int id = list.getInt(i * 4);
-                    if (id == 0) {
-                        break;
-                    }
-                    ids.add(id);
-                }
-            } catch (NvmeStatusException e) {
-                // Controllers before NVMe 1.1 lack CNS 02h: probe NSIDs 1..NN instead.
-                for (int id = 1; id <= Math.min(identify.nn(), 1024); id++) {
-                    ids.add(id);
-                }
-            }
-        }
-        Map<Integer, IdentifyNamespace> m = new TreeMap<>();
-        for (int id : ids) {
-            IdentifyNamespace ns = IdentifyNamespace.parse(id, adminRead(new Sqe().opcode(Nvme.ADMIN_IDENTIFY)
-                    .nsid(id).cdw(10, Nvme.CNS_NAMESPACE), 4096));
-            if (ns.active()) {
-                m.put(id, ns);
-            } else if (uri.nsid() != 0) {
-                throw new NvmfException("namespace " + id + " named in " + uri + " is not active on the controller");
-            }
-        }
-        namespaces = Collections.unmodifiableMap(m);
+    long mps = 1L << (12 + ((cap >>> 48) & 0xF));
+    long mdtsBytes = identify.mdts() == 0 ? Long.MAX_VALUE : mps << identify.mdts();
+    maxTransfer = (int) Math.min(opts.maxTransferSize(), mdtsBytes);
+    if (kato > 0) {
+      long period = Math.max(100, kato / 2);
+      keepAlive =
+          group
+              .next()
+              .scheduleAtFixedRate(this::sendKeepAlive, period, period, TimeUnit.MILLISECONDS);
     }
+    identifyNamespaces();
+    int wanted = opts.ioQueues();
+    int granted = wanted;
+    try {
+      Cqe r =
+          adminSync(
+              new Sqe()
+                  .opcode(Nvme.ADMIN_SET_FEATURES)
+                  .cdw(10, Nvme.FEAT_NUM_QUEUES)
+                  .cdw(11, ((wanted - 1) << 16) | (wanted - 1)),
+              null,
+              false);
+      granted = Math.min(wanted, Math.min((r.dw0() & 0xFFFF) + 1, (r.dw0() >>> 16) + 1));
+    } catch (NvmeStatusException e) {
+      LOG.debug("Set Features Number of Queues refused by {}: {}", uri, e.getMessage());
+    }
+    int mqes = (int) (cap & 0xFFFF) + 1;
+    int qsize = Math.min(opts.ioQueueSize(), mqes);
+    int inCapsule = identify.inCapsuleDataSize();
+    for (int qid = 1; qid <= granted; qid++) {
+      TcpQueue q = new TcpQueue(this, qid, qsize, opts.commandTimeout().toNanos());
+      ioQueues.add(q);
+      q.open(
+          group,
+          opts.headerDigest(),
+          opts.dataDigest(),
+          Math.max(maxTransfer, 8192),
+          opts.connectTimeout().toMillis());
+      connectQueue(q, cntlid, qsize, 0, opts.disableSqFlowControl());
+      q.inCapsuleLimit(inCapsule);
+    }
+    LOG.debug(
+        "connected to {}: cntlid {}, {} I/O queues of {}, in-capsule {} bytes, max transfer {}",
+        uri,
+        cntlid,
+        granted,
+        qsize,
+        inCapsule,
+        maxTransfer);
+  }
 
-    /**
-     * Sends Keep Alive, which must be answered within KATO: the target gives up on a controller that long
-     * without a command, so an unanswered one means the association is gone (or the network between), even
-     * while TCP still looks healthy. That, not a slow command, is what closes the controller.
-     */
-    private void sendKeepAlive() {
-        if (closed || lost.get()) {
-            return;
+  private void identifyNamespaces() throws NvmfException {
+    List<Integer> ids = new ArrayList<>();
+    if (uri.nsid() != 0) {
+      ids.add(uri.nsid());
+    } else {
+      try {
+        ByteBuffer list =
+            ByteBuffer.wrap(
+                    adminRead(
+                        new Sqe().opcode(Nvme.ADMIN_IDENTIFY).cdw(10, Nvme.CNS_ACTIVE_NS_LIST),
+                        4096))
+                .order(ByteOrder.LITTLE_ENDIAN);
+        for (int i = 0; i < 1024; i++) {
+          int id = list.getInt(i * 4);
+          if (id == 0) {
+            break;
+          }
+          ids.add(id);
         }
-        TcpQueue.Cmd ka = new TcpQueue.Cmd(new Sqe().opcode(Nvme.ADMIN_KEEP_ALIVE), null, false, false, err -> {
-            if (err == null || closed) {
+      } catch (NvmeStatusException e) {
+        // Controllers before NVMe 1.1 lack CNS 02h: probe NSIDs 1..NN instead.
+        for (int id = 1; id <= Math.min(identify.nn(), 1024); id++) {
+          ids.add(id);
+        }
+      }
+    }
+    Map<Integer, IdentifyNamespace> m = new TreeMap<>();
+    for (int id : ids) {
+      IdentifyNamespace ns =
+          IdentifyNamespace.parse(
+              id,
+              adminRead(
+                  new Sqe().opcode(Nvme.ADMIN_IDENTIFY).nsid(id).cdw(10, Nvme.CNS_NAMESPACE),
+                  4096));
+      if (ns.active()) {
+        m.put(id, ns);
+      } else if (uri.nsid() != 0) {
+        throw new NvmfException(
+            "namespace " + id + " named in " + uri + " is not active on the controller");
+      }
+    }
+    namespaces = Collections.unmodifiableMap(m);
+  }
+
+  /**
+   * Sends Keep Alive, which must be answered within KATO: the target gives up on a controller that
+   * long without a command, so an unanswered one means the association is gone (or the network
+   * between), even while TCP still looks healthy. That, not a slow command, is what closes the
+   * controller.
+   */
+  private void sendKeepAlive() {
+    if (closed || lost.get()) {
+      return;
+    }
+    TcpQueue.Cmd ka =
+        new TcpQueue.Cmd(
+            new Sqe().opcode(Nvme.ADMIN_KEEP_ALIVE),
+            null,
+            false,
+            false,
+            err -> {
+              if (err == null || closed) {
                 return;
-            }
-            if (err instanceof NvmeStatusException) {
+              }
+              if (err instanceof NvmeStatusException) {
                 // The target answered, so it is there; a refusal is its business.
                 LOG.warn("Keep Alive to {} failed: {}", uri, err.getMessage());
                 return;
-            }
-            lose(new NvmfException("controller " + cntlid + " at " + uri + " is gone: " + err.getMessage(), err));
-        });
-        ka.timeoutNanos = opts.keepAlive().toNanos();
-        admin.submit(ka);
-    }
+              }
+              lose(
+                  new NvmfException(
+                      "controller " + cntlid + " at " + uri + " is gone: " + err.getMessage(),
+                      err));
+            });
+    ka.timeoutNanos = opts.keepAlive().toNanos();
+    admin.submit(ka);
+  }
 
-    /**
-     * The association is gone: fails every queue, so that commands in flight and new ones fail at once
-     * (instead of each waiting out its timeout) and {@link #isConnected()} says to connect again.
-     */
-    private void lose(NvmfException cause) {
-        if (!lost.compareAndSet(false, true)) {
-            return;
+  /**
+   * The association is gone: fails every queue, so that commands in flight and new ones fail at
+   * once (instead of each waiting out its timeout) and {@link #isConnected()} says to connect
+   * again.
+   */
+  private void lose(NvmfException cause) {
+    if (!lost.compareAndSet(false, true)) {
+      return;
+    }
+    LOG.warn("{}; closing its queues", cause.getMessage());
+    if (keepAlive != null) {
+      keepAlive.cancel(false);
+    }
+    for (TcpQueue q : ioQueues) {
+      q.fail(cause);
+    }
+    admin.fail(cause);
+  }
+
+  private Cqe connectQueue(TcpQueue q, int cntlid, int qsize, int kato, boolean disableSqFlow)
+      throws NvmfException {
+    ByteBuffer d = ByteBuffer.allocate(TcpQueue.CONNECT_DATA).order(ByteOrder.LITTLE_ENDIAN);
+    UUID id = opts.hostId();
+    d.order(ByteOrder.BIG_ENDIAN)
+        .putLong(0, id.getMostSignificantBits())
+        .putLong(8, id.getLeastSignificantBits());
+    d.order(ByteOrder.LITTLE_ENDIAN).putShort(16, (short) cntlid);
+    d.put(256, Nvme.ascii(uri.subsystemNqn(), 256, (byte) 0));
+    d.put(512, Nvme.ascii(opts.hostNqn(), 256, (byte) 0));
+    Sqe sqe =
+        new Sqe()
+            .opcode(Nvme.FABRICS)
+            .fctype(Nvme.FCTYPE_CONNECT)
+            .shortAt(40, 0)
+            .shortAt(42, q.qid())
+            .shortAt(44, qsize - 1)
+            .byteAt(46, disableSqFlow ? 1 << 2 : 0)
+            .intAt(48, kato);
+    CompletableFuture<Cqe> f = new CompletableFuture<>();
+    TcpQueue.Cmd[] holder = new TcpQueue.Cmd[1];
+    holder[0] = new TcpQueue.Cmd(sqe, d, true, true, err -> complete(f, holder[0], err));
+    q.submit(holder[0]);
+    return await(f, opts.connectTimeout().toMillis(), "Connect of " + q.where());
+  }
+
+  private static void complete(CompletableFuture<Cqe> f, TcpQueue.Cmd c, Throwable err) {
+    if (err != null) {
+      f.completeExceptionally(err);
+    } else {
+      f.complete(c.cqe);
+    }
+  }
+
+  Cqe adminSync(Sqe sqe, ByteBuffer buf, boolean dataOut) throws NvmfException {
+    CompletableFuture<Cqe> f = new CompletableFuture<>();
+    TcpQueue.Cmd[] holder = new TcpQueue.Cmd[1];
+    holder[0] = new TcpQueue.Cmd(sqe, buf, dataOut, false, err -> complete(f, holder[0], err));
+    admin.submit(holder[0]);
+    return await(f, opts.commandTimeout().toMillis() + 1000, describe(sqe, true));
+  }
+
+  private byte[] adminRead(Sqe sqe, int len) throws NvmfException {
+    ByteBuffer b = ByteBuffer.allocate(len);
+    adminSync(sqe, b, false);
+    return b.array();
+  }
+
+  private byte[] getLog(int lid, long offset, int len) throws NvmfException {
+    int numd = len / 4 - 1;
+    return adminRead(
+        new Sqe()
+            .opcode(Nvme.ADMIN_GET_LOG_PAGE)
+            .cdw(10, lid | ((numd & 0xFFFF) << 16))
+            .cdw(11, numd >>> 16)
+            .cdw(12, (int) offset)
+            .cdw(13, (int) (offset >>> 32)),
+        len);
+  }
+
+  long propGet(int offset, boolean eight) throws NvmfException {
+    Cqe r =
+        adminSync(
+            new Sqe()
+                .opcode(Nvme.FABRICS)
+                .fctype(Nvme.FCTYPE_PROPERTY_GET)
+                .byteAt(40, eight ? 1 : 0)
+                .intAt(44, offset),
+            null,
+            false);
+    return eight ? r.value64() : r.dw0() & 0xFFFFFFFFL;
+  }
+
+  void propSet(int offset, int value) throws NvmfException {
+    adminSync(
+        new Sqe()
+            .opcode(Nvme.FABRICS)
+            .fctype(Nvme.FCTYPE_PROPERTY_SET)
+            .byteAt(40, 0)
+            .intAt(44, offset)
+            .longAt(48, value & 0xFFFFFFFFL),
+        null,
+        false);
+  }
+
+  private void waitReady(boolean ready) throws NvmfException {
+    long toMs = Math.max(500, ((cap >>> 24) & 0xFF) * 500L);
+    long end = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(toMs);
+    while (true) {
+      long csts = propGet(Nvme.PROP_CSTS, false);
+      if ((csts & 2) != 0) {
+        throw new NvmfException(
+            "controller at " + uri + " reports Controller Fatal Status (CSTS.CFS)");
+      }
+      if (((csts & 1) != 0) == ready) {
+        return;
+      }
+      if (System.nanoTime() - end > 0) {
+        throw new NvmfTimeoutException(
+            "controller at "
+                + uri
+                + " did not set CSTS.RDY="
+                + (ready ? 1 : 0)
+                + " within CAP.TO ("
+                + toMs
+                + " ms)");
+      }
+      try {
+        Thread.sleep(10);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new NvmfException("interrupted while waiting for CSTS.RDY of " + uri, e);
+      }
+    }
+  }
+
+  static <T> T await(CompletableFuture<T> f, long ms, String what) throws NvmfException {
+    try {
+      return f.get(ms, TimeUnit.MILLISECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new NvmfException("interrupted while waiting for " + what, e);
+    } catch (TimeoutException e) {
+      throw new NvmfTimeoutException(what + " got no answer within " + ms + " ms");
+    } catch (ExecutionException e) {
+      if (e.getCause() instanceof NvmfException n) {
+        throw n;
+      }
+      throw new NvmfException(what + " failed: " + e.getCause(), e.getCause());
+    }
+  }
+
+  /**
+   * A short description of a command for error messages; {@code admin} tells the opcode spaces
+   * apart.
+   */
+  static String describe(Sqe s, boolean admin) {
+    int op = s.opcode();
+    if (op == Nvme.FABRICS) {
+      switch (s.fctype()) {
+        case Nvme.FCTYPE_CONNECT:
+          return "Fabrics Connect qid " + s.shortAt(42);
+        case Nvme.FCTYPE_PROPERTY_GET:
+          return String.format("Property Get 0x%x", s.intAt(44));
+        case Nvme.FCTYPE_PROPERTY_SET:
+          return String.format("Property Set 0x%x", s.intAt(44));
+        default:
+          return String.format("Fabrics command type 0x%x", s.fctype());
+      }
+    }
+    long slba = (s.cdw(10) & 0xFFFFFFFFL) | ((long) s.cdw(11) << 32);
+    int nlb = (s.cdw(12) & 0xFFFF) + 1;
+    String nsid = Integer.toUnsignedString(s.nsid());
+    if (admin) {
+      switch (op) {
+        case Nvme.ADMIN_IDENTIFY:
+          return "Identify CNS " + (s.cdw(10) & 0xFF) + " nsid " + nsid;
+        case Nvme.ADMIN_GET_LOG_PAGE:
+          return String.format("Get Log Page 0x%02x", s.cdw(10) & 0xFF);
+        case Nvme.ADMIN_SET_FEATURES:
+          return String.format("Set Features 0x%02x", s.cdw(10) & 0xFF);
+        case Nvme.ADMIN_GET_FEATURES:
+          return String.format("Get Features 0x%02x", s.cdw(10) & 0xFF);
+        case Nvme.ADMIN_KEEP_ALIVE:
+          return "Keep Alive";
+        default:
+          return String.format("admin command 0x%02x", op);
+      }
+    }
+    switch (op) {
+      case Nvme.IO_READ:
+        return "Read nsid " + nsid + " slba " + slba + " nlb " + nlb;
+      case Nvme.IO_WRITE:
+        return "Write nsid " + nsid + " slba " + slba + " nlb " + nlb;
+      case Nvme.IO_FLUSH:
+        return "Flush nsid " + nsid;
+      case Nvme.IO_WRITE_ZEROES:
+        return "Write Zeroes nsid " + nsid + " slba " + slba + " nlb " + nlb;
+      case Nvme.IO_DSM:
+        return "Dataset Management (deallocate) nsid " + nsid;
+      default:
+        return String.format("I/O command 0x%02x nsid %s", op, nsid);
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // accessors
+
+  @Override
+  public NvmfUri uri() {
+    return uri;
+  }
+
+  @Override
+  public boolean isConnected() {
+    if (closed || lost.get() || !admin.isActive()) {
+      return false;
+    }
+    for (TcpQueue q : ioQueues) {
+      if (!q.isActive()) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  @Override
+  public IdentifyController identify() {
+    return identify;
+  }
+
+  @Override
+  public List<IdentifyNamespace> namespaces() {
+    return List.copyOf(namespaces.values());
+  }
+
+  @Override
+  public IdentifyNamespace namespace(int nsid) {
+    IdentifyNamespace ns = namespaces.get(nsid);
+    if (ns == null) {
+      throw new IllegalArgumentException(
+          "namespace "
+              + nsid
+              + " is not active on "
+              + uri
+              + " (active: "
+              + namespaces.keySet()
+              + ")");
+    }
+    return ns;
+  }
+
+  @Override
+  public int ioQueueCount() {
+    return ioQueues.size();
+  }
+
+  @Override
+  public NvmfQueue ioQueue(int index) {
+    return ioQueues.get(index);
+  }
+
+  @Override
+  public long cap() {
+    return cap;
+  }
+
+  @Override
+  public int version() {
+    return vs;
+  }
+
+  @Override
+  public int maxTransferSize() {
+    return maxTransfer;
+  }
+
+  /** The controller id the target assigned. */
+  public int controllerId() {
+    return cntlid;
+  }
+
+  @Override
+  public void close() {
+    if (closed) {
+      return;
+    }
+    closed = true;
+    if (keepAlive != null) {
+      keepAlive.cancel(false);
+    }
+    for (TcpQueue q : ioQueues) {
+      q.close("host closed the controller");
+    }
+    if (admin != null && identify != null) {
+      try {
+        // Normal shutdown notification (CC.SHN=01b), then a bounded wait for CSTS.SHST=10b.
+        propSet(Nvme.PROP_CC, (4 << 20) | (6 << 16) | 1 | (1 << 14));
+        long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(2);
+        while (((propGet(Nvme.PROP_CSTS, false) >> 2) & 3) != 2 && System.nanoTime() - end < 0) {
+          Thread.sleep(5);
         }
-        LOG.warn("{}; closing its queues", cause.getMessage());
-        if (keepAlive != null) {
-            keepAlive.cancel(false);
-        }
-        for (TcpQueue q : ioQueues) {
-            q.fail(cause);
-        }
-        admin.fail(cause);
+      } catch (NvmfException e) {
+        LOG.debug("shutdown notification to {} failed: {}", uri, e.getMessage());
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
     }
-
-    private Cqe connectQueue(TcpQueue q, int cntlid, int qsize, int kato, boolean disableSqFlow)
-            throws NvmfException {
-        ByteBuffer d = ByteBuffer.allocate(TcpQueue.CONNECT_DATA).order(ByteOrder.LITTLE_ENDIAN);
-        UUID id = opts.hostId();
-        d.order(ByteOrder.BIG_ENDIAN).putLong(0, id.getMostSignificantBits()).putLong(8, id.getLeastSignificantBits());
-        d.order(ByteOrder.LITTLE_ENDIAN).putShort(16, (short) cntlid);
-        d.put(256, Nvme.ascii(uri.subsystemNqn(), 256, (byte) 0));
-        d.put(512, Nvme.ascii(opts.hostNqn(), 256, (byte) 0));
-        Sqe sqe = new Sqe().opcode(Nvme.FABRICS).fctype(Nvme.FCTYPE_CONNECT)
-                .shortAt(40, 0).shortAt(42, q.qid()).shortAt(44, qsize - 1)
-                .byteAt(46, disableSqFlow ? 1 << 2 : 0).intAt(48, kato);
-        CompletableFuture<Cqe> f = new CompletableFuture<>();
-        TcpQueue.Cmd[] holder = new TcpQueue.Cmd[1];
-        holder[0] = new TcpQueue.Cmd(sqe, d, true, true, err -> complete(f, holder[0], err));
-        q.submit(holder[0]);
-        return await(f, opts.connectTimeout().toMillis(), "Connect of " + q.where());
+    if (admin != null) {
+      admin.close("host closed the controller");
     }
-
-    private static void complete(CompletableFuture<Cqe> f, TcpQueue.Cmd c, Throwable err) {
-        if (err != null) {
-            f.completeExceptionally(err);
-        } else {
-            f.complete(c.cqe);
-        }
-    }
-
-    Cqe adminSync(Sqe sqe, ByteBuffer buf, boolean dataOut) throws NvmfException {
-        CompletableFuture<Cqe> f = new CompletableFuture<>();
-        TcpQueue.Cmd[] holder = new TcpQueue.Cmd[1];
-        holder[0] = new TcpQueue.Cmd(sqe, buf, dataOut, false, err -> complete(f, holder[0], err));
-        admin.submit(holder[0]);
-        return await(f, opts.commandTimeout().toMillis() + 1000, describe(sqe, true));
-    }
-
-    private byte[] adminRead(Sqe sqe, int len) throws NvmfException {
-        ByteBuffer b = ByteBuffer.allocate(len);
-        adminSync(sqe, b, false);
-        return b.array();
-    }
-
-    private byte[] getLog(int lid, long offset, int len) throws NvmfException {
-        int numd = len / 4 - 1;
-        return adminRead(new Sqe().opcode(Nvme.ADMIN_GET_LOG_PAGE).cdw(10, lid | ((numd & 0xFFFF) << 16))
-                .cdw(11, numd >>> 16).cdw(12, (int) offset).cdw(13, (int) (offset >>> 32)), len);
-    }
-
-    long propGet(int offset, boolean eight) throws NvmfException {
-        Cqe r = adminSync(new Sqe().opcode(Nvme.FABRICS).fctype(Nvme.FCTYPE_PROPERTY_GET)
-                .byteAt(40, eight ? 1 : 0).intAt(44, offset), null, false);
-        return eight ? r.value64() : r.dw0() & 0xFFFFFFFFL;
-    }
-
-    void propSet(int offset, int value) throws NvmfException {
-        adminSync(new Sqe().opcode(Nvme.FABRICS).fctype(Nvme.FCTYPE_PROPERTY_SET).byteAt(40, 0).intAt(44, offset)
-                .longAt(48, value & 0xFFFFFFFFL), null, false);
-    }
-
-    private void waitReady(boolean ready) throws NvmfException {
-        long toMs = Math.max(500, ((cap >>> 24) & 0xFF) * 500L);
-        long end = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(toMs);
-        while (true) {
-            long csts = propGet(Nvme.PROP_CSTS, false);
-            if ((csts & 2) != 0) {
-                throw new NvmfException("controller at " + uri + " reports Controller Fatal Status (CSTS.CFS)");
-            }
-            if (((csts & 1) != 0) == ready) {
-                return;
-            }
-            if (System.nanoTime() - end > 0) {
-                throw new NvmfTimeoutException("controller at " + uri + " did not set CSTS.RDY=" + (ready ? 1 : 0)
-                        + " within CAP.TO (" + toMs + " ms)");
-            }
-            try {
-                Thread.sleep(10);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                throw new NvmfException("interrupted while waiting for CSTS.RDY of " + uri, e);
-            }
-        }
-    }
-
-    static <T> T await(CompletableFuture<T> f, long ms, String what) throws NvmfException {
-        try {
-            return f.get(ms, TimeUnit.MILLISECONDS);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new NvmfException("interrupted while waiting for " + what, e);
-        } catch (TimeoutException e) {
-            throw new NvmfTimeoutException(what + " got no answer within " + ms + " ms");
-        } catch (ExecutionException e) {
-            if (e.getCause() instanceof NvmfException n) {
-                throw n;
-            }
-            throw new NvmfException(what + " failed: " + e.getCause(), e.getCause());
-        }
-    }
-
-    /** A short description of a command for error messages; {@code admin} tells the opcode spaces apart. */
-    static String describe(Sqe s, boolean admin) {
-        int op = s.opcode();
-        if (op == Nvme.FABRICS) {
-            switch (s.fctype()) {
-                case Nvme.FCTYPE_CONNECT: return "Fabrics Connect qid " + s.shortAt(42);
-                case Nvme.FCTYPE_PROPERTY_GET: return String.format("Property Get 0x%x", s.intAt(44));
-                case Nvme.FCTYPE_PROPERTY_SET: return String.format("Property Set 0x%x", s.intAt(44));
-                default: return String.format("Fabrics command type 0x%x", s.fctype());
-            }
-        }
-        long slba = (s.cdw(10) & 0xFFFFFFFFL) | ((long) s.cdw(11) << 32);
-        int nlb = (s.cdw(12) & 0xFFFF) + 1;
-        String nsid = Integer.toUnsignedString(s.nsid());
-        if (admin) {
-            switch (op) {
-                case Nvme.ADMIN_IDENTIFY: return "Identify CNS " + (s.cdw(10) & 0xFF) + " nsid " + nsid;
-                case Nvme.ADMIN_GET_LOG_PAGE: return String.format("Get Log Page 0x%02x", s.cdw(10) & 0xFF);
-                case Nvme.ADMIN_SET_FEATURES: return String.format("Set Features 0x%02x", s.cdw(10) & 0xFF);
-                case Nvme.ADMIN_GET_FEATURES: return String.format("Get Features 0x%02x", s.cdw(10) & 0xFF);
-                case Nvme.ADMIN_KEEP_ALIVE: return "Keep Alive";
-                default: return String.format("admin command 0x%02x", op);
-            }
-        }
-        switch (op) {
-            case Nvme.IO_READ: return "Read nsid " + nsid + " slba " + slba + " nlb " + nlb;
-            case Nvme.IO_WRITE: return "Write nsid " + nsid + " slba " + slba + " nlb " + nlb;
-            case Nvme.IO_FLUSH: return "Flush nsid " + nsid;
-            case Nvme.IO_WRITE_ZEROES: return "Write Zeroes nsid " + nsid + " slba " + slba + " nlb " + nlb;
-            case Nvme.IO_DSM: return "Dataset Management (deallocate) nsid " + nsid;
-            default: return String.format("I/O command 0x%02x nsid %s", op, nsid);
-        }
-    }
-
-    // --------------------------------------------------------------------------------------------- accessors
-
-    @Override
-    public NvmfUri uri() {
-        return uri;
-    }
-
-    @Override
-    public boolean isConnected() {
-        if (closed || lost.get() || !admin.isActive()) {
-            return false;
-        }
-        for (TcpQueue q : ioQueues) {
-            if (!q.isActive()) {
-                return false;
-            }
-        }
-        return true;
-    }
-
-    @Override
-    public IdentifyController identify() {
-        return identify;
-    }
-
-    @Override
-    public List<IdentifyNamespace> namespaces() {
-        return List.copyOf(namespaces.values());
-    }
-
-    @Override
-    public IdentifyNamespace namespace(int nsid) {
-        IdentifyNamespace ns = namespaces.get(nsid);
-        if (ns == null) {
-            throw new IllegalArgumentException("namespace " + nsid + " is not active on " + uri
-                    + " (active: " + namespaces.keySet() + ")");
-        }
-        return ns;
-    }
-
-    @Override
-    public int ioQueueCount() {
-        return ioQueues.size();
-    }
-
-    @Override
-    public NvmfQueue ioQueue(int index) {
-        return ioQueues.get(index);
-    }
-
-    @Override
-    public long cap() {
-        return cap;
-    }
-
-    @Override
-    public int version() {
-        return vs;
-    }
-
-    @Override
-    public int maxTransferSize() {
-        return maxTransfer;
-    }
-
-    /** The controller id the target assigned. */
-    public int controllerId() {
-        return cntlid;
-    }
-
-    @Override
-    public void close() {
-        if (closed) {
-            return;
-        }
-        closed = true;
-        if (keepAlive != null) {
-            keepAlive.cancel(false);
-        }
-        for (TcpQueue q : ioQueues) {
-            q.close("host closed the controller");
-        }
-        if (admin != null && identify != null) {
-            try {
-                // Normal shutdown notification (CC.SHN=01b), then a bounded wait for CSTS.SHST=10b.
-                propSet(Nvme.PROP_CC, (4 << 20) | (6 << 16) | 1 | (1 << 14));
-                long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(2);
-                while (((propGet(Nvme.PROP_CSTS, false) >> 2) & 3) != 2 && System.nanoTime() - end < 0) {
-                    Thread.sleep(5);
-                }
-            } catch (NvmfException e) {
-                LOG.debug("shutdown notification to {} failed: {}", uri, e.getMessage());
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
-        }
-        if (admin != null) {
-            admin.close("host closed the controller");
-        }
-        group.shutdownGracefully(0, 2, TimeUnit.SECONDS).awaitUninterruptibly(5000);
-    }
+    group.shutdownGracefully(0, 2, TimeUnit.SECONDS).awaitUninterruptibly(5000);
+  }
 }

@@ -33,598 +33,726 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * One NVMe/TCP queue pair of the host: one TCP connection. All protocol state lives on the connection's
- * event loop; public methods hop onto it, so they are safe from any thread.
+ * One NVMe/TCP queue pair of the host: one TCP connection. All protocol state lives on the
+ * connection's event loop; public methods hop onto it, so they are safe from any thread.
  *
- * <p>Netty rather than plain NIO: it gives gather writes of header/data/digest buffers without copying the
- * caller's data, pooled header buffers, and the same pipeline model the embedded target uses.
+ * <p>Netty rather than plain NIO: it gives gather writes of header/data/digest buffers without
+ * copying the caller's data, pooled header buffers, and the same pipeline model the embedded target
+ * uses.
  */
 final class TcpQueue implements NvmfQueue {
-    private static final Logger LOG = LoggerFactory.getLogger(TcpQueue.class);
+  private static final Logger LOG = LoggerFactory.getLogger(TcpQueue.class);
 
-    /** Bytes the Connect command carries in its capsule (HOSTID, CNTLID, SUBNQN, HOSTNQN). */
-    static final int CONNECT_DATA = 1024;
+  /** Bytes the Connect command carries in its capsule (HOSTID, CNTLID, SUBNQN, HOSTNQN). */
+  static final int CONNECT_DATA = 1024;
 
-    private final TcpController ctrl;
-    private final int qid;
-    private final String where;
-    private final long timeoutNanos;
-    /** The shortest timeout any command of this queue gets: how finely the sweeper must look. */
-    private final long shortestTimeoutNanos;
-    private Channel ch;
-    private PduWriter out;
-    private PduFrameDecoder decoder;
-    private final CompletableFuture<Pdu.IcResp> icResp = new CompletableFuture<>();
+  private final TcpController ctrl;
+  private final int qid;
+  private final String where;
+  private final long timeoutNanos;
 
-    // Event-loop confined state.
-    private final Cmd[] slots;
-    private final int[] freeCids;
-    private int freeCount;
-    private final ArrayDeque<Cmd> waiting = new ArrayDeque<>();
-    private int maxh2cdata;
-    private int inCapsule;
-    private boolean closed;
-    private NvmfException closeCause;
-    private ScheduledFuture<?> sweeper;
+  /** The shortest timeout any command of this queue gets: how finely the sweeper must look. */
+  private final long shortestTimeoutNanos;
 
-    TcpQueue(TcpController ctrl, int qid, int size, long timeoutNanos) {
-        this(ctrl, qid, size, timeoutNanos, timeoutNanos);
+  private Channel ch;
+  private PduWriter out;
+  private PduFrameDecoder decoder;
+  private final CompletableFuture<Pdu.IcResp> icResp = new CompletableFuture<>();
+
+  // Event-loop confined state.
+  private final Cmd[] slots;
+  private final int[] freeCids;
+  private int freeCount;
+  private final ArrayDeque<Cmd> waiting = new ArrayDeque<>();
+  private int maxh2cdata;
+  private int inCapsule;
+  private boolean closed;
+  private NvmfException closeCause;
+  private ScheduledFuture<?> sweeper;
+
+  TcpQueue(TcpController ctrl, int qid, int size, long timeoutNanos) {
+    this(ctrl, qid, size, timeoutNanos, timeoutNanos);
+  }
+
+  /**
+   * @param shortestTimeoutNanos the shortest {@link Cmd#timeoutNanos} any command of this queue
+   *     will have
+   */
+  TcpQueue(TcpController ctrl, int qid, int size, long timeoutNanos, long shortestTimeoutNanos) {
+    this.ctrl = ctrl;
+    this.qid = qid;
+    this.timeoutNanos = timeoutNanos;
+    this.shortestTimeoutNanos = Math.min(timeoutNanos, shortestTimeoutNanos);
+    this.where = ctrl.uri().host() + ":" + ctrl.uri().port() + " qid " + qid;
+    // One entry is never used: with SQ flow control a full ring is indistinguishable from an empty
+    // one.
+    this.slots = new Cmd[size - 1];
+    this.freeCids = new int[size - 1];
+    for (int i = 0; i < freeCids.length; i++) {
+      freeCids[i] = freeCids.length - 1 - i;
     }
+    this.freeCount = freeCids.length;
+  }
 
-    /** @param shortestTimeoutNanos the shortest {@link Cmd#timeoutNanos} any command of this queue will have */
-    TcpQueue(TcpController ctrl, int qid, int size, long timeoutNanos, long shortestTimeoutNanos) {
-        this.ctrl = ctrl;
-        this.qid = qid;
-        this.timeoutNanos = timeoutNanos;
-        this.shortestTimeoutNanos = Math.min(timeoutNanos, shortestTimeoutNanos);
-        this.where = ctrl.uri().host() + ":" + ctrl.uri().port() + " qid " + qid;
-        // One entry is never used: with SQ flow control a full ring is indistinguishable from an empty one.
-        this.slots = new Cmd[size - 1];
-        this.freeCids = new int[size - 1];
-        for (int i = 0; i < freeCids.length; i++) {
-            freeCids[i] = freeCids.length - 1 - i;
-        }
-        this.freeCount = freeCids.length;
-    }
-
-    /** Connects TCP and exchanges ICReq/ICResp. Blocks up to {@code timeoutMs}. */
-    void open(EventLoopGroup group, boolean hdgst, boolean ddgst, int maxC2HData, long timeoutMs)
-            throws NvmfException {
-        Bootstrap b = new Bootstrap().group(group).channel(Transports.socketChannel())
-                .option(ChannelOption.TCP_NODELAY, true)
-                .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, (int) Math.min(Integer.MAX_VALUE, timeoutMs))
-                .handler(new ChannelInitializer<SocketChannel>() {
-                    @Override
-                    protected void initChannel(SocketChannel c) {
-                        decoder = new PduFrameDecoder(false, 0, maxC2HData);
-                        c.pipeline().addLast("pdu", decoder).addLast("host", new Handler());
-                    }
+  /** Connects TCP and exchanges ICReq/ICResp. Blocks up to {@code timeoutMs}. */
+  void open(EventLoopGroup group, boolean hdgst, boolean ddgst, int maxC2HData, long timeoutMs)
+      throws NvmfException {
+    Bootstrap b =
+        new Bootstrap()
+            .group(group)
+            .channel(Transports.socketChannel())
+            .option(ChannelOption.TCP_NODELAY, true)
+            .option(
+                ChannelOption.CONNECT_TIMEOUT_MILLIS, (int) Math.min(Integer.MAX_VALUE, timeoutMs))
+            .handler(
+                new ChannelInitializer<SocketChannel>() {
+                  @Override
+                  protected void initChannel(SocketChannel c) {
+                    decoder = new PduFrameDecoder(false, 0, maxC2HData);
+                    c.pipeline().addLast("pdu", decoder).addLast("host", new Handler());
+                  }
                 });
-        ChannelFuture cf = b.connect(new InetSocketAddress(ctrl.uri().host(), ctrl.uri().port()));
-        if (!cf.awaitUninterruptibly(timeoutMs, TimeUnit.MILLISECONDS) || !cf.isSuccess()) {
-            cf.channel().close().addListener(ChannelListeners.LOG_CLOSE_FAILURE);
-            throw new NvmfException("cannot connect to " + where + ": "
-                    + (cf.cause() == null ? "timed out after " + timeoutMs + " ms" : cf.cause().getMessage())
-                    + "; is the target listening?", cf.cause());
-        }
-        ch = cf.channel();
-        out = new PduWriter(ch);
-        batcher = new FlushBatcher(ch, out::flush);
-        ch.eventLoop().execute(() -> {
-            out.icReq(0, hdgst, ddgst, 0);
-            out.flush();
-        });
-        Pdu.IcResp r = TcpController.await(icResp, timeoutMs, "ICResp from " + where);
-        if (r.pfv() != 0) {
-            throw fatalSetup("target answered ICReq with PDU format version " + r.pfv() + ", only 0 is known");
-        }
-        if (r.maxh2cdata() < 4096 || r.maxh2cdata() % 4 != 0) {
-            throw fatalSetup("target's MAXH2CDATA " + r.maxh2cdata() + " is below 4096 or not a dword multiple");
-        }
-        if ((r.hdgst() && !hdgst) || (r.ddgst() && !ddgst)) {
-            throw fatalSetup("target enabled a digest the host did not ask for");
-        }
-        if ((hdgst && !r.hdgst()) || (ddgst && !r.ddgst())) {
-            throw fatalSetup("target refused the requested " + (hdgst && !r.hdgst() ? "header" : "data")
-                    + " digest");
-        }
-        if (r.cpda() > 31) {
-            throw fatalSetup("target's CPDA " + r.cpda() + " is out of range");
-        }
-        long sweepMs = Math.max(10, Math.min(1000, TimeUnit.NANOSECONDS.toMillis(shortestTimeoutNanos) / 4));
-        ch.eventLoop().submit(() -> {
-            maxh2cdata = r.maxh2cdata();
-            out.negotiated(r.hdgst(), r.ddgst(), r.cpda());
-            sweeper = ch.eventLoop().scheduleAtFixedRate(this::sweep, sweepMs, sweepMs, TimeUnit.MILLISECONDS);
-        }).syncUninterruptibly();
+    ChannelFuture cf = b.connect(new InetSocketAddress(ctrl.uri().host(), ctrl.uri().port()));
+    if (!cf.awaitUninterruptibly(timeoutMs, TimeUnit.MILLISECONDS) || !cf.isSuccess()) {
+      cf.channel().close().addListener(ChannelListeners.LOG_CLOSE_FAILURE);
+      throw new NvmfException(
+          "cannot connect to "
+              + where
+              + ": "
+              + (cf.cause() == null
+                  ? "timed out after " + timeoutMs + " ms"
+                  : cf.cause().getMessage())
+              + "; is the target listening?",
+          cf.cause());
     }
-
-    private NvmfException fatalSetup(String msg) {
-        ch.close().addListener(ChannelListeners.LOG_CLOSE_FAILURE);
-        return new NvmfException(msg + " (" + where + ")");
+    ch = cf.channel();
+    out = new PduWriter(ch);
+    batcher = new FlushBatcher(ch, out::flush);
+    ch.eventLoop()
+        .execute(
+            () -> {
+              out.icReq(0, hdgst, ddgst, 0);
+              out.flush();
+            });
+    Pdu.IcResp r = TcpController.await(icResp, timeoutMs, "ICResp from " + where);
+    if (r.pfv() != 0) {
+      throw fatalSetup(
+          "target answered ICReq with PDU format version " + r.pfv() + ", only 0 is known");
     }
-
-    /** Sets how much write data may travel in the command capsule (from IOCCSZ). */
-    void inCapsuleLimit(int bytes) {
-        ch.eventLoop().execute(() -> inCapsule = bytes);
+    if (r.maxh2cdata() < 4096 || r.maxh2cdata() % 4 != 0) {
+      throw fatalSetup(
+          "target's MAXH2CDATA " + r.maxh2cdata() + " is below 4096 or not a dword multiple");
     }
-
-    @Override
-    public int qid() {
-        return qid;
+    if ((r.hdgst() && !hdgst) || (r.ddgst() && !ddgst)) {
+      throw fatalSetup("target enabled a digest the host did not ask for");
     }
-
-    @Override
-    public int depth() {
-        return slots.length;
+    if ((hdgst && !r.hdgst()) || (ddgst && !r.ddgst())) {
+      throw fatalSetup(
+          "target refused the requested " + (hdgst && !r.hdgst() ? "header" : "data") + " digest");
     }
-
-    String where() {
-        return where;
+    if (r.cpda() > 31) {
+      throw fatalSetup("target's CPDA " + r.cpda() + " is out of range");
     }
+    long sweepMs =
+        Math.max(10, Math.min(1000, TimeUnit.NANOSECONDS.toMillis(shortestTimeoutNanos) / 4));
+    ch.eventLoop()
+        .submit(
+            () -> {
+              maxh2cdata = r.maxh2cdata();
+              out.negotiated(r.hdgst(), r.ddgst(), r.cpda());
+              sweeper =
+                  ch.eventLoop()
+                      .scheduleAtFixedRate(this::sweep, sweepMs, sweepMs, TimeUnit.MILLISECONDS);
+            })
+        .syncUninterruptibly();
+  }
 
-    // ---------------------------------------------------------------------------------------------- commands
+  private NvmfException fatalSetup(String msg) {
+    ch.close().addListener(ChannelListeners.LOG_CLOSE_FAILURE);
+    return new NvmfException(msg + " (" + where + ")");
+  }
 
-    /** A command in flight or waiting for a free command id. */
-    static class Cmd {
-        final Sqe sqe;
-        final ByteBuffer buf;
-        final boolean dataOut;
-        final boolean forceInCapsule;
-        final NvmfCallback cb;
-        /** How long this command may take; 0: the queue's command timeout. */
-        long timeoutNanos;
-        long deadline;
-        int cid = -1;
-        int received;
-        boolean inCapsuleSent;
-        boolean timedOut;
-        /** What a timed-out write carried, for an R2T that comes after the caller got its buffer back. */
-        ByteBuffer lateData;
-        boolean digestError;
-        Cqe cqe;
+  /** Sets how much write data may travel in the command capsule (from IOCCSZ). */
+  void inCapsuleLimit(int bytes) {
+    ch.eventLoop().execute(() -> inCapsule = bytes);
+  }
 
-        Cmd(Sqe sqe, ByteBuffer buf, boolean dataOut, boolean forceInCapsule, NvmfCallback cb) {
-            this.sqe = sqe;
-            this.buf = buf;
-            this.dataOut = dataOut;
-            this.forceInCapsule = forceInCapsule;
-            this.cb = cb;
-        }
+  @Override
+  public int qid() {
+    return qid;
+  }
 
-        int length() {
-            return buf == null ? 0 : buf.remaining();
-        }
+  @Override
+  public int depth() {
+    return slots.length;
+  }
 
-        boolean admin;
+  String where() {
+    return where;
+  }
 
-        String describe() {
-            return TcpController.describe(sqe, admin);
-        }
-    }
+  // ----------------------------------------------------------------------------------------------
+  // commands
 
-    /** Submits a command; {@code buf} (may be null) is already sliced to the transfer. */
-    void submit(Cmd c) {
-        c.admin = qid == 0;
-        c.deadline = System.nanoTime() + timeout(c);
-        if (ch.eventLoop().inEventLoop()) {
-            submit0(c);
-        } else {
-            try {
-                ch.eventLoop().execute(() -> submit0(c));
-            } catch (java.util.concurrent.RejectedExecutionException e) {
-                c.cb.complete(new NvmfException(c.describe() + " not sent: the controller at " + where
-                        + " was closed"));
-            }
-        }
-    }
+  /** A command in flight or waiting for a free command id. */
+  static class Cmd {
+    final Sqe sqe;
+    final ByteBuffer buf;
+    final boolean dataOut;
+    final boolean forceInCapsule;
+    final NvmfCallback cb;
 
-    private void submit0(Cmd c) {
-        if (closed) {
-            c.cb.complete(new NvmfException(c.describe() + " not sent: " + closeCause.getMessage()));
-            return;
-        }
-        if (freeCount == 0) {
-            waiting.add(c);
-            return;
-        }
-        send(c);
-        batcher.flushSoon();
-    }
+    /** How long this command may take; 0: the queue's command timeout. */
+    long timeoutNanos;
 
-    /** Flushes once per read batch, or once per burst of submissions (see FlushBatcher). */
-    private FlushBatcher batcher;
-
-    private void send(Cmd c) {
-        int cid = freeCids[--freeCount];
-        c.cid = cid;
-        slots[cid] = c;
-        c.sqe.cid(cid).flags(Nvme.PSDT_SGL);
-        int len = c.length();
-        if (c.dataOut && len > 0 && (len <= inCapsule || c.forceInCapsule)) {
-            c.sqe.sgl(0, len, Nvme.SGL_INCAPSULE);
-            c.inCapsuleSent = true;
-            out.capsuleCmd(c.sqe, Unpooled.wrappedBuffer(c.buf.duplicate()));
-        } else {
-            c.sqe.sgl(0, len, Nvme.SGL_TRANSPORT);
-            out.capsuleCmd(c.sqe, null);
-        }
-    }
-
-    private void finish(Cmd c, NvmfException err) {
-        slots[c.cid] = null;
-        freeCids[freeCount++] = c.cid;
-        if (!c.timedOut) {
-            c.cb.complete(err);
-        }
-        boolean sent = false;
-        while (freeCount > 0 && !waiting.isEmpty() && !closed) {
-            send(waiting.poll());
-            sent = true;
-        }
-        if (sent) {
-            batcher.flushSoon();
-        }
-    }
+    long deadline;
+    int cid = -1;
+    int received;
+    boolean inCapsuleSent;
+    boolean timedOut;
 
     /**
-     * Fails the commands whose time is up, and only them: a timeout says nothing about the connection, so
-     * the queue and the other commands on it go on. A timed-out command keeps its command id until its
-     * late completion arrives (or the connection goes), so that completion can never be taken for a newer
-     * command's; {@link #onData} and {@link #onResp} then drop it without touching the caller's buffer.
+     * What a timed-out write carried, for an R2T that comes after the caller got its buffer back.
      */
-    private void sweep() {
-        long now = System.nanoTime();
-        for (Cmd c : slots) {
-            if (c != null && !c.timedOut && now - c.deadline > 0) {
-                c.timedOut = true;
-                if (c.dataOut && !c.inCapsuleSent && c.length() > 0) {
-                    // The target may still fetch the data and write it. Zeroes, or what the caller puts in its
-                    // buffer after hearing of the timeout, would land on blocks it never meant to write.
-                    c.lateData = ByteBuffer.allocate(c.length()).put(c.buf.duplicate()).flip();
-                }
-                c.cb.complete(new NvmfTimeoutException(c.describe() + " on " + where + " got no completion within "
-                        + TimeUnit.NANOSECONDS.toMillis(timeout(c)) + " ms"));
-            }
-        }
-        // Not in deadline order when some commands have their own timeout: look at every one.
-        for (Iterator<Cmd> it = waiting.iterator(); it.hasNext(); ) {
-            Cmd c = it.next();
-            if (now - c.deadline > 0) {
-                it.remove();
-                c.cb.complete(new NvmfTimeoutException(c.describe() + " on " + where + " waited "
-                        + TimeUnit.NANOSECONDS.toMillis(timeout(c)) + " ms for a free queue slot"));
-            }
-        }
+    ByteBuffer lateData;
+
+    boolean digestError;
+    Cqe cqe;
+
+    Cmd(Sqe sqe, ByteBuffer buf, boolean dataOut, boolean forceInCapsule, NvmfCallback cb) {
+      this.sqe = sqe;
+      this.buf = buf;
+      this.dataOut = dataOut;
+      this.forceInCapsule = forceInCapsule;
+      this.cb = cb;
     }
 
-    private long timeout(Cmd c) {
-        return c.timeoutNanos > 0 ? c.timeoutNanos : timeoutNanos;
+    int length() {
+      return buf == null ? 0 : buf.remaining();
     }
 
-    /** Fails everything and closes the connection. Idempotent. */
-    void fail(NvmfException cause) {
-        if (!ch.eventLoop().inEventLoop()) {
-            ch.eventLoop().execute(() -> fail(cause));
-            return;
-        }
-        if (closed) {
-            return;
-        }
-        closed = true;
-        closeCause = cause;
-        if (sweeper != null) {
-            sweeper.cancel(false);
-        }
-        for (int i = 0; i < slots.length; i++) {
-            Cmd c = slots[i];
-            if (c != null) {
-                slots[i] = null;
-                if (!c.timedOut) {
-                    c.cb.complete(new NvmfException(c.describe() + " failed: " + cause.getMessage(), cause));
-                }
-            }
-        }
-        Cmd c;
-        while ((c = waiting.poll()) != null) {
-            c.cb.complete(new NvmfException(c.describe() + " not sent: " + cause.getMessage(), cause));
-        }
-        ch.close().addListener(ChannelListeners.LOG_CLOSE_FAILURE);
+    boolean admin;
+
+    String describe() {
+      return TcpController.describe(sqe, admin);
     }
+  }
 
-    /** True while this queue's connection is up. */
-    boolean isActive() {
-        Channel c = ch;
-        return c != null && c.isActive();
+  /** Submits a command; {@code buf} (may be null) is already sliced to the transfer. */
+  void submit(Cmd c) {
+    c.admin = qid == 0;
+    c.deadline = System.nanoTime() + timeout(c);
+    if (ch.eventLoop().inEventLoop()) {
+      submit0(c);
+    } else {
+      try {
+        ch.eventLoop().execute(() -> submit0(c));
+      } catch (java.util.concurrent.RejectedExecutionException e) {
+        c.cb.complete(
+            new NvmfException(
+                c.describe() + " not sent: the controller at " + where + " was closed"));
+      }
     }
+  }
 
-    /** Closes the connection; outstanding commands fail with {@code reason}. */
-    void close(String reason) {
-        if (ch != null) {
-            fail(new NvmfException(reason + " (" + where + ")"));
-            ch.closeFuture().awaitUninterruptibly(1000);
-        }
+  private void submit0(Cmd c) {
+    if (closed) {
+      c.cb.complete(new NvmfException(c.describe() + " not sent: " + closeCause.getMessage()));
+      return;
     }
-
-    // ------------------------------------------------------------------------------------------ public I/O
-
-    private IdentifyNamespace ns(int nsid) {
-        return ctrl.namespace(nsid);
+    if (freeCount == 0) {
+      waiting.add(c);
+      return;
     }
+    send(c);
+    batcher.flushSoon();
+  }
 
-    private void rw(int opcode, int nsid, long slba, ByteBuffer buf, NvmfCallback cb) {
-        IdentifyNamespace ns = ns(nsid);
-        int bs = ns.blockSize();
-        int len = buf.remaining();
-        if (len == 0 || len % bs != 0) {
-            throw new IllegalArgumentException("transfer of " + len + " bytes is not a positive multiple of the "
-                    + bs + "-byte block size of namespace " + nsid);
-        }
-        // NLB is a 16-bit 0's based field: 65536 blocks per command at most, whatever MDTS allows.
-        int max = (int) Math.min(ctrl.maxTransferSize(), 65536L * bs) / bs * bs;
-        int pos = buf.position();
-        if (len <= max) {
-            submit(new Cmd(rwSqe(opcode, nsid, slba, len / bs), buf.slice(pos, len), opcode == Nvme.IO_WRITE,
-                    false, cb));
-            return;
-        }
-        int parts = (len + max - 1) / max;
-        SplitCallback split = new SplitCallback(parts, cb);
-        for (int off = 0; off < len; off += max) {
-            int n = Math.min(max, len - off);
-            submit(new Cmd(rwSqe(opcode, nsid, slba + off / bs, n / bs), buf.slice(pos + off, n),
-                    opcode == Nvme.IO_WRITE, false, split));
-        }
+  /** Flushes once per read batch, or once per burst of submissions (see FlushBatcher). */
+  private FlushBatcher batcher;
+
+  private void send(Cmd c) {
+    int cid = freeCids[--freeCount];
+    c.cid = cid;
+    slots[cid] = c;
+    c.sqe.cid(cid).flags(Nvme.PSDT_SGL);
+    int len = c.length();
+    if (c.dataOut && len > 0 && (len <= inCapsule || c.forceInCapsule)) {
+      c.sqe.sgl(0, len, Nvme.SGL_INCAPSULE);
+      c.inCapsuleSent = true;
+      out.capsuleCmd(c.sqe, Unpooled.wrappedBuffer(c.buf.duplicate()));
+    } else {
+      c.sqe.sgl(0, len, Nvme.SGL_TRANSPORT);
+      out.capsuleCmd(c.sqe, null);
     }
+  }
 
-    private static Sqe rwSqe(int opcode, int nsid, long slba, int nlb) {
-        return new Sqe().opcode(opcode).nsid(nsid).cdw(10, (int) slba).cdw(11, (int) (slba >>> 32))
-                .cdw(12, nlb - 1);
+  private void finish(Cmd c, NvmfException err) {
+    slots[c.cid] = null;
+    freeCids[freeCount++] = c.cid;
+    if (!c.timedOut) {
+      c.cb.complete(err);
+    }
+    boolean sent = false;
+    while (freeCount > 0 && !waiting.isEmpty() && !closed) {
+      send(waiting.poll());
+      sent = true;
+    }
+    if (sent) {
+      batcher.flushSoon();
+    }
+  }
+
+  /**
+   * Fails the commands whose time is up, and only them: a timeout says nothing about the
+   * connection, so the queue and the other commands on it go on. A timed-out command keeps its
+   * command id until its late completion arrives (or the connection goes), so that completion can
+   * never be taken for a newer command's; {@link #onData} and {@link #onResp} then drop it without
+   * touching the caller's buffer.
+   */
+  private void sweep() {
+    long now = System.nanoTime();
+    for (Cmd c : slots) {
+      if (c != null && !c.timedOut && now - c.deadline > 0) {
+        c.timedOut = true;
+        if (c.dataOut && !c.inCapsuleSent && c.length() > 0) {
+          // The target may still fetch the data and write it. Zeroes, or what the caller puts in
+          // its
+          // buffer after hearing of the timeout, would land on blocks it never meant to write.
+          c.lateData = ByteBuffer.allocate(c.length()).put(c.buf.duplicate()).flip();
+        }
+        c.cb.complete(
+            new NvmfTimeoutException(
+                c.describe()
+                    + " on "
+                    + where
+                    + " got no completion within "
+                    + TimeUnit.NANOSECONDS.toMillis(timeout(c))
+                    + " ms"));
+      }
+    }
+    // Not in deadline order when some commands have their own timeout: look at every one.
+    for (Iterator<Cmd> it = waiting.iterator(); it.hasNext(); ) {
+      Cmd c = it.next();
+      if (now - c.deadline > 0) {
+        it.remove();
+        c.cb.complete(
+            new NvmfTimeoutException(
+                c.describe()
+                    + " on "
+                    + where
+                    + " waited "
+                    + TimeUnit.NANOSECONDS.toMillis(timeout(c))
+                    + " ms for a free queue slot"));
+      }
+    }
+  }
+
+  private long timeout(Cmd c) {
+    return c.timeoutNanos > 0 ? c.timeoutNanos : timeoutNanos;
+  }
+
+  /** Fails everything and closes the connection. Idempotent. */
+  void fail(NvmfException cause) {
+    if (!ch.eventLoop().inEventLoop()) {
+      ch.eventLoop().execute(() -> fail(cause));
+      return;
+    }
+    if (closed) {
+      return;
+    }
+    closed = true;
+    closeCause = cause;
+    if (sweeper != null) {
+      sweeper.cancel(false);
+    }
+    for (int i = 0; i < slots.length; i++) {
+      Cmd c = slots[i];
+      if (c != null) {
+        slots[i] = null;
+        if (!c.timedOut) {
+          c.cb.complete(new NvmfException(c.describe() + " failed: " + cause.getMessage(), cause));
+        }
+      }
+    }
+    Cmd c;
+    while ((c = waiting.poll()) != null) {
+      c.cb.complete(new NvmfException(c.describe() + " not sent: " + cause.getMessage(), cause));
+    }
+    ch.close().addListener(ChannelListeners.LOG_CLOSE_FAILURE);
+  }
+
+  /** True while this queue's connection is up. */
+  boolean isActive() {
+    Channel c = ch;
+    return c != null && c.isActive();
+  }
+
+  /** Closes the connection; outstanding commands fail with {@code reason}. */
+  void close(String reason) {
+    if (ch != null) {
+      fail(new NvmfException(reason + " (" + where + ")"));
+      ch.closeFuture().awaitUninterruptibly(1000);
+    }
+  }
+
+  // ------------------------------------------------------------------------------------------
+  // public I/O
+
+  private IdentifyNamespace ns(int nsid) {
+    return ctrl.namespace(nsid);
+  }
+
+  private void rw(int opcode, int nsid, long slba, ByteBuffer buf, NvmfCallback cb) {
+    IdentifyNamespace ns = ns(nsid);
+    int bs = ns.blockSize();
+    int len = buf.remaining();
+    if (len == 0 || len % bs != 0) {
+      throw new IllegalArgumentException(
+          "transfer of "
+              + len
+              + " bytes is not a positive multiple of the "
+              + bs
+              + "-byte block size of namespace "
+              + nsid);
+    }
+    // NLB is a 16-bit 0's based field: 65536 blocks per command at most, whatever MDTS allows.
+    int max = (int) Math.min(ctrl.maxTransferSize(), 65536L * bs) / bs * bs;
+    int pos = buf.position();
+    if (len <= max) {
+      submit(
+          new Cmd(
+              rwSqe(opcode, nsid, slba, len / bs),
+              buf.slice(pos, len),
+              opcode == Nvme.IO_WRITE,
+              false,
+              cb));
+      return;
+    }
+    int parts = (len + max - 1) / max;
+    SplitCallback split = new SplitCallback(parts, cb);
+    for (int off = 0; off < len; off += max) {
+      int n = Math.min(max, len - off);
+      submit(
+          new Cmd(
+              rwSqe(opcode, nsid, slba + off / bs, n / bs),
+              buf.slice(pos + off, n),
+              opcode == Nvme.IO_WRITE,
+              false,
+              split));
+    }
+  }
+
+  private static Sqe rwSqe(int opcode, int nsid, long slba, int nlb) {
+    return new Sqe()
+        .opcode(opcode)
+        .nsid(nsid)
+        .cdw(10, (int) slba)
+        .cdw(11, (int) (slba >>> 32))
+        .cdw(12, nlb - 1);
+  }
+
+  @Override
+  public void read(int nsid, long slba, ByteBuffer dst, NvmfCallback callback) {
+    if (dst.isReadOnly()) {
+      throw new IllegalArgumentException("read into a read-only buffer");
+    }
+    rw(Nvme.IO_READ, nsid, slba, dst, callback);
+  }
+
+  @Override
+  public void write(int nsid, long slba, ByteBuffer src, NvmfCallback callback) {
+    rw(Nvme.IO_WRITE, nsid, slba, src, callback);
+  }
+
+  @Override
+  public void flush(int nsid, NvmfCallback callback) {
+    submit(new Cmd(new Sqe().opcode(Nvme.IO_FLUSH).nsid(nsid), null, false, false, callback));
+  }
+
+  @Override
+  public void deallocate(int nsid, long slba, long nlb, NvmfCallback callback) {
+    ns(nsid);
+    if (nlb <= 0) {
+      throw new IllegalArgumentException("deallocate of " + nlb + " blocks");
+    }
+    // One range descriptor holds up to 2^32-1 blocks; up to 256 descriptors per command.
+    int ranges = (int) ((nlb + 0xFFFFFFFEL) / 0xFFFFFFFFL);
+    if (ranges > 256) {
+      throw new IllegalArgumentException(
+          "deallocate of " + nlb + " blocks needs more than 256 ranges");
+    }
+    ByteBuffer d = ByteBuffer.allocateDirect(16 * ranges).order(java.nio.ByteOrder.LITTLE_ENDIAN);
+    long lba = slba;
+    long left = nlb;
+    for (int i = 0; i < ranges; i++) {
+      long n = Math.min(left, 0xFFFFFFFFL);
+      d.putInt(0).putInt((int) n).putLong(lba);
+      lba += n;
+      left -= n;
+    }
+    d.flip();
+    Sqe sqe = new Sqe().opcode(Nvme.IO_DSM).nsid(nsid).cdw(10, ranges - 1).cdw(11, 1 << 2);
+    submit(new Cmd(sqe, d, true, false, callback));
+  }
+
+  @Override
+  public void writeZeroes(int nsid, long slba, long nlb, NvmfCallback callback) {
+    ns(nsid);
+    if (nlb <= 0) {
+      throw new IllegalArgumentException("write zeroes of " + nlb + " blocks");
+    }
+    int parts = (int) ((nlb + 65535) / 65536);
+    NvmfCallback cb = parts == 1 ? callback : new SplitCallback(parts, callback);
+    for (long off = 0; off < nlb; off += 65536) {
+      int n = (int) Math.min(65536, nlb - off);
+      long lba = slba + off;
+      submit(
+          new Cmd(
+              new Sqe()
+                  .opcode(Nvme.IO_WRITE_ZEROES)
+                  .nsid(nsid)
+                  .cdw(10, (int) lba)
+                  .cdw(11, (int) (lba >>> 32))
+                  .cdw(12, n - 1),
+              null,
+              false,
+              false,
+              cb));
+    }
+  }
+
+  /** Completes the caller once every part completed; reports the first failure. */
+  private static final class SplitCallback implements NvmfCallback {
+    private final NvmfCallback target;
+    private int left;
+    private NvmfException first;
+
+    SplitCallback(int parts, NvmfCallback target) {
+      this.left = parts;
+      this.target = target;
     }
 
     @Override
-    public void read(int nsid, long slba, ByteBuffer dst, NvmfCallback callback) {
-        if (dst.isReadOnly()) {
-            throw new IllegalArgumentException("read into a read-only buffer");
+    public void complete(NvmfException error) {
+      NvmfException report;
+      synchronized (this) {
+        if (error != null && first == null) {
+          first = error;
         }
-        rw(Nvme.IO_READ, nsid, slba, dst, callback);
+        if (--left > 0) {
+          return;
+        }
+        report = first;
+      }
+      target.complete(report);
+    }
+  }
+
+  // ------------------------------------------------------------------------------------------
+  // receiving
+
+  private final class Handler extends ChannelInboundHandlerAdapter {
+    @Override
+    public void channelRead(ChannelHandlerContext ctx, Object msg) {
+      Pdu pdu = (Pdu) msg;
+      batcher.readBatchStarts();
+      try {
+        if (pdu instanceof Pdu.CapsuleResp r) {
+          onResp(r.cqe());
+        } else if (pdu instanceof Pdu.C2HData d) {
+          onData(d);
+        } else if (pdu instanceof Pdu.R2T r) {
+          onR2T(r);
+        } else if (pdu instanceof Pdu.IcResp r) {
+          // Before any further PDU is decoded: the next one may already carry digests.
+          decoder.digests(r.hdgst(), r.ddgst());
+          icResp.complete(r);
+        } else if (pdu instanceof Pdu.TermReq t) {
+          NvmfException e =
+              new NvmfException(
+                  String.format(
+                      "target %s terminated the connection: C2HTermReq %s (FES 0x%x, FEI 0x%x)",
+                      where, Pdu.fesName(t.fes()), t.fes(), t.fei()));
+          icResp.completeExceptionally(e);
+          fail(e);
+        }
+      } finally {
+        pdu.release();
+      }
     }
 
     @Override
-    public void write(int nsid, long slba, ByteBuffer src, NvmfCallback callback) {
-        rw(Nvme.IO_WRITE, nsid, slba, src, callback);
+    public void channelReadComplete(ChannelHandlerContext ctx) {
+      batcher.readBatchEnds();
+      ctx.fireChannelReadComplete();
     }
 
     @Override
-    public void flush(int nsid, NvmfCallback callback) {
-        submit(new Cmd(new Sqe().opcode(Nvme.IO_FLUSH).nsid(nsid), null, false, false, callback));
+    public void channelInactive(ChannelHandlerContext ctx) {
+      NvmfException e = new NvmfException("connection to " + where + " closed by the target");
+      icResp.completeExceptionally(e);
+      fail(e);
     }
 
     @Override
-    public void deallocate(int nsid, long slba, long nlb, NvmfCallback callback) {
-        ns(nsid);
-        if (nlb <= 0) {
-            throw new IllegalArgumentException("deallocate of " + nlb + " blocks");
-        }
-        // One range descriptor holds up to 2^32-1 blocks; up to 256 descriptors per command.
-        int ranges = (int) ((nlb + 0xFFFFFFFEL) / 0xFFFFFFFFL);
-        if (ranges > 256) {
-            throw new IllegalArgumentException("deallocate of " + nlb + " blocks needs more than 256 ranges");
-        }
-        ByteBuffer d = ByteBuffer.allocateDirect(16 * ranges).order(java.nio.ByteOrder.LITTLE_ENDIAN);
-        long lba = slba;
-        long left = nlb;
-        for (int i = 0; i < ranges; i++) {
-            long n = Math.min(left, 0xFFFFFFFFL);
-            d.putInt(0).putInt((int) n).putLong(lba);
-            lba += n;
-            left -= n;
-        }
-        d.flip();
-        Sqe sqe = new Sqe().opcode(Nvme.IO_DSM).nsid(nsid).cdw(10, ranges - 1).cdw(11, 1 << 2);
-        submit(new Cmd(sqe, d, true, false, callback));
+    public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
+      Throwable c =
+          cause instanceof DecoderException && cause.getCause() != null ? cause.getCause() : cause;
+      if (c instanceof PduException p) {
+        protocolError(p);
+        return;
+      }
+      if (!(c instanceof IOException)) {
+        LOG.warn("unexpected error on {}", where, c);
+      }
+      NvmfException e =
+          new NvmfException("connection to " + where + " failed: " + c.getMessage(), c);
+      icResp.completeExceptionally(e);
+      fail(e);
     }
+  }
 
-    @Override
-    public void writeZeroes(int nsid, long slba, long nlb, NvmfCallback callback) {
-        ns(nsid);
-        if (nlb <= 0) {
-            throw new IllegalArgumentException("write zeroes of " + nlb + " blocks");
-        }
-        int parts = (int) ((nlb + 65535) / 65536);
-        NvmfCallback cb = parts == 1 ? callback : new SplitCallback(parts, callback);
-        for (long off = 0; off < nlb; off += 65536) {
-            int n = (int) Math.min(65536, nlb - off);
-            long lba = slba + off;
-            submit(new Cmd(new Sqe().opcode(Nvme.IO_WRITE_ZEROES).nsid(nsid).cdw(10, (int) lba)
-                    .cdw(11, (int) (lba >>> 32)).cdw(12, n - 1), null, false, false, cb));
-        }
+  /** The target broke the protocol: tell it with H2CTermReq, then fail everything. */
+  private void protocolError(PduException p) {
+    NvmfException e =
+        new NvmfException("protocol error from target " + where + ": " + p.getMessage());
+    if (!closed) {
+      out.termReq(Pdu.T_H2C_TERM, p.fes(), p.fei(), p.header());
+      out.flush();
     }
+    icResp.completeExceptionally(e);
+    fail(e);
+  }
 
-    /** Completes the caller once every part completed; reports the first failure. */
-    private static final class SplitCallback implements NvmfCallback {
-        private final NvmfCallback target;
-        private int left;
-        private NvmfException first;
-
-        SplitCallback(int parts, NvmfCallback target) {
-            this.left = parts;
-            this.target = target;
-        }
-
-        @Override
-        public void complete(NvmfException error) {
-            NvmfException report;
-            synchronized (this) {
-                if (error != null && first == null) {
-                    first = error;
-                }
-                if (--left > 0) {
-                    return;
-                }
-                report = first;
-            }
-            target.complete(report);
-        }
+  private Cmd lookup(int cid, String what) {
+    Cmd c = cid < slots.length ? slots[cid] : null;
+    if (c == null) {
+      byte[] none = new byte[0];
+      protocolError(
+          new PduException(
+              Pdu.FES_INVALID_HEADER_FIELD,
+              8,
+              what + " for command id " + cid + ", which is not outstanding",
+              none));
     }
+    return c;
+  }
 
-    // ------------------------------------------------------------------------------------------ receiving
-
-    private final class Handler extends ChannelInboundHandlerAdapter {
-        @Override
-        public void channelRead(ChannelHandlerContext ctx, Object msg) {
-            Pdu pdu = (Pdu) msg;
-            batcher.readBatchStarts();
-            try {
-                if (pdu instanceof Pdu.CapsuleResp r) {
-                    onResp(r.cqe());
-                } else if (pdu instanceof Pdu.C2HData d) {
-                    onData(d);
-                } else if (pdu instanceof Pdu.R2T r) {
-                    onR2T(r);
-                } else if (pdu instanceof Pdu.IcResp r) {
-                    // Before any further PDU is decoded: the next one may already carry digests.
-                    decoder.digests(r.hdgst(), r.ddgst());
-                    icResp.complete(r);
-                } else if (pdu instanceof Pdu.TermReq t) {
-                    NvmfException e = new NvmfException(String.format(
-                            "target %s terminated the connection: C2HTermReq %s (FES 0x%x, FEI 0x%x)", where,
-                            Pdu.fesName(t.fes()), t.fes(), t.fei()));
-                    icResp.completeExceptionally(e);
-                    fail(e);
-                }
-            } finally {
-                pdu.release();
-            }
-        }
-
-        @Override
-        public void channelReadComplete(ChannelHandlerContext ctx) {
-            batcher.readBatchEnds();
-            ctx.fireChannelReadComplete();
-        }
-
-        @Override
-        public void channelInactive(ChannelHandlerContext ctx) {
-            NvmfException e = new NvmfException("connection to " + where + " closed by the target");
-            icResp.completeExceptionally(e);
-            fail(e);
-        }
-
-        @Override
-        public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
-            Throwable c = cause instanceof DecoderException && cause.getCause() != null ? cause.getCause() : cause;
-            if (c instanceof PduException p) {
-                protocolError(p);
-                return;
-            }
-            if (!(c instanceof IOException)) {
-                LOG.warn("unexpected error on {}", where, c);
-            }
-            NvmfException e = new NvmfException("connection to " + where + " failed: " + c.getMessage(), c);
-            icResp.completeExceptionally(e);
-            fail(e);
-        }
+  private void onResp(Cqe cqe) {
+    Cmd c = lookup(cqe.cid(), "response capsule");
+    if (c == null) {
+      return;
     }
-
-    /** The target broke the protocol: tell it with H2CTermReq, then fail everything. */
-    private void protocolError(PduException p) {
-        NvmfException e = new NvmfException("protocol error from target " + where + ": " + p.getMessage());
-        if (!closed) {
-            out.termReq(Pdu.T_H2C_TERM, p.fes(), p.fei(), p.header());
-            out.flush();
-        }
-        icResp.completeExceptionally(e);
-        fail(e);
+    c.cqe = cqe;
+    NvmfException err = null;
+    if (cqe.status() != 0) {
+      err =
+          new NvmeStatusException(
+              c.describe(),
+              cqe.status(),
+              c.sqe.opcode() == Nvme.FABRICS && c.sqe.fctype() == Nvme.FCTYPE_CONNECT);
+    } else if (c.digestError) {
+      err = new NvmfException(c.describe() + ": data digest mismatch in C2HData from " + where);
+    } else if (!c.dataOut && c.length() > 0 && c.received != c.length()) {
+      err =
+          new NvmfException(
+              c.describe()
+                  + ": target completed it after sending "
+                  + c.received
+                  + " of "
+                  + c.length()
+                  + " bytes");
     }
+    finish(c, err);
+  }
 
-    private Cmd lookup(int cid, String what) {
-        Cmd c = cid < slots.length ? slots[cid] : null;
-        if (c == null) {
-            byte[] none = new byte[0];
-            protocolError(new PduException(Pdu.FES_INVALID_HEADER_FIELD, 8,
-                    what + " for command id " + cid + ", which is not outstanding", none));
-        }
-        return c;
+  private void onData(Pdu.C2HData d) {
+    Cmd c = lookup(d.cccid(), "C2HData");
+    if (c == null) {
+      return;
     }
+    long end = (long) d.datao() + d.datal();
+    if (c.dataOut || end > c.length()) {
+      protocolError(
+          new PduException(
+              Pdu.FES_DATA_OUT_OF_RANGE,
+              12,
+              String.format(
+                  "C2HData bytes %d..%d for command id %d, which transfers %d bytes %s",
+                  d.datao(),
+                  end,
+                  c.cid,
+                  c.length(),
+                  c.dataOut ? "to the target" : "from the target"),
+              new byte[0]));
+      return;
+    }
+    if (!d.dataDigestOk()) {
+      c.digestError = true;
+    } else if (!c.timedOut) {
+      ByteBuffer dst = c.buf.duplicate();
+      dst.position(dst.position() + d.datao()).limit(dst.position() + d.datal());
+      d.data().getBytes(d.data().readerIndex(), dst);
+    }
+    c.received += d.datal();
+    if (d.success()) {
+      if (!d.last()) {
+        protocolError(
+            new PduException(
+                Pdu.FES_INVALID_HEADER_FIELD,
+                1,
+                "C2HData with SUCCESS but without LAST_PDU",
+                new byte[0]));
+        return;
+      }
+      NvmfException err = null;
+      if (c.digestError) {
+        err = new NvmfException(c.describe() + ": data digest mismatch in C2HData from " + where);
+      } else if (c.received != c.length()) {
+        err =
+            new NvmfException(
+                c.describe()
+                    + ": target reported success after "
+                    + c.received
+                    + " of "
+                    + c.length()
+                    + " bytes");
+      }
+      finish(c, err);
+    }
+  }
 
-    private void onResp(Cqe cqe) {
-        Cmd c = lookup(cqe.cid(), "response capsule");
-        if (c == null) {
-            return;
-        }
-        c.cqe = cqe;
-        NvmfException err = null;
-        if (cqe.status() != 0) {
-            err = new NvmeStatusException(c.describe(), cqe.status(),
-                    c.sqe.opcode() == Nvme.FABRICS && c.sqe.fctype() == Nvme.FCTYPE_CONNECT);
-        } else if (c.digestError) {
-            err = new NvmfException(c.describe() + ": data digest mismatch in C2HData from " + where);
-        } else if (!c.dataOut && c.length() > 0 && c.received != c.length()) {
-            err = new NvmfException(c.describe() + ": target completed it after sending " + c.received + " of "
-                    + c.length() + " bytes");
-        }
-        finish(c, err);
+  private void onR2T(Pdu.R2T r) {
+    Cmd c = lookup(r.cccid(), "R2T");
+    if (c == null) {
+      return;
     }
-
-    private void onData(Pdu.C2HData d) {
-        Cmd c = lookup(d.cccid(), "C2HData");
-        if (c == null) {
-            return;
-        }
-        long end = (long) d.datao() + d.datal();
-        if (c.dataOut || end > c.length()) {
-            protocolError(new PduException(Pdu.FES_DATA_OUT_OF_RANGE, 12, String.format(
-                    "C2HData bytes %d..%d for command id %d, which transfers %d bytes %s", d.datao(), end, c.cid,
-                    c.length(), c.dataOut ? "to the target" : "from the target"), new byte[0]));
-            return;
-        }
-        if (!d.dataDigestOk()) {
-            c.digestError = true;
-        } else if (!c.timedOut) {
-            ByteBuffer dst = c.buf.duplicate();
-            dst.position(dst.position() + d.datao()).limit(dst.position() + d.datal());
-            d.data().getBytes(d.data().readerIndex(), dst);
-        }
-        c.received += d.datal();
-        if (d.success()) {
-            if (!d.last()) {
-                protocolError(new PduException(Pdu.FES_INVALID_HEADER_FIELD, 1,
-                        "C2HData with SUCCESS but without LAST_PDU", new byte[0]));
-                return;
-            }
-            NvmfException err = null;
-            if (c.digestError) {
-                err = new NvmfException(c.describe() + ": data digest mismatch in C2HData from " + where);
-            } else if (c.received != c.length()) {
-                err = new NvmfException(c.describe() + ": target reported success after " + c.received + " of "
-                        + c.length() + " bytes");
-            }
-            finish(c, err);
-        }
+    long end = (long) r.r2to() + r.r2tl();
+    if (!c.dataOut || c.inCapsuleSent || end > c.length()) {
+      protocolError(
+          new PduException(
+              Pdu.FES_DATA_OUT_OF_RANGE,
+              12,
+              String.format(
+                  "R2T for bytes %d..%d of command id %d, which has %d bytes to send%s",
+                  r.r2to(),
+                  end,
+                  c.cid,
+                  c.dataOut ? c.length() : 0,
+                  c.inCapsuleSent ? " and sent them in the capsule" : ""),
+              new byte[0]));
+      return;
     }
-
-    private void onR2T(Pdu.R2T r) {
-        Cmd c = lookup(r.cccid(), "R2T");
-        if (c == null) {
-            return;
-        }
-        long end = (long) r.r2to() + r.r2tl();
-        if (!c.dataOut || c.inCapsuleSent || end > c.length()) {
-            protocolError(new PduException(Pdu.FES_DATA_OUT_OF_RANGE, 12, String.format(
-                    "R2T for bytes %d..%d of command id %d, which has %d bytes to send%s", r.r2to(), end, c.cid,
-                    c.dataOut ? c.length() : 0, c.inCapsuleSent ? " and sent them in the capsule" : ""),
-                    new byte[0]));
-            return;
-        }
-        for (int off = r.r2to(); off < end; ) {
-            int n = (int) Math.min(maxh2cdata, end - off);
-            // A timed-out command's caller may already reuse its buffer: send the copy taken at the timeout.
-            ByteBuffer src = c.timedOut ? c.lateData : c.buf;
-            ByteBuf data = Unpooled.wrappedBuffer(src.slice(src.position() + off, n));
-            out.h2cData(c.cid, r.ttag(), off, data, off + n == end);
-            off += n;
-        }
-        batcher.flushSoon();
+    for (int off = r.r2to(); off < end; ) {
+      int n = (int) Math.min(maxh2cdata, end - off);
+      // A timed-out command's caller may already reuse its buffer: send the copy taken at the
+      // timeout.
+      ByteBuffer src = c.timedOut ? c.lateData : c.buf;
+      ByteBuf data = Unpooled.wrappedBuffer(src.slice(src.position() + off, n));
+      out.h2cData(c.cid, r.ttag(), off, data, off + n == end);
+      off += n;
     }
+    batcher.flushSoon();
+  }
 }

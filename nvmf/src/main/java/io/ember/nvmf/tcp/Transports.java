@@ -19,29 +19,29 @@ import io.netty.util.concurrent.DefaultThreadFactory;
  * everywhere else, or when {@code -Dio.ember.nvmf.nio=true} asks for it.
  */
 public final class Transports {
-    private static final boolean EPOLL = !Boolean.getBoolean("io.ember.nvmf.nio") && Epoll.isAvailable();
+  private static final boolean EPOLL =
+      !Boolean.getBoolean("io.ember.nvmf.nio") && Epoll.isAvailable();
 
-    private Transports() {
-    }
+  private Transports() {}
 
-    /** Whether the epoll transport is in use. */
-    public static boolean epoll() {
-        return EPOLL;
-    }
+  /** Whether the epoll transport is in use. */
+  public static boolean epoll() {
+    return EPOLL;
+  }
 
-    /** An event loop group of {@code threads} daemon threads named {@code name-*}. */
-    public static EventLoopGroup group(int threads, String name) {
-        IoHandlerFactory f = EPOLL ? EpollIoHandler.newFactory() : NioIoHandler.newFactory();
-        return new MultiThreadIoEventLoopGroup(threads, new DefaultThreadFactory(name, true), f);
-    }
+  /** An event loop group of {@code threads} daemon threads named {@code name-*}. */
+  public static EventLoopGroup group(int threads, String name) {
+    IoHandlerFactory f = EPOLL ? EpollIoHandler.newFactory() : NioIoHandler.newFactory();
+    return new MultiThreadIoEventLoopGroup(threads, new DefaultThreadFactory(name, true), f);
+  }
 
-    /** Client socket channel class matching {@link #group(int, String)}. */
-    public static Class<? extends SocketChannel> socketChannel() {
-        return EPOLL ? EpollSocketChannel.class : NioSocketChannel.class;
-    }
+  /** Client socket channel class matching {@link #group(int, String)}. */
+  public static Class<? extends SocketChannel> socketChannel() {
+    return EPOLL ? EpollSocketChannel.class : NioSocketChannel.class;
+  }
 
-    /** Server socket channel class matching {@link #group(int, String)}. */
-    public static Class<? extends ServerChannel> serverChannel() {
-        return EPOLL ? EpollServerSocketChannel.class : NioServerSocketChannel.class;
-    }
+  /** Server socket channel class matching {@link #group(int, String)}. */
+  public static Class<? extends ServerChannel> serverChannel() {
+    return EPOLL ? EpollServerSocketChannel.class : NioServerSocketChannel.class;
+  }
 }

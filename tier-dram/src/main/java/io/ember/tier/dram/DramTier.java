@@ -46,20 +46,29 @@ public final class DramTier implements StorageTier {
     @Override
     public CompletableFuture<Void> write(BlockLocation block, int offset, ByteBuf data) {
       return connection(block)
-          .whenComplete((c, e) -> {
-            if (e != null) {
-              data.release(); // no call takes it
-            }
-          })
-          .thenCompose(c -> c.call(MessageType.BLOCK_WRITE,
-              Messages.BlockWriteRequest.of(block, offset, data), ResponseDecoder.EMPTY));
+          .whenComplete(
+              (c, e) -> {
+                if (e != null) {
+                  data.release(); // no call takes it
+                }
+              })
+          .thenCompose(
+              c ->
+                  c.call(
+                      MessageType.BLOCK_WRITE,
+                      Messages.BlockWriteRequest.of(block, offset, data),
+                      ResponseDecoder.EMPTY));
     }
 
     @Override
     public CompletableFuture<ByteBuf> read(BlockLocation block, int offset, int length) {
-      return connection(block).thenCompose(c -> c.call(MessageType.BLOCK_READ,
-          Messages.BlockReadRequest.of(block, offset, length),
-          ByteBuf::retainedSlice));
+      return connection(block)
+          .thenCompose(
+              c ->
+                  c.call(
+                      MessageType.BLOCK_READ,
+                      Messages.BlockReadRequest.of(block, offset, length),
+                      ByteBuf::retainedSlice));
     }
 
     private CompletableFuture<RpcClient> connection(BlockLocation block) {

@@ -5,13 +5,13 @@ import io.ember.client.spi.StorageEndpoint;
 import io.ember.client.spi.StorageTier;
 import io.ember.client.spi.TierContext;
 import io.ember.nvmf.IdentifyNamespace;
+import io.ember.nvmf.NvmeStatusException;
 import io.ember.nvmf.NvmfController;
 import io.ember.nvmf.NvmfException;
 import io.ember.nvmf.NvmfHost;
 import io.ember.nvmf.NvmfHostOptions;
 import io.ember.nvmf.NvmfQueue;
 import io.ember.nvmf.NvmfUri;
-import io.ember.nvmf.NvmeStatusException;
 import io.ember.protocol.BlockLocation;
 import io.ember.protocol.EmberConfig;
 import io.ember.protocol.EmberException;
@@ -33,8 +33,8 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The client side of the NVMf tier: reads and writes go from the client straight to the target
- * over the nvmf host, one connection (with several queues) per target shared by all of a client's
+ * The client side of the NVMf tier: reads and writes go from the client straight to the target over
+ * the nvmf host, one connection (with several queues) per target shared by all of a client's
  * streams. Any offset and length work: the aligned middle of a write goes out as is (in-capsule
  * when small), and unaligned edges become read-modify-write of the edge sectors, serialized per
  * sector so two pieces in flight never tear a shared sector.
@@ -59,46 +59,54 @@ public final class NvmfTier implements StorageTier {
     private final NvmfHostOptions options;
     private final ClientMetrics metrics;
     private final Map<String, CompletableFuture<Target>> targets = new ConcurrentHashMap<>();
-    private final ExecutorService connector = Executors.newCachedThreadPool(r -> {
-      Thread t = new Thread(r, "ember-nvmf-connect");
-      t.setDaemon(true);
-      return t;
-    });
+    private final ExecutorService connector =
+        Executors.newCachedThreadPool(
+            r -> {
+              Thread t = new Thread(r, "ember-nvmf-connect");
+              t.setDaemon(true);
+              return t;
+            });
 
     Endpoint(EmberConfig config, ClientMetrics metrics) {
       this.metrics = metrics;
-      this.options = NvmfHostOptions.builder()
-          .ioQueues(config.get(NvmfTierKeys.QUEUES))
-          .ioQueueSize(config.get(NvmfTierKeys.QUEUE_DEPTH))
-          .commandTimeout(config.get(EmberKeys.RPC_TIMEOUT))
-          .connectTimeout(config.get(EmberKeys.CONNECT_TIMEOUT))
-          .build();
+      this.options =
+          NvmfHostOptions.builder()
+              .ioQueues(config.get(NvmfTierKeys.QUEUES))
+              .ioQueueSize(config.get(NvmfTierKeys.QUEUE_DEPTH))
+              .commandTimeout(config.get(EmberKeys.RPC_TIMEOUT))
+              .connectTimeout(config.get(EmberKeys.CONNECT_TIMEOUT))
+              .build();
     }
 
     @Override
     public CompletableFuture<Void> write(BlockLocation block, int offset, ByteBuf data) {
       return serving(block)
-          .whenComplete((t, e) -> {
-            if (e != null) {
-              data.release(); // no write takes it
-            }
-          })
-          .thenCompose(t ->
-              t.write(block.address() + offset, data).whenComplete((v, err) -> data.release()))
+          .whenComplete(
+              (t, e) -> {
+                if (e != null) {
+                  data.release(); // no write takes it
+                }
+              })
+          .thenCompose(
+              t -> t.write(block.address() + offset, data).whenComplete((v, err) -> data.release()))
           .exceptionallyCompose(e -> failed(block, e));
     }
 
     @Override
     public CompletableFuture<Void> readInto(BlockLocation block, int offset, ByteBuffer dst) {
-      return serving(block).thenCompose(t -> t.canReadInto(block.address() + offset, dst)
-              ? t.queue().read(t.nsid, (block.address() + offset) / t.sectorSize, dst)
-              : StorageEndpoint.super.readInto(block, offset, dst))
+      return serving(block)
+          .thenCompose(
+              t ->
+                  t.canReadInto(block.address() + offset, dst)
+                      ? t.queue().read(t.nsid, (block.address() + offset) / t.sectorSize, dst)
+                      : StorageEndpoint.super.readInto(block, offset, dst))
           .exceptionallyCompose(e -> failed(block, e));
     }
 
     @Override
     public CompletableFuture<ByteBuf> read(BlockLocation block, int offset, int length) {
-      return serving(block).thenCompose(t -> t.read(block.address() + offset, length))
+      return serving(block)
+          .thenCompose(t -> t.read(block.address() + offset, length))
           .exceptionallyCompose(e -> failed(block, e));
     }
 
@@ -129,21 +137,23 @@ public final class NvmfTier implements StorageTier {
       String where = "NVMf target " + endpoint + ": ";
       if (cause instanceof NvmeStatusException s) {
         // The NVMe status code values: an SC number means different things in each SCT.
-        ErrorCode code = switch (s.sct()) {
-          case 0 -> switch (s.sc()) { // Generic Command Status
-            case 0x80 -> ErrorCode.OUT_OF_RANGE; // LBA Out of Range
-            case 0x81 -> ErrorCode.NO_SPACE; // Capacity Exceeded
-            case 0x82 -> ErrorCode.NOT_READY; // Namespace Not Ready
-            // Operation Denied, Namespace is Write Protected, Reservation Conflict
-            case 0x15, 0x20, 0x83 -> ErrorCode.PERMISSION_DENIED;
-            default -> ErrorCode.INTERNAL;
-          };
-          // Command Specific: Attempted Write to Read Only Range (for NVM reads and writes).
-          case 1 -> s.sc() == 0x82 ? ErrorCode.PERMISSION_DENIED : ErrorCode.INTERNAL;
-          // Media and Data Integrity Errors: Access Denied.
-          case 2 -> s.sc() == 0x86 ? ErrorCode.PERMISSION_DENIED : ErrorCode.INTERNAL;
-          default -> ErrorCode.INTERNAL;
-        };
+        ErrorCode code =
+            switch (s.sct()) {
+              case 0 ->
+                  switch (s.sc()) { // Generic Command Status
+                    case 0x80 -> ErrorCode.OUT_OF_RANGE; // LBA Out of Range
+                    case 0x81 -> ErrorCode.NO_SPACE; // Capacity Exceeded
+                    case 0x82 -> ErrorCode.NOT_READY; // Namespace Not Ready
+                    // Operation Denied, Namespace is Write Protected, Reservation Conflict
+                    case 0x15, 0x20, 0x83 -> ErrorCode.PERMISSION_DENIED;
+                    default -> ErrorCode.INTERNAL;
+                  };
+              // Command Specific: Attempted Write to Read Only Range (for NVM reads and writes).
+              case 1 -> s.sc() == 0x82 ? ErrorCode.PERMISSION_DENIED : ErrorCode.INTERNAL;
+              // Media and Data Integrity Errors: Access Denied.
+              case 2 -> s.sc() == 0x86 ? ErrorCode.PERMISSION_DENIED : ErrorCode.INTERNAL;
+              default -> ErrorCode.INTERNAL;
+            };
         return new EmberException(code, where + s.getMessage(), s);
       }
       if (cause instanceof io.ember.nvmf.NvmfTimeoutException) {
@@ -156,36 +166,48 @@ public final class NvmfTier implements StorageTier {
     }
 
     /**
-     * The target of {@code block}, once its stamp says it holds the contents the location names.
-     * A target that came back empty holds others (its data node registered anew, and the name
-     * node may have placed other files at the same addresses), so the command is refused before
-     * it reads another file's bytes or writes over them.
+     * The target of {@code block}, once its stamp says it holds the contents the location names. A
+     * target that came back empty holds others (its data node registered anew, and the name node
+     * may have placed other files at the same addresses), so the command is refused before it reads
+     * another file's bytes or writes over them.
      */
     private CompletableFuture<Target> serving(BlockLocation block) {
       CompletableFuture<Target> connected = target(block);
-      if (connected.isDone() && !connected.isCompletedExceptionally()
+      if (connected.isDone()
+          && !connected.isCompletedExceptionally()
           && connected.join().trusts(block.incarnation())) {
         return connected;
       }
-      return connected.thenCompose(t -> t.trusts(block.incarnation())
-          ? CompletableFuture.completedFuture(t)
-          : t.readStamp().thenApply(held -> {
-            if (held != block.incarnation()) {
-              throw new CompletionException(new EmberException(ErrorCode.STALE_LOCATION,
-                  "NVMf target " + block.endpoint() + " no longer holds the blocks of "
-                      + block.describeNode() + " (it came back empty, or its data node "
-                      + "registered anew): ask the name node again"));
-            }
-            return t;
-          }));
+      return connected.thenCompose(
+          t ->
+              t.trusts(block.incarnation())
+                  ? CompletableFuture.completedFuture(t)
+                  : t.readStamp()
+                      .thenApply(
+                          held -> {
+                            if (held != block.incarnation()) {
+                              throw new CompletionException(
+                                  new EmberException(
+                                      ErrorCode.STALE_LOCATION,
+                                      "NVMf target "
+                                          + block.endpoint()
+                                          + " no longer holds the blocks of "
+                                          + block.describeNode()
+                                          + " (it came back empty, or its data node "
+                                          + "registered anew): ask the name node again"));
+                            }
+                            return t;
+                          }));
     }
 
     private CompletableFuture<Target> target(BlockLocation block) {
       String endpoint = block.endpoint();
       while (true) {
         CompletableFuture<Target> f = targets.get(endpoint);
-        boolean usable = f != null && !f.isCompletedExceptionally()
-            && (!f.isDone() || f.join().controller.isConnected());
+        boolean usable =
+            f != null
+                && !f.isCompletedExceptionally()
+                && (!f.isDone() || f.join().controller.isConnected());
         if (usable) {
           return f;
         }
@@ -197,24 +219,30 @@ public final class NvmfTier implements StorageTier {
           }
           continue;
         }
-        CompletableFuture<Target> fresh = CompletableFuture.supplyAsync(() -> {
-          try {
-            NvmfUri uri = NvmfUri.parse(endpoint);
-            NvmfController c = NvmfHost.connect(uri, options);
-            int nsid = uri.nsid() != 0 ? uri.nsid() : c.namespaces().get(0).nsid();
-            Target t = new Target(c, c.namespace(nsid), metrics);
-            try {
-              t.readStamp().join();
-            } catch (RuntimeException e) {
-              c.close();
-              throw e;
-            }
-            return t;
-          } catch (NvmfException | RuntimeException e) {
-            throw new CompletionException(new EmberException(ErrorCode.UNREACHABLE,
-                "cannot reach NVMf target " + endpoint + ": " + e.getMessage(), e));
-          }
-        }, connector);
+        CompletableFuture<Target> fresh =
+            CompletableFuture.supplyAsync(
+                () -> {
+                  try {
+                    NvmfUri uri = NvmfUri.parse(endpoint);
+                    NvmfController c = NvmfHost.connect(uri, options);
+                    int nsid = uri.nsid() != 0 ? uri.nsid() : c.namespaces().get(0).nsid();
+                    Target t = new Target(c, c.namespace(nsid), metrics);
+                    try {
+                      t.readStamp().join();
+                    } catch (RuntimeException e) {
+                      c.close();
+                      throw e;
+                    }
+                    return t;
+                  } catch (NvmfException | RuntimeException e) {
+                    throw new CompletionException(
+                        new EmberException(
+                            ErrorCode.UNREACHABLE,
+                            "cannot reach NVMf target " + endpoint + ": " + e.getMessage(),
+                            e));
+                  }
+                },
+                connector);
         if (targets.putIfAbsent(endpoint, fresh) == null) {
           return fresh;
         }
@@ -226,19 +254,20 @@ public final class NvmfTier implements StorageTier {
      * connection to go), once it has one.
      */
     private void closeLater(String endpoint, CompletableFuture<Target> target) {
-      target.thenAcceptAsync(Target::close, connector)
+      target
+          .thenAcceptAsync(Target::close, connector)
           .exceptionally(e -> closeFailed(endpoint, target, e));
     }
 
     /**
-     * Logs why a dropped target's connection could not be closed. A target that never connected
-     * has nothing to close, and its failure was for its callers to see.
+     * Logs why a dropped target's connection could not be closed. A target that never connected has
+     * nothing to close, and its failure was for its callers to see.
      */
-    private static Void closeFailed(String endpoint, CompletableFuture<Target> target,
-        Throwable e) {
+    private static Void closeFailed(
+        String endpoint, CompletableFuture<Target> target, Throwable e) {
       if (!target.isCompletedExceptionally()) {
-        LOG.warn("closing the connection to NVMf target {} failed", endpoint,
-            EmberException.unwrap(e));
+        LOG.warn(
+            "closing the connection to NVMf target {} failed", endpoint, EmberException.unwrap(e));
       }
       return null;
     }
@@ -248,8 +277,7 @@ public final class NvmfTier implements StorageTier {
       // Here, not on the connector, which stops now (a connect under way finishes, and closes).
       for (Map.Entry<String, CompletableFuture<Target>> e : targets.entrySet()) {
         CompletableFuture<Target> target = e.getValue();
-        target.thenAccept(Target::close)
-            .exceptionally(err -> closeFailed(e.getKey(), target, err));
+        target.thenAccept(Target::close).exceptionally(err -> closeFailed(e.getKey(), target, err));
       }
       targets.clear();
       connector.shutdown();
@@ -265,10 +293,13 @@ public final class NvmfTier implements StorageTier {
     private final ClientMetrics metrics;
     private final SectorLocks locks = new SectorLocks();
     private final AtomicInteger nextQueue = new AtomicInteger();
+
     /** The incarnation the target's {@link TargetStamp} recorded when last read. */
     private volatile long stamp;
+
     /** When the read of {@link #stamp} was sent ({@link System#nanoTime()}). */
     private volatile long stampAskedNanos;
+
     /** The stamp read in flight, shared by the commands that wait for it. */
     private CompletableFuture<Long> stampRead;
 
@@ -290,18 +321,21 @@ public final class NvmfTier implements StorageTier {
     synchronized CompletableFuture<Long> readStamp() {
       if (stampRead == null || stampRead.isDone()) {
         long asked = System.nanoTime();
-        stampRead = TargetStamp.read(queue(), namespace).thenApply(held -> {
-          stamp = held;
-          stampAskedNanos = asked;
-          return held;
-        });
+        stampRead =
+            TargetStamp.read(queue(), namespace)
+                .thenApply(
+                    held -> {
+                      stamp = held;
+                      stampAskedNanos = asked;
+                      return held;
+                    });
       }
       return stampRead;
     }
 
     NvmfQueue queue() {
-      return controller.ioQueue(Math.floorMod(nextQueue.getAndIncrement(),
-          controller.ioQueueCount()));
+      return controller.ioQueue(
+          Math.floorMod(nextQueue.getAndIncrement(), controller.ioQueueCount()));
     }
 
     /** Writes {@code data} at byte {@code address}; the caller keeps its reference to data. */
@@ -321,37 +355,50 @@ public final class NvmfTier implements StorageTier {
         parts.add(readModifyWrite(firstSector, address, data, data.readerIndex(), len));
       } else {
         if (address < alignedStart) {
-          parts.add(readModifyWrite(firstSector, address, data, data.readerIndex(),
-              (int) (alignedStart - address)));
+          parts.add(
+              readModifyWrite(
+                  firstSector, address, data, data.readerIndex(), (int) (alignedStart - address)));
         }
         if (alignedEnd > alignedStart) {
-          ByteBuffer middle = data.nioBuffer(data.readerIndex() + (int) (alignedStart - address),
-              (int) (alignedEnd - alignedStart));
+          ByteBuffer middle =
+              data.nioBuffer(
+                  data.readerIndex() + (int) (alignedStart - address),
+                  (int) (alignedEnd - alignedStart));
           parts.add(queue().write(nsid, alignedStart / sectorSize, middle));
         }
         if (end > alignedEnd) {
-          parts.add(readModifyWrite(lastSector, alignedEnd, data,
-              data.readerIndex() + (int) (alignedEnd - address), (int) (end - alignedEnd)));
+          parts.add(
+              readModifyWrite(
+                  lastSector,
+                  alignedEnd,
+                  data,
+                  data.readerIndex() + (int) (alignedEnd - address),
+                  (int) (end - alignedEnd)));
         }
       }
       return CompletableFuture.allOf(parts.toArray(new CompletableFuture<?>[0]));
     }
 
-    /** Patches {@code len} bytes at byte {@code address} (inside {@code sector}) from {@code src}. */
-    private CompletableFuture<Void> readModifyWrite(long sector, long address, ByteBuf src,
-        int srcIndex, int len) {
+    /**
+     * Patches {@code len} bytes at byte {@code address} (inside {@code sector}) from {@code src}.
+     */
+    private CompletableFuture<Void> readModifyWrite(
+        long sector, long address, ByteBuf src, int srcIndex, int len) {
       metrics.addReadModifyWrites(1);
-      return locks.run(sector, () -> {
-        ByteBuf buf = PooledByteBufAllocator.DEFAULT.directBuffer(sectorSize, sectorSize);
-        ByteBuffer io = buf.nioBuffer(0, sectorSize);
-        NvmfQueue q = queue();
-        return q.read(nsid, sector, io)
-            .thenCompose(v -> {
-              buf.setBytes((int) (address - sector * sectorSize), src, srcIndex, len);
-              return q.write(nsid, sector, buf.nioBuffer(0, sectorSize));
-            })
-            .whenComplete((v, e) -> buf.release());
-      });
+      return locks.run(
+          sector,
+          () -> {
+            ByteBuf buf = PooledByteBufAllocator.DEFAULT.directBuffer(sectorSize, sectorSize);
+            ByteBuffer io = buf.nioBuffer(0, sectorSize);
+            NvmfQueue q = queue();
+            return q.read(nsid, sector, io)
+                .thenCompose(
+                    v -> {
+                      buf.setBytes((int) (address - sector * sectorSize), src, srcIndex, len);
+                      return q.write(nsid, sector, buf.nioBuffer(0, sectorSize));
+                    })
+                .whenComplete((v, e) -> buf.release());
+          });
     }
 
     /**
@@ -370,14 +417,16 @@ public final class NvmfTier implements StorageTier {
       int span = (int) ((last - first + 1) * sectorSize);
       ByteBuf buf = PooledByteBufAllocator.DEFAULT.directBuffer(span, span);
       int skip = (int) (address - first * sectorSize);
-      return queue().read(nsid, first, buf.nioBuffer(0, span))
-          .handle((v, e) -> {
-            if (e != null) {
-              buf.release();
-              throw e instanceof CompletionException ce ? ce : new CompletionException(e);
-            }
-            return buf.setIndex(skip, skip + len);
-          });
+      return queue()
+          .read(nsid, first, buf.nioBuffer(0, span))
+          .handle(
+              (v, e) -> {
+                if (e != null) {
+                  buf.release();
+                  throw e instanceof CompletionException ce ? ce : new CompletionException(e);
+                }
+                return buf.setIndex(skip, skip + len);
+              });
     }
 
     void close() {

@@ -13,8 +13,8 @@ public final class NvmfTierKeys {
 
   /** Commands in flight per client queue. */
   public static final ConfigKey<Integer> QUEUE_DEPTH =
-      ConfigKey.ofInt("ember.client.nvmf.queue-depth", 64, 2, 1024,
-          "commands in flight per NVMf queue");
+      ConfigKey.ofInt(
+          "ember.client.nvmf.queue-depth", 64, 2, 1024, "commands in flight per NVMf queue");
 
   /** Every key of this class. */
   public static final List<ConfigKey<?>> ALL = List.of(QUEUES, QUEUE_DEPTH);

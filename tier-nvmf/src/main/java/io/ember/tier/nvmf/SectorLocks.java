@@ -20,10 +20,12 @@ final class SectorLocks {
     CompletableFuture<Void> gate =
         previous == null ? CompletableFuture.completedFuture(null) : previous;
     // The caller's future completes once the sector is free again.
-    return gate.thenCompose(v -> op.get()).whenComplete((v, e) -> {
-      tails.remove(sector, done);
-      done.complete(null);
-    });
+    return gate.thenCompose(v -> op.get())
+        .whenComplete(
+            (v, e) -> {
+              tails.remove(sector, done);
+              done.complete(null);
+            });
   }
 
   /** Sectors with operations queued or running (for tests). */

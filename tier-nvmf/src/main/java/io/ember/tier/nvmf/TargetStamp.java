@@ -11,8 +11,8 @@ import java.util.zip.CRC32C;
 /**
  * The registration an NVMf data node serves, recorded in its namespace's last LBA, outside every
  * block. Clients talk to the target without the data node, so the target itself must tell them
- * whose blocks it holds: a target that came back empty, and whose data node registered anew, has
- * a new stamp, and a client holding a location of the old registration sees that before it reads
+ * whose blocks it holds: a target that came back empty, and whose data node registered anew, has a
+ * new stamp, and a client holding a location of the old registration sees that before it reads
  * another file's bytes or writes over them.
  *
  * <p>Layout: 8 bytes {@code EMBRINC1}, the incarnation (8 bytes, big-endian), CRC32C of those 16
@@ -20,10 +20,11 @@ import java.util.zip.CRC32C;
  */
 public final class TargetStamp {
   /**
-   * How long a client acts on a stamp it read before reading it again. A data node that replaces
-   * a stamp waits twice this before it registers, so no client still holds the old one by then.
+   * How long a client acts on a stamp it read before reading it again. A data node that replaces a
+   * stamp waits twice this before it registers, so no client still holds the old one by then.
    */
   public static final Duration TRUSTED_FOR = Duration.ofSeconds(1);
+
   /** {@link #TRUSTED_FOR}, for the check every command makes. */
   static final long TRUSTED_FOR_NANOS = TRUSTED_FOR.toNanos();
 
@@ -46,7 +47,8 @@ public final class TargetStamp {
   }
 
   /** Records {@code incarnation} on the target; fails as the write does. */
-  public static CompletableFuture<Void> write(NvmfQueue queue, IdentifyNamespace ns, long incarnation) {
+  public static CompletableFuture<Void> write(
+      NvmfQueue queue, IdentifyNamespace ns, long incarnation) {
     return queue.write(ns.nsid(), lba(ns), encode(incarnation, ns.blockSize()));
   }
 

@@ -100,8 +100,12 @@ class NvmfTierErrorsTest {
   @BeforeEach
   void start() throws Exception {
     namespace = new StallingNamespace();
-    target = NvmfTarget.builder().listen("127.0.0.1", 0)
-        .subsystem(new Subsystem(NQN).namespace(1, namespace)).build().start();
+    target =
+        NvmfTarget.builder()
+            .listen("127.0.0.1", 0)
+            .subsystem(new Subsystem(NQN).namespace(1, namespace))
+            .build()
+            .start();
     // The command timeout of the client's NVMf host is the RPC timeout.
     EmberConfig config = EmberConfig.defaults().with(EmberKeys.RPC_TIMEOUT, "500ms");
     endpoint = new NvmfTier().open(new TierContext(config, null, new ClientMetrics()));
@@ -116,8 +120,18 @@ class NvmfTierErrorsTest {
 
   /** A block of the target at byte {@code address}; the blank target records incarnation 0. */
   private BlockLocation block(long address, int length) {
-    return new BlockLocation(0, 1, 1, 1, 0, StorageClass.NVMF, NvmfTier.NAME,
-        target.uri(NQN) + "/1", address, length, false);
+    return new BlockLocation(
+        0,
+        1,
+        1,
+        1,
+        0,
+        StorageClass.NVMF,
+        NvmfTier.NAME,
+        target.uri(NQN) + "/1",
+        address,
+        length,
+        false);
   }
 
   private static EmberException failure(java.util.concurrent.CompletableFuture<?> f)
@@ -166,15 +180,15 @@ class NvmfTierErrorsTest {
   }
 
   private static EmberException mapped(int sct, int sc) {
-    return NvmfTier.Endpoint.toEmber(ENDPOINT,
+    return NvmfTier.Endpoint.toEmber(
+        ENDPOINT,
         new NvmeStatusException("Write nsid 1 slba 0 nlb 8", Nvme.status(sct, sc, true), false));
   }
 
   @Test
   void nvmeStatusesMapToWhatTheySay() {
     assertEquals(ErrorCode.OUT_OF_RANGE, mapped(Nvme.SCT_GENERIC, Nvme.SC_LBA_RANGE).code());
-    assertEquals(ErrorCode.NO_SPACE,
-        mapped(Nvme.SCT_GENERIC, Nvme.SC_CAPACITY_EXCEEDED).code());
+    assertEquals(ErrorCode.NO_SPACE, mapped(Nvme.SCT_GENERIC, Nvme.SC_CAPACITY_EXCEEDED).code());
     assertEquals(ErrorCode.NOT_READY, mapped(Nvme.SCT_GENERIC, Nvme.SC_NS_NOT_READY).code());
     // Access refused: Operation Denied, Namespace is Write Protected, Reservation Conflict,
     // Attempted Write to Read Only Range, Access Denied.
@@ -199,12 +213,18 @@ class NvmfTierErrorsTest {
 
   @Test
   void timeoutsAndBrokenConnectionsAndOthers() {
-    assertEquals(ErrorCode.TIMEOUT, NvmfTier.Endpoint.toEmber(ENDPOINT,
-        new NvmfTimeoutException("Read nsid 1: no completion in 500 ms")).code());
-    assertEquals(ErrorCode.CONNECTION_CLOSED, NvmfTier.Endpoint.toEmber(ENDPOINT,
-        new NvmfException("connection to the target closed")).code());
-    assertEquals(ErrorCode.INTERNAL, NvmfTier.Endpoint.toEmber(ENDPOINT,
-        new IllegalStateException("bug")).code());
+    assertEquals(
+        ErrorCode.TIMEOUT,
+        NvmfTier.Endpoint.toEmber(
+                ENDPOINT, new NvmfTimeoutException("Read nsid 1: no completion in 500 ms"))
+            .code());
+    assertEquals(
+        ErrorCode.CONNECTION_CLOSED,
+        NvmfTier.Endpoint.toEmber(ENDPOINT, new NvmfException("connection to the target closed"))
+            .code());
+    assertEquals(
+        ErrorCode.INTERNAL,
+        NvmfTier.Endpoint.toEmber(ENDPOINT, new IllegalStateException("bug")).code());
     EmberException stale = new EmberException(ErrorCode.STALE_LOCATION, "ask again");
     assertSame(stale, NvmfTier.Endpoint.toEmber(ENDPOINT, stale));
     assertFalse(ErrorCode.TIMEOUT.surelyNotApplied());

@@ -26,9 +26,9 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 /**
- * Byte-granular access over a block device: random writes of any offset, length and alignment,
- * many in flight at once (neighbours often sharing a sector), checked against an in-memory model
- * and read back in random pieces. Runs against the embedded target with 512-byte LBAs.
+ * Byte-granular access over a block device: random writes of any offset, length and alignment, many
+ * in flight at once (neighbours often sharing a sector), checked against an in-memory model and
+ * read back in random pieces. Runs against the embedded target with 512-byte LBAs.
  */
 class NvmfTierPropertyTest {
   private static final int SIZE = 4 << 20;
@@ -41,14 +41,29 @@ class NvmfTierPropertyTest {
 
   @BeforeEach
   void start() throws Exception {
-    target = NvmfTarget.builder().listen("127.0.0.1", 0)
-        .subsystem(new Subsystem("nqn.2026-11.io.ember:prop")
-            .namespace(1, new MemoryNamespace(SIZE + BLOCK_ADDRESS, 512)))
-        .build().start();
+    target =
+        NvmfTarget.builder()
+            .listen("127.0.0.1", 0)
+            .subsystem(
+                new Subsystem("nqn.2026-11.io.ember:prop")
+                    .namespace(1, new MemoryNamespace(SIZE + BLOCK_ADDRESS, 512)))
+            .build()
+            .start();
     metrics = new ClientMetrics();
     endpoint = new NvmfTier().open(new TierContext(EmberConfig.defaults(), null, metrics));
-    block = new BlockLocation(0, 1, 1, 1, 0, StorageClass.NVMF, "nvmf",
-        target.uri("nqn.2026-11.io.ember:prop") + "/1", BLOCK_ADDRESS, SIZE, false);
+    block =
+        new BlockLocation(
+            0,
+            1,
+            1,
+            1,
+            0,
+            StorageClass.NVMF,
+            "nvmf",
+            target.uri("nqn.2026-11.io.ember:prop") + "/1",
+            BLOCK_ADDRESS,
+            SIZE,
+            false);
   }
 
   @AfterEach
@@ -95,8 +110,8 @@ class NvmfTierPropertyTest {
       try {
         byte[] bytes = new byte[got.readableBytes()];
         got.readBytes(bytes);
-        assertArrayEquals(Arrays.copyOfRange(model, from, from + len), bytes,
-            "read of " + len + " at " + from);
+        assertArrayEquals(
+            Arrays.copyOfRange(model, from, from + len), bytes, "read of " + len + " at " + from);
       } finally {
         got.release();
       }

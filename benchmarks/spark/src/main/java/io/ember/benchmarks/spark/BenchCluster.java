@@ -10,8 +10,8 @@ import org.apache.spark.sql.SparkSession;
 
 /**
  * Where the benchmarks run: an Ember cluster (one given by its name node, or one started in this
- * process with a DRAM and an NVMf data node over an embedded target) and Spark sessions against
- * it, in local-cluster mode by default.
+ * process with a DRAM and an NVMf data node over an embedded target) and Spark sessions against it,
+ * in local-cluster mode by default.
  */
 final class BenchCluster implements AutoCloseable {
   private final MiniCluster own;
@@ -28,16 +28,29 @@ final class BenchCluster implements AutoCloseable {
    * @param executorMemoryMb heap of each executor
    * @param master a Spark master to use instead of local-cluster, or null
    */
-  BenchCluster(String namenode, String dram, String nvmfSize, Path workDir, int executors,
-      int executorMemoryMb, String master) throws Exception {
+  BenchCluster(
+      String namenode,
+      String dram,
+      String nvmfSize,
+      Path workDir,
+      int executors,
+      int executorMemoryMb,
+      String master)
+      throws Exception {
     this.workDir = Files.createDirectories(workDir.toAbsolutePath());
     this.executorMemoryMb = executorMemoryMb;
     if (namenode == null) {
-      own = MiniCluster.builder().realTimeouts().dramDatanodes(1).dramCapacity(dram)
-          .set(NvmfDataNodeKeys.EMBEDDED_FILE, this.workDir.resolve("nvmf-target.img").toString())
-          .set(NvmfDataNodeKeys.EMBEDDED_SIZE, nvmfSize)
-          .nvmfDatanode("")
-          .build();
+      own =
+          MiniCluster.builder()
+              .realTimeouts()
+              .dramDatanodes(1)
+              .dramCapacity(dram)
+              .set(
+                  NvmfDataNodeKeys.EMBEDDED_FILE,
+                  this.workDir.resolve("nvmf-target.img").toString())
+              .set(NvmfDataNodeKeys.EMBEDDED_SIZE, nvmfSize)
+              .nvmfDatanode("")
+              .build();
       this.namenode = own.namenodeAddress().toString();
     } else {
       own = null;
@@ -80,15 +93,20 @@ final class BenchCluster implements AutoCloseable {
   SparkSession session(String app, Shuffle shuffle, boolean broadcastJoins, String dataClass)
       throws IOException {
     String cp = System.getProperty("java.class.path");
-    SparkConf conf = new SparkConf().setMaster(master).setAppName(app)
-        .set("spark.ui.enabled", "false")
-        .set("spark.ui.showConsoleProgress", "false")
-        .set("spark.driver.host", "127.0.0.1")
-        .set("spark.driver.bindAddress", "127.0.0.1")
-        .set("spark.local.dir", Files.createDirectories(workDir.resolve("spark-local")).toString())
-        .set("spark.serializer", "org.apache.spark.serializer.KryoSerializer")
-        .set("spark.kryo.classesToRegister", TeraKey.class.getName() + ",[B")
-        .set("spark.hadoop.ember.hadoop.storage-class", dataClass);
+    SparkConf conf =
+        new SparkConf()
+            .setMaster(master)
+            .setAppName(app)
+            .set("spark.ui.enabled", "false")
+            .set("spark.ui.showConsoleProgress", "false")
+            .set("spark.driver.host", "127.0.0.1")
+            .set("spark.driver.bindAddress", "127.0.0.1")
+            .set(
+                "spark.local.dir",
+                Files.createDirectories(workDir.resolve("spark-local")).toString())
+            .set("spark.serializer", "org.apache.spark.serializer.KryoSerializer")
+            .set("spark.kryo.classesToRegister", TeraKey.class.getName() + ",[B")
+            .set("spark.hadoop.ember.hadoop.storage-class", dataClass);
     if (master.startsWith("local-cluster")) {
       // local-cluster's memory figure is each worker's; executors take spark.executor.memory.
       conf.set("spark.executor.memory", executorMemoryMb + "m")

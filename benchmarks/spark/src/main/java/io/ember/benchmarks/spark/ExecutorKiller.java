@@ -10,8 +10,8 @@ import org.apache.spark.scheduler.SparkListenerStageSubmitted;
 import org.apache.spark.scheduler.SparkListenerTaskStart;
 
 /**
- * Counts the map tasks Spark runs, and (when armed) kills the executor that starts the first
- * reduce task, so the job loses that executor early in its reduce stage.
+ * Counts the map tasks Spark runs, and (when armed) kills the executor that starts the first reduce
+ * task, so the job loses that executor early in its reduce stage.
  */
 final class ExecutorKiller extends SparkListener {
   private final SparkContext sc;

@@ -17,8 +17,9 @@ public final class RawRecordOutputFormat extends FileOutputFormat<NullWritable, 
       throws IOException {
     Path file = getDefaultWorkFile(job, "");
     // Records are 100 bytes; the file system sees 1 MiB writes.
-    OutputStream out = new BufferedOutputStream(
-        file.getFileSystem(job.getConfiguration()).create(file, false), 1 << 20);
+    OutputStream out =
+        new BufferedOutputStream(
+            file.getFileSystem(job.getConfiguration()).create(file, false), 1 << 20);
     return new RecordWriter<>() {
       @Override
       public void write(NullWritable key, BytesWritable value) throws IOException {

@@ -50,7 +50,7 @@ public enum Shuffle {
         return s;
       }
     }
-    throw new IllegalArgumentException("unknown shuffle '" + label
-        + "': use spark, ember-dram or ember-nvmf");
+    throw new IllegalArgumentException(
+        "unknown shuffle '" + label + "': use spark, ember-dram or ember-nvmf");
   }
 }

@@ -12,46 +12,64 @@ import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 /**
- * {@code spark-bench}: TeraGen, TeraSort, TeraValidate and TPC-DS as Spark jobs on ember://, one
- * by one or as the suite that compares Spark's own shuffle with Ember's.
+ * {@code spark-bench}: TeraGen, TeraSort, TeraValidate and TPC-DS as Spark jobs on ember://, one by
+ * one or as the suite that compares Spark's own shuffle with Ember's.
  */
-@Command(name = "spark-bench", mixinStandardHelpOptions = true,
+@Command(
+    name = "spark-bench",
+    mixinStandardHelpOptions = true,
     description = "Spark benchmarks on Ember: TeraSort and TPC-DS, Spark's shuffle vs Ember's.",
-    subcommands = {SparkBench.TeraGenCommand.class, SparkBench.TeraSortCommand.class,
-        SparkBench.TeraValidateCommand.class, SparkBench.TpcdsGenCommand.class,
-        SparkBench.TpcdsCommand.class, Suite.class})
+    subcommands = {
+      SparkBench.TeraGenCommand.class,
+      SparkBench.TeraSortCommand.class,
+      SparkBench.TeraValidateCommand.class,
+      SparkBench.TpcdsGenCommand.class,
+      SparkBench.TpcdsCommand.class,
+      Suite.class
+    })
 public final class SparkBench {
   private SparkBench() {}
 
   /** Runs the command line; exits with its status. */
   public static void main(String[] args) {
     CommandLine cli = new CommandLine(new SparkBench());
-    cli.setExecutionExceptionHandler((e, line, parsed) -> {
-      // One line for the person; Spark's detail is in the log.
-      Throwable root = e;
-      while (root.getCause() != null && root.getMessage() == null) {
-        root = root.getCause();
-      }
-      String message = String.valueOf(root.getMessage()).lines().findFirst().orElse("");
-      System.err.println("spark-bench: " + root.getClass().getSimpleName() + ": " + message
-          + " (detail: " + System.getProperty("ember.bench.log", "spark-bench.log") + ")");
-      org.slf4j.LoggerFactory.getLogger(SparkBench.class).error("spark-bench failed", e);
-      return 1;
-    });
+    cli.setExecutionExceptionHandler(
+        (e, line, parsed) -> {
+          // One line for the person; Spark's detail is in the log.
+          Throwable root = e;
+          while (root.getCause() != null && root.getMessage() == null) {
+            root = root.getCause();
+          }
+          String message = String.valueOf(root.getMessage()).lines().findFirst().orElse("");
+          System.err.println(
+              "spark-bench: "
+                  + root.getClass().getSimpleName()
+                  + ": "
+                  + message
+                  + " (detail: "
+                  + System.getProperty("ember.bench.log", "spark-bench.log")
+                  + ")");
+          org.slf4j.LoggerFactory.getLogger(SparkBench.class).error("spark-bench failed", e);
+          return 1;
+        });
     System.exit(cli.execute(args));
   }
 
   /** Where to run: the Ember cluster and the Spark cluster. */
   static final class ClusterOptions {
-    @Option(names = "--namenode", paramLabel = "HOST:PORT",
+    @Option(
+        names = "--namenode",
+        paramLabel = "HOST:PORT",
         description = "an Ember name node; the suite starts a cluster in its JVM without one")
     String namenode;
 
     @Option(names = "--dram", description = "DRAM capacity of the started cluster (default 6g)")
     String dram = "6g";
 
-    @Option(names = "--nvmf-size",
-        description = "size of the started cluster's NVMf target, a file in the work dir (default 32g)")
+    @Option(
+        names = "--nvmf-size",
+        description =
+            "size of the started cluster's NVMf target, a file in the work dir (default 32g)")
     String nvmfSize = "32g";
 
     @Option(names = "--work-dir", description = "scratch space (default spark-bench-work)")
@@ -66,16 +84,18 @@ public final class SparkBench {
     @Option(names = "--master", description = "Spark master instead of local-cluster")
     String master;
 
-    @Option(names = "--data-class",
+    @Option(
+        names = "--data-class",
         description = "Ember storage class of input and output files (default nvmf)")
     String dataClass = "nvmf";
 
     /** The cluster of a step run on its own: its data must outlive the command. */
     BenchCluster openExisting() throws Exception {
       if (namenode == null) {
-        throw new IllegalArgumentException("--namenode is needed: the data must outlive this "
-            + "command (start a cluster with bin/ember local --port 9060 --capacity 6g "
-            + "--nvmf-size 32g)");
+        throw new IllegalArgumentException(
+            "--namenode is needed: the data must outlive this "
+                + "command (start a cluster with bin/ember local --port 9060 --capacity 6g "
+                + "--nvmf-size 32g)");
       }
       return open();
     }
@@ -99,7 +119,9 @@ public final class SparkBench {
     return s.records() + " records (" + s.records() * TeraRecords.RECORD / 1_000_000 + " MB)";
   }
 
-  @Command(name = "teragen", mixinStandardHelpOptions = true,
+  @Command(
+      name = "teragen",
+      mixinStandardHelpOptions = true,
       description = "Write TeraSort input to ember://.../<dir>.")
   static final class TeraGenCommand implements Callable<Integer> {
     @Mixin ClusterOptions cluster;
@@ -118,25 +140,35 @@ public final class SparkBench {
       long records = ConfigKey.parseSize(size) / TeraRecords.RECORD;
       int parts = partitions != null ? partitions : Suite.partitionsFor(records);
       try (BenchCluster c = cluster.openExisting();
-           SparkSession spark = c.session("teragen", Shuffle.SPARK, true, cluster.dataClass)) {
+          SparkSession spark = c.session("teragen", Shuffle.SPARK, true, cluster.dataClass)) {
         long t0 = System.nanoTime();
-        Tera.Summary s = Tera.generate(JavaSparkContext.fromSparkContext(spark.sparkContext()),
-            c.uri(dir), records, parts, 42);
-        System.out.printf("teragen: %s in %d files at %s in %.1f s; checksum %016x%n",
+        Tera.Summary s =
+            Tera.generate(
+                JavaSparkContext.fromSparkContext(spark.sparkContext()),
+                c.uri(dir),
+                records,
+                parts,
+                42);
+        System.out.printf(
+            "teragen: %s in %d files at %s in %.1f s; checksum %016x%n",
             describe(s), parts, c.uri(dir), (System.nanoTime() - t0) / 1e9, s.checksum());
       }
       return 0;
     }
   }
 
-  @Command(name = "terasort", mixinStandardHelpOptions = true,
+  @Command(
+      name = "terasort",
+      mixinStandardHelpOptions = true,
       description = "Sort TeraGen's output into another Ember directory.")
   static final class TeraSortCommand implements Callable<Integer> {
     @Mixin ClusterOptions cluster;
 
     @Mixin TeraPaths paths;
 
-    @Option(names = "--shuffle", description = "spark, ember-dram or ember-nvmf (default ember-dram)")
+    @Option(
+        names = "--shuffle",
+        description = "spark, ember-dram or ember-nvmf (default ember-dram)")
     String shuffle = "ember-dram";
 
     @Option(names = "--partitions", description = "reduce partitions (default 40)")
@@ -145,8 +177,8 @@ public final class SparkBench {
     @Override
     public Integer call() throws Exception {
       try (BenchCluster c = cluster.openExisting();
-           SparkSession spark = c.session("terasort", Shuffle.parse(shuffle), true,
-               cluster.dataClass)) {
+          SparkSession spark =
+              c.session("terasort", Shuffle.parse(shuffle), true, cluster.dataClass)) {
         JavaSparkContext sc = JavaSparkContext.fromSparkContext(spark.sparkContext());
         long t0 = System.nanoTime();
         Progress progress = new Progress(sc, "terasort", System.out, 10_000);
@@ -155,14 +187,16 @@ public final class SparkBench {
         } finally {
           progress.stop();
         }
-        System.out.printf("terasort (%s shuffle): %.1f s%n", shuffle,
-            (System.nanoTime() - t0) / 1e9);
+        System.out.printf(
+            "terasort (%s shuffle): %.1f s%n", shuffle, (System.nanoTime() - t0) / 1e9);
       }
       return 0;
     }
   }
 
-  @Command(name = "teravalidate", mixinStandardHelpOptions = true,
+  @Command(
+      name = "teravalidate",
+      mixinStandardHelpOptions = true,
       description = "Check that the output is the input, sorted. Exit status 2 if not.")
   static final class TeraValidateCommand implements Callable<Integer> {
     @Mixin ClusterOptions cluster;
@@ -172,8 +206,7 @@ public final class SparkBench {
     @Override
     public Integer call() throws Exception {
       try (BenchCluster c = cluster.openExisting();
-           SparkSession spark = c.session("teravalidate", Shuffle.SPARK, true,
-               cluster.dataClass)) {
+          SparkSession spark = c.session("teravalidate", Shuffle.SPARK, true, cluster.dataClass)) {
         JavaSparkContext sc = JavaSparkContext.fromSparkContext(spark.sparkContext());
         Tera.Summary in = Tera.summarize(sc, c.uri(paths.input));
         Tera.Verdict v = Tera.validate(sc, c.uri(paths.output), in);
@@ -183,7 +216,9 @@ public final class SparkBench {
     }
   }
 
-  @Command(name = "tpcds-gen", mixinStandardHelpOptions = true,
+  @Command(
+      name = "tpcds-gen",
+      mixinStandardHelpOptions = true,
       description = "Generate TPC-DS tables as Parquet in Ember.")
   static final class TpcdsGenCommand implements Callable<Integer> {
     @Mixin ClusterOptions cluster;
@@ -197,15 +232,20 @@ public final class SparkBench {
     @Override
     public Integer call() throws Exception {
       try (BenchCluster c = cluster.openExisting();
-           SparkSession spark = c.session("tpcds-gen", Shuffle.SPARK, true, cluster.dataClass)) {
-        Tpcds.generate(spark, c.uri(dir != null ? dir : Suite.tpcdsDir(scale)), scale,
+          SparkSession spark = c.session("tpcds-gen", Shuffle.SPARK, true, cluster.dataClass)) {
+        Tpcds.generate(
+            spark,
+            c.uri(dir != null ? dir : Suite.tpcdsDir(scale)),
+            scale,
             line -> System.out.println("tpcds-gen: " + line));
       }
       return 0;
     }
   }
 
-  @Command(name = "tpcds", mixinStandardHelpOptions = true,
+  @Command(
+      name = "tpcds",
+      mixinStandardHelpOptions = true,
       description = "Run TPC-DS queries on generated tables; prints each query's time.")
   static final class TpcdsCommand implements Callable<Integer> {
     @Mixin ClusterOptions cluster;
@@ -216,7 +256,9 @@ public final class SparkBench {
     @Option(names = "--dir", description = "default /bench/tpcds/sf<scale>")
     String dir;
 
-    @Option(names = "--shuffle", description = "spark, ember-dram or ember-nvmf (default ember-dram)")
+    @Option(
+        names = "--shuffle",
+        description = "spark, ember-dram or ember-nvmf (default ember-dram)")
     String shuffle = "ember-dram";
 
     @Option(names = "--no-broadcast", description = "turn broadcast joins off")
@@ -225,23 +267,25 @@ public final class SparkBench {
     @Option(names = "--queries", description = "a regex of query names (default: all)")
     String queries = ".*";
 
-    @Option(names = "--repeat", description = "runs of each query; the median time is printed "
-        + "(default 1)")
+    @Option(
+        names = "--repeat",
+        description = "runs of each query; the median time is printed " + "(default 1)")
     int repeat = 1;
 
     @Override
     public Integer call() throws Exception {
       PrintStream out = System.out;
       try (BenchCluster c = cluster.openExisting();
-           SparkSession spark = c.session("tpcds", Shuffle.parse(shuffle), !noBroadcast,
-               cluster.dataClass)) {
+          SparkSession spark =
+              c.session("tpcds", Shuffle.parse(shuffle), !noBroadcast, cluster.dataClass)) {
         Tpcds.register(spark, c.uri(dir != null ? dir : Suite.tpcdsDir(scale)));
         int failed = 0;
         for (Tpcds.Query q : Tpcds.queries()) {
           if (q.name().matches(queries)) {
             Tpcds.Outcome o = Tpcds.run(spark, q, repeat);
-            out.printf("%-5s %8.2f s %6d rows %s%n", o.query(), o.seconds(), o.rows(),
-                o.error() == null ? o.digest() : o.error());
+            out.printf(
+                "%-5s %8.2f s %6d rows %s%n",
+                o.query(), o.seconds(), o.rows(), o.error() == null ? o.digest() : o.error());
             failed += o.error() == null ? 0 : 1;
           }
         }

@@ -21,10 +21,12 @@ import picocli.CommandLine.Option;
 
 /**
  * The suite: TeraSort and the TPC-DS queries with each shuffle, a TeraSort pair that loses an
- * executor early in the reduce stage, and a table of times and ratios against Spark's own
- * shuffle measured in the same run.
+ * executor early in the reduce stage, and a table of times and ratios against Spark's own shuffle
+ * measured in the same run.
  */
-@Command(name = "suite", mixinStandardHelpOptions = true,
+@Command(
+    name = "suite",
+    mixinStandardHelpOptions = true,
     description = "TeraSort and TPC-DS with Spark's shuffle and Ember's; prints a table.")
 final class Suite implements Callable<Integer> {
   @Mixin SparkBench.ClusterOptions cluster;
@@ -35,28 +37,39 @@ final class Suite implements Callable<Integer> {
   @Option(names = "--tpcds-scale", description = "TPC-DS scale factor (default 1; 0: skip TPC-DS)")
   double tpcdsScale = 1;
 
-  @Option(names = "--shuffles", split = ",",
+  @Option(
+      names = "--shuffles",
+      split = ",",
       description = "shuffles to compare (default spark,ember-dram,ember-nvmf)")
   List<String> shuffles = List.of("spark", "ember-dram", "ember-nvmf");
 
-  @Option(names = "--broadcast",
+  @Option(
+      names = "--broadcast",
       description = "TPC-DS broadcast joins: on, off or both (default both)")
   String broadcast = "both";
 
   @Option(names = "--queries", description = "a regex of TPC-DS query names (default: all)")
   String queries = ".*";
 
-  @Option(names = "--tpcds-warmup", description = "TPC-DS queries run untimed first, so the "
-      + "driver's query planning is compiled before the first measured run (default 20)")
+  @Option(
+      names = "--tpcds-warmup",
+      description =
+          "TPC-DS queries run untimed first, so the "
+              + "driver's query planning is compiled before the first measured run (default 20)")
   int tpcdsWarmup = 20;
 
-  @Option(names = "--tpcds-repeat", description = "runs of each TPC-DS query per shuffle; the "
-      + "median time counts (default 1)")
+  @Option(
+      names = "--tpcds-repeat",
+      description =
+          "runs of each TPC-DS query per shuffle; the " + "median time counts (default 1)")
   int tpcdsRepeat = 1;
 
-  @Option(names = "--tpcds-passes", description = "passes over the TPC-DS queries per shuffle, "
-      + "taken in turns (Spark, Ember, Ember, Spark, ...) so that a machine whose speed drifts "
-      + "weighs on every shuffle alike; a query's time is the median of all its runs (default 1)")
+  @Option(
+      names = "--tpcds-passes",
+      description =
+          "passes over the TPC-DS queries per shuffle, "
+              + "taken in turns (Spark, Ember, Ember, Spark, ...) so that a machine whose speed drifts "
+              + "weighs on every shuffle alike; a query's time is the median of all its runs (default 1)")
   int tpcdsPasses = 1;
 
   @Option(names = "--no-kill", description = "skip the TeraSort pair that loses an executor")
@@ -70,25 +83,31 @@ final class Suite implements Callable<Integer> {
   }
 
   static String tpcdsDir(double scale) {
-    return "/bench/tpcds/sf" + (scale == Math.rint(scale) ? String.valueOf((long) scale)
-        : String.valueOf(scale));
+    return "/bench/tpcds/sf"
+        + (scale == Math.rint(scale) ? String.valueOf((long) scale) : String.valueOf(scale));
   }
 
   @Override
   public Integer call() throws Exception {
     List<Shuffle> modes = shuffles.stream().map(Shuffle::parse).toList();
     if (modes.isEmpty() || modes.get(0) != Shuffle.SPARK) {
-      throw new IllegalArgumentException("--shuffles must start with spark: the ratios are "
-          + "against Spark's own shuffle");
+      throw new IllegalArgumentException(
+          "--shuffles must start with spark: the ratios are " + "against Spark's own shuffle");
     }
     if (tpcdsRepeat < 1 || tpcdsPasses < 1) {
       throw new IllegalArgumentException("--tpcds-repeat and --tpcds-passes must be at least 1");
     }
     boolean failed = false;
     try (BenchCluster c = cluster.open()) {
-      out.println("spark-bench suite: Ember name node " + c.namenode() + ", Spark "
-          + cluster.executors + " executors x " + cluster.executorMemory + ", work dir "
-          + c.workDir());
+      out.println(
+          "spark-bench suite: Ember name node "
+              + c.namenode()
+              + ", Spark "
+              + cluster.executors
+              + " executors x "
+              + cluster.executorMemory
+              + ", work dir "
+              + c.workDir());
       long size = ConfigKey.parseSize(terasortSize);
       if (size > 0) {
         failed |= !teraSorts(c, modes, size / TeraRecords.RECORD);
@@ -107,15 +126,16 @@ final class Suite implements Callable<Integer> {
   }
 
   /** One TeraSort: its time, what TeraValidate said, and the map tasks it ran. */
-  private record SortRun(double seconds, Tera.Verdict verdict, int mapTasks, int mapStages,
-      String killed) {}
+  private record SortRun(
+      double seconds, Tera.Verdict verdict, int mapTasks, int mapStages, String killed) {}
 
   private boolean teraSorts(BenchCluster c, List<Shuffle> modes, long records) throws Exception {
     int partitions = partitionsFor(records);
     String input = c.uri("/bench/terasort/input");
     Tera.Summary summary;
-    out.printf("teragen: %d records (%.1f GB) in %d files...%n", records,
-        records * TeraRecords.RECORD / 1e9, partitions);
+    out.printf(
+        "teragen: %d records (%.1f GB) in %d files...%n",
+        records, records * TeraRecords.RECORD / 1e9, partitions);
     try (SparkSession spark = c.session("teragen", Shuffle.SPARK, true, cluster.dataClass)) {
       JavaSparkContext sc = JavaSparkContext.fromSparkContext(spark.sparkContext());
       long t0 = System.nanoTime();
@@ -133,13 +153,16 @@ final class Suite implements Callable<Integer> {
     }
     if (!noKill) {
       for (Shuffle mode : modes.subList(0, Math.min(2, modes.size()))) {
-        runs.put(mode.label() + ", executor killed",
+        runs.put(
+            mode.label() + ", executor killed",
             teraSort(c, mode, input, partitions, summary, true));
       }
     }
-    report.add(String.format("TeraSort, %.1f GB, %d map and %d reduce partitions, "
-        + "local-cluster with %d executors:", records * TeraRecords.RECORD / 1e9, partitions,
-        partitions, cluster.executors));
+    report.add(
+        String.format(
+            "TeraSort, %.1f GB, %d map and %d reduce partitions, "
+                + "local-cluster with %d executors:",
+            records * TeraRecords.RECORD / 1e9, partitions, partitions, cluster.executors));
     report.add("");
     report.add("| shuffle | time | Spark's time / this | map tasks run | TeraValidate |");
     report.add("|---|---|---|---|---|");
@@ -147,10 +170,16 @@ final class Suite implements Callable<Integer> {
     for (Map.Entry<String, SortRun> e : runs.entrySet()) {
       SortRun r = e.getValue();
       SortRun base = runs.get(e.getKey().endsWith("killed") ? "spark, executor killed" : "spark");
-      report.add(String.format("| %s | %.1f s | %.2f | %d in %d stage attempt%s | %s |",
-          e.getKey(), r.seconds(), base.seconds() / r.seconds(), r.mapTasks(), r.mapStages(),
-          r.mapStages() == 1 ? "" : "s", (r.verdict().ok() ? "OK: " : "FAILED: ")
-              + r.verdict().detail()));
+      report.add(
+          String.format(
+              "| %s | %.1f s | %.2f | %d in %d stage attempt%s | %s |",
+              e.getKey(),
+              r.seconds(),
+              base.seconds() / r.seconds(),
+              r.mapTasks(),
+              r.mapStages(),
+              r.mapStages() == 1 ? "" : "s",
+              (r.verdict().ok() ? "OK: " : "FAILED: ") + r.verdict().detail()));
       allValid &= r.verdict().ok();
     }
     report.add("");
@@ -158,13 +187,19 @@ final class Suite implements Callable<Integer> {
     return allValid;
   }
 
-  private SortRun teraSort(BenchCluster c, Shuffle mode, String input, int partitions,
-      Tera.Summary expected, boolean kill) throws Exception {
+  private SortRun teraSort(
+      BenchCluster c,
+      Shuffle mode,
+      String input,
+      int partitions,
+      Tera.Summary expected,
+      boolean kill)
+      throws Exception {
     String output = c.uri("/bench/terasort/output-" + mode.label());
     String what = "terasort " + mode.label() + (kill ? " (executor killed)" : "");
     out.println(what + "...");
-    try (SparkSession spark = c.session("terasort-" + mode.label(), mode, true,
-        cluster.dataClass)) {
+    try (SparkSession spark =
+        c.session("terasort-" + mode.label(), mode, true, cluster.dataClass)) {
       JavaSparkContext sc = JavaSparkContext.fromSparkContext(spark.sparkContext());
       awaitExecutors(sc);
       ExecutorKiller killer = new ExecutorKiller(spark.sparkContext(), kill);
@@ -177,20 +212,23 @@ final class Suite implements Callable<Integer> {
         progress.stop();
       }
       double seconds = (System.nanoTime() - t0) / 1e9;
-      out.printf("%s: %.1f s, %d map tasks run%s; validating...%n", what, seconds,
-          killer.mapTasks(), killer.victim() != null ? ", executor " + killer.victim()
-              + " killed" : "");
+      out.printf(
+          "%s: %.1f s, %d map tasks run%s; validating...%n",
+          what,
+          seconds,
+          killer.mapTasks(),
+          killer.victim() != null ? ", executor " + killer.victim() + " killed" : "");
       Tera.Verdict verdict = Tera.validate(sc, output, expected);
-      out.println(what + ": teravalidate " + (verdict.ok() ? "OK" : "FAILED") + ": "
-          + verdict.detail());
+      out.println(
+          what + ": teravalidate " + (verdict.ok() ? "OK" : "FAILED") + ": " + verdict.detail());
       org.apache.hadoop.fs.Path sorted = new org.apache.hadoop.fs.Path(output);
       FileSystem fs = sorted.getFileSystem(sc.hadoopConfiguration());
       fs.delete(sorted, true);
       if (kill && killer.victim() == null) {
         verdict = new Tera.Verdict(false, "no executor was killed");
       }
-      return new SortRun(seconds, verdict, killer.mapTasks(), killer.mapStageAttempts(),
-          killer.victim());
+      return new SortRun(
+          seconds, verdict, killer.mapTasks(), killer.mapStageAttempts(), killer.victim());
     }
   }
 
@@ -204,29 +242,30 @@ final class Suite implements Callable<Integer> {
 
   private boolean tpcds(BenchCluster c, List<Shuffle> modes) throws Exception {
     String root = c.uri(tpcdsDir(tpcdsScale));
-    List<Tpcds.Query> selected = Tpcds.queries().stream()
-        .filter(q -> q.name().matches(queries)).toList();
+    List<Tpcds.Query> selected =
+        Tpcds.queries().stream().filter(q -> q.name().matches(queries)).toList();
     out.println("tpcds: generating SF" + tpcdsScale + " into " + root + "...");
     try (SparkSession spark = c.session("tpcds-gen", Shuffle.SPARK, true, cluster.dataClass)) {
       long t0 = System.nanoTime();
       Tpcds.generate(spark, root, tpcdsScale, line -> out.println("tpcds: " + line));
       out.printf("tpcds: generated in %.1f s%n", (System.nanoTime() - t0) / 1e9);
     }
-    List<Boolean> broadcasts = switch (broadcast) {
-      case "on" -> List.of(true);
-      case "off" -> List.of(false);
-      // Off first: it is where the shuffle matters.
-      case "both" -> List.of(false, true);
-      default -> throw new IllegalArgumentException("--broadcast is on, off or both, not "
-          + broadcast);
-    };
+    List<Boolean> broadcasts =
+        switch (broadcast) {
+          case "on" -> List.of(true);
+          case "off" -> List.of(false);
+          // Off first: it is where the shuffle matters.
+          case "both" -> List.of(false, true);
+          default ->
+              throw new IllegalArgumentException(
+                  "--broadcast is on, off or both, not " + broadcast);
+        };
     if (tpcdsWarmup > 0) {
       // Every run has fresh executors, but the driver lives on: without this, whichever
       // shuffle ran first would also pay for compiling Spark's planner.
-      out.println("tpcds: warm-up, " + Math.min(tpcdsWarmup, selected.size())
-          + " queries untimed...");
-      try (SparkSession spark = c.session("tpcds-warmup", Shuffle.SPARK, true,
-          cluster.dataClass)) {
+      out.println(
+          "tpcds: warm-up, " + Math.min(tpcdsWarmup, selected.size()) + " queries untimed...");
+      try (SparkSession spark = c.session("tpcds-warmup", Shuffle.SPARK, true, cluster.dataClass)) {
         Tpcds.register(spark, root);
         selected.stream().limit(tpcdsWarmup).forEach(q -> Tpcds.run(spark, q));
       }
@@ -244,8 +283,10 @@ final class Suite implements Callable<Integer> {
       Collections.reverse(reversed);
       for (int pass = 1; pass <= tpcdsPasses; pass++) {
         for (Shuffle mode : pass % 2 == 1 ? modes : reversed) {
-          String label = mode.label() + (joins ? "" : ", broadcast joins off")
-              + (tpcdsPasses > 1 ? ", pass " + pass + "/" + tpcdsPasses : "");
+          String label =
+              mode.label()
+                  + (joins ? "" : ", broadcast joins off")
+                  + (tpcdsPasses > 1 ? ", pass " + pass + "/" + tpcdsPasses : "");
           runPass(c, root, mode, joins, selected, label, runsByMode.get(mode));
         }
       }
@@ -264,17 +305,29 @@ final class Suite implements Callable<Integer> {
   }
 
   /** One shuffle's pass over the queries in a fresh application; adds each run to its query's. */
-  private void runPass(BenchCluster c, String root, Shuffle mode, boolean joins,
-      List<Tpcds.Query> selected, String label, List<List<Tpcds.Outcome>> runs) throws Exception {
-    try (SparkSession spark = c.session("tpcds-" + mode.label(), mode, joins,
-        cluster.dataClass)) {
+  private void runPass(
+      BenchCluster c,
+      String root,
+      Shuffle mode,
+      boolean joins,
+      List<Tpcds.Query> selected,
+      String label,
+      List<List<Tpcds.Outcome>> runs)
+      throws Exception {
+    try (SparkSession spark = c.session("tpcds-" + mode.label(), mode, joins, cluster.dataClass)) {
       awaitExecutors(JavaSparkContext.fromSparkContext(spark.sparkContext()));
       Tpcds.register(spark, root);
       for (int i = 0; i < selected.size(); i++) {
         for (Tpcds.Outcome o : Tpcds.runs(spark, selected.get(i), tpcdsRepeat)) {
           runs.get(i).add(o);
-          out.printf("tpcds %s: %s %.2f s (%d/%d)%s%n", label, o.query(), o.seconds(), i + 1,
-              selected.size(), o.error() == null ? "" : " FAILED: " + o.error());
+          out.printf(
+              "tpcds %s: %s %.2f s (%d/%d)%s%n",
+              label,
+              o.query(),
+              o.seconds(),
+              i + 1,
+              selected.size(),
+              o.error() == null ? "" : " FAILED: " + o.error());
         }
       }
     }
@@ -283,39 +336,53 @@ final class Suite implements Callable<Integer> {
   private void writeCsv(String name, List<Tpcds.Outcome> outcomes) throws IOException {
     StringBuilder csv = new StringBuilder("query,seconds,rows,digest,error\n");
     for (Tpcds.Outcome o : outcomes) {
-      csv.append(String.format("%s,%.3f,%d,%s,%s%n", o.query(), o.seconds(), o.rows(),
-          o.digest() == null ? "" : o.digest(),
-          o.error() == null ? "" : '"' + o.error().replace('"', '\'') + '"'));
+      csv.append(
+          String.format(
+              "%s,%.3f,%d,%s,%s%n",
+              o.query(),
+              o.seconds(),
+              o.rows(),
+              o.digest() == null ? "" : o.digest(),
+              o.error() == null ? "" : '"' + o.error().replace('"', '\'') + '"'));
     }
     Files.writeString(cluster.workDir.resolve("tpcds-" + name + ".csv"), csv);
   }
 
   /**
-   * Whether every run of a query took more than {@code factor} times the slowest of the
-   * baseline's runs: slower beyond the spread between runs, which on a busy two-core machine
-   * moves a short query's median by more than 10% between passes of the same shuffle.
+   * Whether every run of a query took more than {@code factor} times the slowest of the baseline's
+   * runs: slower beyond the spread between runs, which on a busy two-core machine moves a short
+   * query's median by more than 10% between passes of the same shuffle.
    */
-  static boolean slowerInEveryRun(List<Tpcds.Outcome> runs, List<Tpcds.Outcome> baseRuns,
-      double factor) {
+  static boolean slowerInEveryRun(
+      List<Tpcds.Outcome> runs, List<Tpcds.Outcome> baseRuns, double factor) {
     double fastest = runs.stream().mapToDouble(Tpcds.Outcome::seconds).min().orElseThrow();
-    double baseSlowest = baseRuns.stream().mapToDouble(Tpcds.Outcome::seconds).max()
-        .orElseThrow();
+    double baseSlowest = baseRuns.stream().mapToDouble(Tpcds.Outcome::seconds).max().orElseThrow();
     return fastest > factor * baseSlowest;
   }
 
   /** Adds one broadcast setting's TPC-DS table to the report; false if any result differed. */
-  private boolean summarize(Map<Shuffle, List<Tpcds.Outcome>> byMode,
-      Map<Shuffle, List<List<Tpcds.Outcome>>> runsByMode, boolean joins) {
+  private boolean summarize(
+      Map<Shuffle, List<Tpcds.Outcome>> byMode,
+      Map<Shuffle, List<List<Tpcds.Outcome>>> runsByMode,
+      boolean joins) {
     List<Tpcds.Outcome> base = byMode.get(Shuffle.SPARK);
     int runsPerQuery = tpcdsRepeat * tpcdsPasses;
-    String how = runsPerQuery == 1 ? "" : ", median of " + runsPerQuery + " runs per query"
-        + (tpcdsPasses > 1 ? " in " + tpcdsPasses + " passes taken in turns" : "");
-    report.add(String.format("TPC-DS SF%s, %d queries, broadcast joins %s%s:", tpcdsScale,
-        base.size(), joins ? "on" : "off", how));
+    String how =
+        runsPerQuery == 1
+            ? ""
+            : ", median of "
+                + runsPerQuery
+                + " runs per query"
+                + (tpcdsPasses > 1 ? " in " + tpcdsPasses + " passes taken in turns" : "");
+    report.add(
+        String.format(
+            "TPC-DS SF%s, %d queries, broadcast joins %s%s:",
+            tpcdsScale, base.size(), joins ? "on" : "off", how));
     report.add("");
-    report.add("| shuffle | total time | Spark's total / this | geometric mean of per-query "
-        + "ratios (this / Spark's) | queries > 1.10 of Spark's time | of those, > 1.10 in every "
-        + "run | slowest ratio | results differing from Spark's | failed |");
+    report.add(
+        "| shuffle | total time | Spark's total / this | geometric mean of per-query "
+            + "ratios (this / Spark's) | queries > 1.10 of Spark's time | of those, > 1.10 in every "
+            + "run | slowest ratio | results differing from Spark's | failed |");
     report.add("|---|---|---|---|---|---|---|---|---|");
     boolean same = true;
     double baseTotal = base.stream().mapToDouble(Tpcds.Outcome::seconds).sum();
@@ -336,8 +403,8 @@ final class Suite implements Callable<Integer> {
         logSum += Math.log(ratio);
         if (ratio > 1.10) {
           slower++;
-          if (slowerInEveryRun(runsByMode.get(e.getKey()).get(i),
-              runsByMode.get(Shuffle.SPARK).get(i), 1.10)) {
+          if (slowerInEveryRun(
+              runsByMode.get(e.getKey()).get(i), runsByMode.get(Shuffle.SPARK).get(i), 1.10)) {
             slowerEveryRun.add(o.query());
           }
         }
@@ -352,12 +419,20 @@ final class Suite implements Callable<Integer> {
         }
       }
       same &= differing.isEmpty() && failedQueries == 0;
-      report.add(String.format("| %s | %.1f s | %.2f | %.3f | %d | %d%s | %.2f (%s) | %s | %d |",
-          e.getKey().label(), total, baseTotal / total, Math.exp(logSum / runs.size()), slower,
-          slowerEveryRun.size(), slowerEveryRun.isEmpty() ? "" : " (" + String.join(" ",
-              slowerEveryRun) + ")",
-          worst, worstQuery, differing.isEmpty() ? "none" : String.join(" ", differing),
-          failedQueries));
+      report.add(
+          String.format(
+              "| %s | %.1f s | %.2f | %.3f | %d | %d%s | %.2f (%s) | %s | %d |",
+              e.getKey().label(),
+              total,
+              baseTotal / total,
+              Math.exp(logSum / runs.size()),
+              slower,
+              slowerEveryRun.size(),
+              slowerEveryRun.isEmpty() ? "" : " (" + String.join(" ", slowerEveryRun) + ")",
+              worst,
+              worstQuery,
+              differing.isEmpty() ? "none" : String.join(" ", differing),
+              failedQueries));
     }
     report.add("");
     return same;

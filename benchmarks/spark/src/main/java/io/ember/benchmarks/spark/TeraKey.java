@@ -4,8 +4,8 @@ import java.io.Serializable;
 import java.util.Comparator;
 
 /**
- * A record's 10-byte key as two numbers, so sorting compares two longs rather than byte arrays;
- * the order is the keys' unsigned byte order.
+ * A record's 10-byte key as two numbers, so sorting compares two longs rather than byte arrays; the
+ * order is the keys' unsigned byte order.
  */
 public final class TeraKey implements Comparable<TeraKey>, Serializable {
   private static final long serialVersionUID = 1L;
@@ -27,7 +27,8 @@ public final class TeraKey implements Comparable<TeraKey>, Serializable {
     for (int i = 0; i < 8; i++) {
       high = (high << 8) | (record[offset + i] & 0xFF);
     }
-    return new TeraKey(high, (short) (((record[offset + 8] & 0xFF) << 8) | (record[offset + 9] & 0xFF)));
+    return new TeraKey(
+        high, (short) (((record[offset + 8] & 0xFF) << 8) | (record[offset + 9] & 0xFF)));
   }
 
   /** Writes the key's 10 bytes at {@code offset}. */

@@ -5,8 +5,8 @@ import java.util.List;
 import org.apache.spark.Partitioner;
 
 /**
- * Sends each key to the range it falls in, between split points sampled from the input (as
- * Hadoop's TeraSort does), so the sorted output is the partitions concatenated in order.
+ * Sends each key to the range it falls in, between split points sampled from the input (as Hadoop's
+ * TeraSort does), so the sorted output is the partitions concatenated in order.
  */
 public final class TeraPartitioner extends Partitioner {
   private static final long serialVersionUID = 1L;

@@ -4,17 +4,19 @@ import java.util.SplittableRandom;
 import java.util.zip.CRC32C;
 
 /**
- * Hadoop TeraGen's 100-byte record: a 10-byte random key, a break, the 128-bit row number in 32
- * hex digits, a break, 48 bytes of filler and a closing break (the layout of Hadoop's {@code
+ * Hadoop TeraGen's 100-byte record: a 10-byte random key, a break, the 128-bit row number in 32 hex
+ * digits, a break, 48 bytes of filler and a closing break (the layout of Hadoop's {@code
  * GenSort.generateRecord}), and the order-independent checksum TeraValidate compares.
  */
 public final class TeraRecords {
   /** Bytes per record. */
   public static final int RECORD = 100;
+
   /** Bytes of key at the front of each record. */
   public static final int KEY = 10;
 
-  private static final byte[] HEX = "0123456789ABCDEF".getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+  private static final byte[] HEX =
+      "0123456789ABCDEF".getBytes(java.nio.charset.StandardCharsets.US_ASCII);
 
   private TeraRecords() {}
 
@@ -59,8 +61,8 @@ public final class TeraRecords {
   }
 
   /**
-   * The record's share of a data set's checksum: sums of these do not depend on order. {@code
-   * crc} is reset and reused, so loops over millions of records need not allocate one each.
+   * The record's share of a data set's checksum: sums of these do not depend on order. {@code crc}
+   * is reset and reused, so loops over millions of records need not allocate one each.
    */
   public static long checksum(CRC32C crc, byte[] buf, int offset) {
     crc.reset();

@@ -9,8 +9,7 @@ import org.junit.jupiter.api.Test;
 
 class SuiteTest {
   private static List<Tpcds.Outcome> runs(double... seconds) {
-    return Arrays.stream(seconds).mapToObj(s -> new Tpcds.Outcome("q1", s, 1, "d", null))
-        .toList();
+    return Arrays.stream(seconds).mapToObj(s -> new Tpcds.Outcome("q1", s, 1, "d", null)).toList();
   }
 
   @Test

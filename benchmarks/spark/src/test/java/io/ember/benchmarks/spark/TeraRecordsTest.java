@@ -21,9 +21,10 @@ class TeraRecordsTest {
     byte[] buf = new byte[TeraRecords.RECORD];
     TeraRecords.generate(buf, 0, 0x1234ABCDL, TeraRecords.randomFrom(1, 0));
     assertArrayEquals(new byte[] {0x00, 0x11}, Arrays.copyOfRange(buf, 10, 12));
-    assertEquals("000000000000000000000001234ABCD",
-        new String(buf, 13, 31, StandardCharsets.US_ASCII));
-    assertArrayEquals(new byte[] {(byte) 0x88, (byte) 0x99, (byte) 0xAA, (byte) 0xBB},
+    assertEquals(
+        "000000000000000000000001234ABCD", new String(buf, 13, 31, StandardCharsets.US_ASCII));
+    assertArrayEquals(
+        new byte[] {(byte) 0x88, (byte) 0x99, (byte) 0xAA, (byte) 0xBB},
         Arrays.copyOfRange(buf, 44, 48));
     for (int group = 0; group < 12; group++) {
       byte b = buf[48 + 4 * group];
@@ -32,7 +33,8 @@ class TeraRecordsTest {
         assertEquals(b, buf[48 + 4 * group + i], "filler groups repeat one digit");
       }
     }
-    assertArrayEquals(new byte[] {(byte) 0xCC, (byte) 0xDD, (byte) 0xEE, (byte) 0xFF},
+    assertArrayEquals(
+        new byte[] {(byte) 0xCC, (byte) 0xDD, (byte) 0xEE, (byte) 0xFF},
         Arrays.copyOfRange(buf, 96, 100));
   }
 
@@ -44,8 +46,8 @@ class TeraRecordsTest {
     TeraRecords.generate(b, 0, 7, TeraRecords.randomFrom(42, 7));
     assertArrayEquals(a, b);
     TeraRecords.generate(b, 0, 7, TeraRecords.randomFrom(43, 7));
-    assertNotEquals(TeraRecords.checksum(new CRC32C(), a, 0),
-        TeraRecords.checksum(new CRC32C(), b, 0));
+    assertNotEquals(
+        TeraRecords.checksum(new CRC32C(), a, 0), TeraRecords.checksum(new CRC32C(), b, 0));
   }
 
   @Test
@@ -60,7 +62,8 @@ class TeraRecordsTest {
         System.arraycopy(x, 0, y, 0, 8); // equal high parts: the low two bytes decide
       }
       TeraKey kx = TeraKey.of(x, 0);
-      assertEquals(Integer.signum(TeraRecords.compareKeys(x, 0, y, 0)),
+      assertEquals(
+          Integer.signum(TeraRecords.compareKeys(x, 0, y, 0)),
           Integer.signum(kx.compareTo(TeraKey.of(y, 0))));
       byte[] back = new byte[TeraRecords.KEY];
       kx.writeTo(back, 0);

@@ -34,8 +34,13 @@ class TeraSortTest {
   static void start() throws Exception {
     cluster = new BenchCluster(null, "128m", "256m", work, 1, 1024, "local[2]");
     try (SparkSession spark = cluster.session("teragen", Shuffle.SPARK, true, "nvmf")) {
-      input = Tera.generate(JavaSparkContext.fromSparkContext(spark.sparkContext()),
-          cluster.uri("/in"), RECORDS, 4, 42);
+      input =
+          Tera.generate(
+              JavaSparkContext.fromSparkContext(spark.sparkContext()),
+              cluster.uri("/in"),
+              RECORDS,
+              4,
+              42);
     }
   }
 
@@ -56,8 +61,8 @@ class TeraSortTest {
 
   private static byte[] concat(JavaSparkContext sc, String dir) throws IOException {
     FileSystem fs = FileSystem.get(java.net.URI.create(cluster.uri("/")), sc.hadoopConfiguration());
-    FileStatus[] parts = fs.listStatus(new org.apache.hadoop.fs.Path(dir),
-        p -> p.getName().startsWith("part-"));
+    FileStatus[] parts =
+        fs.listStatus(new org.apache.hadoop.fs.Path(dir), p -> p.getName().startsWith("part-"));
     Arrays.sort(parts);
     java.io.ByteArrayOutputStream all = new java.io.ByteArrayOutputStream();
     for (FileStatus part : parts) {
@@ -114,15 +119,15 @@ class TeraSortTest {
     }
   }
 
-  private static Tera.Verdict validateBytes(JavaSparkContext sc, String dir, byte[] data,
-      int files) throws IOException {
+  private static Tera.Verdict validateBytes(JavaSparkContext sc, String dir, byte[] data, int files)
+      throws IOException {
     FileSystem fs = FileSystem.get(java.net.URI.create(cluster.uri("/")), sc.hadoopConfiguration());
     int per = data.length / 100 / files * 100;
     for (int f = 0; f < files; f++) {
       int from = f * per;
       int to = f == files - 1 ? data.length : from + per;
-      try (OutputStream out = fs.create(new org.apache.hadoop.fs.Path(dir,
-          String.format("part-r-%05d", f)))) {
+      try (OutputStream out =
+          fs.create(new org.apache.hadoop.fs.Path(dir, String.format("part-r-%05d", f)))) {
         out.write(data, from, to - from);
       }
     }

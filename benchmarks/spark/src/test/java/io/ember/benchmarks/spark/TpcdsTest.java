@@ -17,9 +17,9 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * The TPC-DS runner: the 103 query files come from Spark's test jar in order, the generator's
- * rows fit their schema, and a few shuffle-heavy queries give the same results on Ember's shuffle
- * as on Spark's own, on data generated into ember://.
+ * The TPC-DS runner: the 103 query files come from Spark's test jar in order, the generator's rows
+ * fit their schema, and a few shuffle-heavy queries give the same results on Ember's shuffle as on
+ * Spark's own, on data generated into ember://.
  */
 class TpcdsTest {
   @TempDir Path work;
@@ -50,7 +50,8 @@ class TpcdsTest {
     var schema = Tpcds.schema(Table.STORE_SALES);
     assertEquals(DataTypes.IntegerType, schema.apply("ss_item_sk").dataType());
     assertEquals(DataTypes.createDecimalType(7, 2), schema.apply("ss_sales_price").dataType());
-    assertEquals(java.math.BigDecimal.class,
+    assertEquals(
+        java.math.BigDecimal.class,
         rows.get(0).get(schema.fieldIndex("ss_sales_price")).getClass());
     // Spark's names, which its queries use, where the generator spells them otherwise.
     assertTrue(List.of(Tpcds.schema(Table.CUSTOMER).fieldNames()).contains("c_last_review_date"));
@@ -69,8 +70,8 @@ class TpcdsTest {
         chunked.addAll(rows(Tpcds.generateChunk(table, 0.01, 3, chunk)));
       }
       assertEquals(whole.size(), chunked.size(), table.getName());
-      assertEquals(new java.util.HashSet<>(whole), new java.util.HashSet<>(chunked),
-          table.getName());
+      assertEquals(
+          new java.util.HashSet<>(whole), new java.util.HashSet<>(chunked), table.getName());
     }
   }
 
@@ -111,11 +112,10 @@ class TpcdsTest {
         some.add(q);
       }
     }
-    try (BenchCluster cluster = new BenchCluster(null, "256m", "512m", work, 1, 1024,
-        "local[2]")) {
+    try (BenchCluster cluster = new BenchCluster(null, "256m", "512m", work, 1, 1024, "local[2]")) {
       String root = cluster.uri("/tpcds");
       try (SparkSession spark = cluster.session("gen", Shuffle.SPARK, true, "nvmf")) {
-        Tpcds.generate(spark, root, 0.01, line -> { });
+        Tpcds.generate(spark, root, 0.01, line -> {});
       }
       List<String> spark = run(cluster, root, Shuffle.SPARK, some, 1);
       // Twice each: repeated runs must agree with each other as well as with Spark's shuffle.
@@ -124,8 +124,9 @@ class TpcdsTest {
     }
   }
 
-  private static List<String> run(BenchCluster cluster, String root, Shuffle shuffle,
-      List<Tpcds.Query> queries, int times) throws Exception {
+  private static List<String> run(
+      BenchCluster cluster, String root, Shuffle shuffle, List<Tpcds.Query> queries, int times)
+      throws Exception {
     List<String> digests = new ArrayList<>();
     try (SparkSession spark = cluster.session("tpcds", shuffle, false, "nvmf")) {
       Tpcds.register(spark, root);
