@@ -105,19 +105,7 @@ public final class BenchCommand implements Callable<Integer> {
       throw new CommandLine.ParameterException(
           spec.commandLine(), "--rounds and --ops must be positive and --size at least 1m");
     }
-    EmberConfig overrides = EmberConfig.of(settings);
-    List<ConfigKey<?>> known = MiniCluster.allKeys();
-    List<String> unknown = overrides.unknownKeys(known);
-    if (!unknown.isEmpty()) {
-      throw new CommandLine.ParameterException(
-          spec.commandLine(),
-          "unknown setting(s) " + unknown + "; see conf/ember.properties.template");
-    }
-    try {
-      overrides.validate(known);
-    } catch (IllegalArgumentException e) {
-      throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
-    }
+    EmberConfig overrides = BenchCommand.settings(spec, settings);
     MiniCluster cluster = null;
     EmberConfig config;
     if (namenode == null) {
@@ -420,5 +408,27 @@ public final class BenchCommand implements Callable<Integer> {
   /** Runs the bench on its own. */
   public static void main(String[] args) {
     System.exit(new CommandLine(new BenchCommand()).execute(args));
+  }
+
+  /**
+   * The {@code -D} settings of a bench command, every key known and every value valid.
+   *
+   * @throws CommandLine.ParameterException naming the unknown key or the bad value
+   */
+  static EmberConfig settings(CommandLine.Model.CommandSpec spec, Map<String, String> settings) {
+    EmberConfig overrides = EmberConfig.of(settings);
+    List<ConfigKey<?>> known = MiniCluster.allKeys();
+    List<String> unknown = overrides.unknownKeys(known);
+    if (!unknown.isEmpty()) {
+      throw new CommandLine.ParameterException(
+          spec.commandLine(),
+          "unknown setting(s) " + unknown + "; see conf/ember.properties.template");
+    }
+    try {
+      overrides.validate(known);
+    } catch (IllegalArgumentException e) {
+      throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
+    }
+    return overrides;
   }
 }

@@ -5,7 +5,6 @@ import io.ember.client.EmberClient;
 import io.ember.datanode.dram.DramDataNodeKeys;
 import io.ember.minicluster.MiniCluster;
 import io.ember.namenode.NameNodeKeys;
-import io.ember.protocol.ConfigKey;
 import io.ember.protocol.EmberConfig;
 import io.ember.protocol.EmberException;
 import io.ember.protocol.EmberKeys;
@@ -167,19 +166,7 @@ public final class NameNodeBench implements Callable<Integer> {
           spec.commandLine(),
           "--rounds, --seconds, " + "--clients, --threads and --handler-threads must be positive");
     }
-    EmberConfig overrides = EmberConfig.of(settings);
-    List<ConfigKey<?>> known = MiniCluster.allKeys();
-    List<String> unknown = overrides.unknownKeys(known);
-    if (!unknown.isEmpty()) {
-      throw new CommandLine.ParameterException(
-          spec.commandLine(),
-          "unknown setting(s) " + unknown + "; see conf/ember.properties.template");
-    }
-    try {
-      overrides.validate(known);
-    } catch (IllegalArgumentException e) {
-      throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
-    }
+    EmberConfig overrides = BenchCommand.settings(spec, settings);
     List<Mode> modes = new ArrayList<>();
     List<String[]> rows = new ArrayList<>();
     try {
