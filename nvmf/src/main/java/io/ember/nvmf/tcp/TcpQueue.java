@@ -18,6 +18,7 @@ import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.channel.ChannelInitializer;
 import io.netty.channel.ChannelOption;
+import io.netty.channel.ChannelOutboundBuffer;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.socket.SocketChannel;
 import io.netty.handler.codec.DecoderException;
@@ -209,6 +210,10 @@ final class TcpQueue implements NvmfQueue {
     int cid = -1;
     int received;
     boolean inCapsuleSent;
+
+    /** Some of the caller's data was handed to the channel (in the capsule or as H2CData). */
+    boolean dataSent;
+
     boolean timedOut;
 
     /**
@@ -280,6 +285,7 @@ final class TcpQueue implements NvmfQueue {
     if (c.dataOut && len > 0 && (len <= inCapsule || c.forceInCapsule)) {
       c.sqe.sgl(0, len, Nvme.SGL_INCAPSULE);
       c.inCapsuleSent = true;
+      c.dataSent = true;
       out.capsuleCmd(c.sqe, Unpooled.wrappedBuffer(c.buf.duplicate()));
     } else {
       c.sqe.sgl(0, len, Nvme.SGL_TRANSPORT);
@@ -312,6 +318,26 @@ final class TcpQueue implements NvmfQueue {
    */
   private void sweep() {
     long now = System.nanoTime();
+    // Data goes out as views of the caller's memory, which the caller may reuse once told of the
+    // timeout: while any of it may still sit in the channel's outbound buffer, the only safe end
+    // is to close the connection (which drops it unsent) before the caller hears of anything.
+    ChannelOutboundBuffer outbound = ch.unsafe().outboundBuffer();
+    if (outbound != null && outbound.totalPendingWriteBytes() > 0) {
+      for (Cmd c : slots) {
+        if (c != null && !c.timedOut && now - c.deadline > 0 && c.dataSent) {
+          fail(
+              new NvmfException(
+                  c.describe()
+                      + " on "
+                      + where
+                      + " got no completion within "
+                      + TimeUnit.NANOSECONDS.toMillis(timeout(c))
+                      + " ms with its data still queued to the target: the connection closes so"
+                      + " that data can never be sent late"));
+          return;
+        }
+      }
+    }
     for (Cmd c : slots) {
       if (c != null && !c.timedOut && now - c.deadline > 0) {
         c.timedOut = true;
@@ -749,6 +775,7 @@ final class TcpQueue implements NvmfQueue {
       // A timed-out command's caller may already reuse its buffer: send the copy taken at the
       // timeout.
       ByteBuffer src = c.timedOut ? c.lateData : c.buf;
+      c.dataSent |= !c.timedOut;
       ByteBuf data = Unpooled.wrappedBuffer(src.slice(src.position() + off, n));
       out.h2cData(c.cid, r.ttag(), off, data, off + n == end);
       off += n;
