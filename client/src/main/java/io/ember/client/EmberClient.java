@@ -527,7 +527,8 @@ public final class EmberClient implements AutoCloseable {
     blockCache.invalidate(fileId);
   }
 
-  private boolean checksGenerations(BlockLocation block) {
+  /** Whether the storage of {@code block} refuses a generation it does not hold. */
+  boolean checksGenerations(BlockLocation block) {
     try {
       return endpoint(block).checksGenerations();
     } catch (EmberException e) {

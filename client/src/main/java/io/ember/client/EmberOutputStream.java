@@ -40,6 +40,10 @@ public final class EmberOutputStream extends OutputStream {
   private ByteBuf buffer;
   private int allocatedIndex = -1;
   private CompletableFuture<BlockLocation> allocated;
+
+  /** When {@link #allocated} was asked of the name node ({@link System#nanoTime()}). */
+  private long allocatedAskedNanos;
+
   private EmberException failure;
   private boolean closed;
 
@@ -280,17 +284,29 @@ public final class EmberOutputStream extends OutputStream {
    */
   void allocateFirstBlock() {
     allocatedIndex = 0;
+    allocatedAskedNanos = System.nanoTime();
     allocated = client.allocateBlock(fileId, 0);
   }
 
   private CompletableFuture<BlockLocation> block(int index) {
     // A refused allocation (a full tier) is asked again when a write needs the block: the one
-    // asked ahead of the first write may have been refused before space was freed.
-    if (index != allocatedIndex || allocated.isCompletedExceptionally()) {
+    // asked ahead of the first write may have been refused before space was freed. So is one of
+    // storage that cannot check generations (NVMf), once it is older than the name node lets such
+    // a location be trusted: a file deleted while it is written fails its next write, rather than
+    // write into the file that reused its block.
+    if (index != allocatedIndex
+        || allocated.isCompletedExceptionally()
+        || (allocated.isDone() && untrustedNow(allocated.join()))) {
       allocatedIndex = index;
+      allocatedAskedNanos = System.nanoTime();
       allocated = client.allocateBlock(fileId, index);
     }
     return allocated;
+  }
+
+  private boolean untrustedNow(BlockLocation block) {
+    return System.nanoTime() - allocatedAskedNanos >= BlockLocation.UNCHECKED_TRUST.toNanos()
+        && !client.checksGenerations(block);
   }
 
   /** Waits until at most {@code limit} bytes are in flight; throws the first failure. */

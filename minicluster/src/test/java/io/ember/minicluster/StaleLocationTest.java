@@ -168,4 +168,35 @@ class StaleLocationTest {
       }
     }
   }
+
+  @Test
+  void anNvmfWriterOfADeletedFileCannotWriteIntoTheFileThatReusedItsBlock() throws Exception {
+    cluster =
+        MiniCluster.builder()
+            .dramDatanodes(0)
+            .blockSize("256k")
+            .set(NvmfDataNodeKeys.EMBEDDED_SIZE, "1m")
+            .nvmfDatanode("")
+            .build();
+    CreateOptions nvmf = CreateOptions.DEFAULT.withStorageClass(StorageClass.NVMF);
+    try (EmberClient writer = cluster.newClient();
+        EmberClient other = cluster.newClient()) {
+      EmberOutputStream late = writer.create("/x", nvmf);
+      late.write(data(4096, 1));
+      late.flush();
+      BlockLocation xBlock = other.blockLocations("/x").get(0);
+      write(other, "/filler1", data(10, 3), nvmf);
+      write(other, "/filler2", data(10, 3), nvmf);
+      byte[] y = reuseTheBlock(other, xBlock, nvmf);
+      EmberException e =
+          assertThrows(
+              EmberException.class,
+              () -> {
+                late.write(data(8192, 4));
+                late.close();
+              });
+      assertArrayEquals(y, readAll(other, "/y"), "the reused block holds /y's bytes only");
+      assertEquals(ErrorCode.NOT_FOUND, e.code(), e.getMessage());
+    }
+  }
 }
