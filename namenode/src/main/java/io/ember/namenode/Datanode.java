@@ -71,13 +71,18 @@ final class Datanode {
     this.lastHeartbeatNanos = nowNanos;
   }
 
-  /**
-   * Live again after being marked lost. Deallocations sent before are sent again: the node forgot
-   * them when it registered, and deallocating twice does no harm.
-   */
+  /** Live again after being marked lost; deallocations in flight are sent again. */
   void revive(long nowNanos) {
     lost = false;
     lastHeartbeatNanos = nowNanos;
+    resendTrims();
+  }
+
+  /**
+   * Deallocations sent but not reported done go out again: the node forgot them when it registered,
+   * and deallocating twice does no harm.
+   */
+  void resendTrims() {
     for (Long slot : trimming) {
       toTrim.addFirst(slot);
     }

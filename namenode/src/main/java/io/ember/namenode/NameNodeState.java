@@ -483,6 +483,10 @@ final class NameNodeState {
               LOG.warn(
                   "{} is back with the same contents; its blocks are available again",
                   known.describe());
+            } else {
+              // Registered again while live (its link lost an answer): it forgot the
+              // deallocations it was sent, so they are sent again.
+              known.resendTrims();
             }
             return new RegisterResponse(known.id, blockSize, blocks);
           }

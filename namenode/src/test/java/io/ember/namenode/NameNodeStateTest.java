@@ -358,6 +358,18 @@ class NameNodeStateTest {
   }
 
   @Test
+  void aLiveNodeRegisteringAgainIsSentItsDeallocationsAgain() throws Exception {
+    int a = nn.register(StorageClass.NVMF, "nvmf", "t", 4L * BS, true, 42).datanodeId();
+    oneBlockFile("/g");
+    nn.delete("/g", false);
+    List<Long> sent = nn.heartbeat(a, List.of());
+    assertEquals(1, sent.size());
+    // Its link lost an answer and registered again while the name node still has it live.
+    assertEquals(a, nn.register(StorageClass.NVMF, "nvmf", "t", 4L * BS, true, 42).datanodeId());
+    assertEquals(sent, nn.heartbeat(a, List.of()), "the forgotten deallocation is sent again");
+  }
+
+  @Test
   void lateNodeRegisteringWithItsIncarnationGetsItsBlocksBack() throws Exception {
     int a = nn.register(StorageClass.NVMF, "nvmf", "t", 4L * BS, true, 42).datanodeId();
     NodeStatus f = oneBlockFile("/f");
