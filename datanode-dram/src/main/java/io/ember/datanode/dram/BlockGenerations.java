@@ -15,6 +15,7 @@ final class BlockGenerations {
   private final long incarnation;
   private final int blockSize;
   private final AtomicLongArray generations;
+  private final Object[] stripes = new Object[64];
 
   /** The generations of the region's blocks under {@code incarnation}, none known yet. */
   BlockGenerations(long incarnation, long capacity, int blockSize) {
@@ -24,10 +25,21 @@ final class BlockGenerations {
     this.incarnation = incarnation;
     this.blockSize = blockSize;
     this.generations = new AtomicLongArray((int) (capacity / blockSize));
+    for (int i = 0; i < stripes.length; i++) {
+      stripes[i] = new Object();
+    }
   }
 
   long incarnation() {
     return incarnation;
+  }
+
+  /**
+   * The lock a write to {@code address} holds while it checks its generation and copies its bytes,
+   * striped over slots so writes to different blocks rarely share one.
+   */
+  Object lockFor(long address) {
+    return stripes[(int) Math.floorMod(address / blockSize, (long) stripes.length)];
   }
 
   /**

@@ -196,14 +196,18 @@ public final class DramDataNode implements DataNode {
             Messages.BlockWriteRequest r = Messages.BlockWriteRequest.decode(in);
             try {
               checkServes(r.incarnation());
-              generations(r.incarnation())
-                  .checkWrite(
-                      r.blockId(),
-                      r.generation(),
-                      r.address(),
-                      r.data().readableBytes(),
-                      "data node at " + endpoint);
-              region.write(r.address(), r.data());
+              BlockGenerations g = generations(r.incarnation());
+              // Checked and copied under the slot's lock: a write of an older generation that
+              // passed its check cannot land after the newer generation's first write.
+              synchronized (g.lockFor(r.address())) {
+                g.checkWrite(
+                    r.blockId(),
+                    r.generation(),
+                    r.address(),
+                    r.data().readableBytes(),
+                    "data node at " + endpoint);
+                region.write(r.address(), r.data());
+              }
             } finally {
               r.data().release();
             }
