@@ -106,7 +106,7 @@ public final class RpcServer implements AutoCloseable {
     paused = pause;
     serverChannel.config().setAutoRead(!pause);
     for (Channel c : connections) {
-      c.config().setAutoRead(!pause);
+      c.config().setAutoRead(!pause && c.isWritable());
     }
   }
 
@@ -211,7 +211,8 @@ public final class RpcServer implements AutoCloseable {
 
     @Override
     public void channelWritabilityChanged(ChannelHandlerContext ctx) {
-      if (ctx.channel().isWritable()) {
+      // Reading resumes once replies drain, unless a test paused the server.
+      if (ctx.channel().isWritable() && !paused) {
         ctx.channel().config().setAutoRead(true);
       }
       ctx.fireChannelWritabilityChanged();
