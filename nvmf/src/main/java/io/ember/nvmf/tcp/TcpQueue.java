@@ -67,7 +67,7 @@ final class TcpQueue implements NvmfQueue {
   private final ArrayDeque<Cmd> waiting = new ArrayDeque<>();
   private int maxh2cdata;
   private int inCapsule;
-  private boolean closed;
+  private volatile boolean closed;
   private NvmfException closeCause;
   private ScheduledFuture<?> sweeper;
 
@@ -380,6 +380,13 @@ final class TcpQueue implements NvmfQueue {
 
   /** Fails everything and closes the connection. Idempotent. */
   void fail(NvmfException cause) {
+    if (ch == null) {
+      // Not connected yet (the controller was lost while its I/O queues connected): nothing is
+      // in flight, and the queue must not start.
+      closed = true;
+      closeCause = cause;
+      return;
+    }
     if (!ch.eventLoop().inEventLoop()) {
       ch.eventLoop().execute(() -> fail(cause));
       return;

@@ -115,8 +115,13 @@ public final class NvmfTier implements StorageTier {
       EmberException ee = toEmber(block.endpoint(), cause);
       if (cause instanceof NvmfException && ee.code() == ErrorCode.CONNECTION_CLOSED) {
         // The connection failed: drop it, so the next call connects again.
-        CompletableFuture<Target> t = targets.remove(block.endpoint());
-        if (t != null) {
+        // Only the connection that failed: another caller may have connected anew meanwhile.
+        CompletableFuture<Target> t = targets.get(block.endpoint());
+        if (t != null
+            && t.isDone()
+            && !t.isCompletedExceptionally()
+            && !t.join().controller.isConnected()
+            && targets.remove(block.endpoint(), t)) {
           closeLater(block.endpoint(), t);
         }
       }
