@@ -148,6 +148,35 @@ class CommandTimeoutTest {
   }
 
   @Test
+  void aQueueWhoseEveryCommandIdTheTargetNeverAnswersCloses() throws Exception {
+    StallingNamespace withheld = new StallingNamespace();
+    Subsystem s = new Subsystem("nqn.2024-01.io.ember:timeout-all-ids");
+    s.addNamespace(withheld);
+    try (NvmfTarget t = NvmfTarget.builder().listen("127.0.0.1", 0).subsystem(s).build().start();
+        NvmfController c =
+            NvmfHost.connect(
+                t.uri(s.nqn()),
+                NvmfHostOptions.builder()
+                    .ioQueueSize(2)
+                    .commandTimeout(Duration.ofMillis(500))
+                    .build())) {
+      NvmfQueue q = c.ioQueue(0);
+      Throwable first = cause(q.read(1, 0, ByteBuffer.allocateDirect(512)));
+      assertInstanceOf(NvmfTimeoutException.class, first, String.valueOf(first));
+      // Its only command id stays held; once it has gone unanswered for two more timeouts the
+      // queue gives up rather than time out every later command for ever.
+      Throwable later;
+      do {
+        later = cause(q.read(1, 0, ByteBuffer.allocateDirect(512)));
+      } while (later instanceof NvmfTimeoutException);
+      assertTrue(
+          String.valueOf(later.getMessage()).contains("never answered"), String.valueOf(later));
+    } finally {
+      withheld.release.countDown();
+    }
+  }
+
+  @Test
   void aTimedOutWriteThatTheTargetFetchesLateSendsTheBytesItCarried() throws Exception {
     Subsystem s = new Subsystem("nqn.2024-01.io.ember:late-r2t");
     s.addNamespace(new MemoryNamespace(1 << 20, 512));

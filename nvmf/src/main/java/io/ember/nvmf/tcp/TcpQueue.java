@@ -357,6 +357,17 @@ final class TcpQueue implements NvmfQueue {
                     + " ms"));
       }
     }
+    if (freeCount == 0 && everySlotLongUnanswered(now)) {
+      // Timed-out commands keep their ids until answered; a target that answers none of them
+      // for two more timeouts (while it still answers Keep Alive) would leave this queue unable
+      // to send anything, ever.
+      fail(
+          new NvmfException(
+              "every command id of "
+                  + where
+                  + " is held by a command the target never answered: closing the connection"));
+      return;
+    }
     // Not in deadline order when some commands have their own timeout: look at every one.
     for (Iterator<Cmd> it = waiting.iterator(); it.hasNext(); ) {
       Cmd c = it.next();
@@ -372,6 +383,15 @@ final class TcpQueue implements NvmfQueue {
                     + " ms for a free queue slot"));
       }
     }
+  }
+
+  private boolean everySlotLongUnanswered(long now) {
+    for (Cmd c : slots) {
+      if (c == null || !c.timedOut || now - c.deadline - 2 * timeout(c) < 0) {
+        return false;
+      }
+    }
+    return true;
   }
 
   private long timeout(Cmd c) {
