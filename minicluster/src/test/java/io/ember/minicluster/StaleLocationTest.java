@@ -142,10 +142,8 @@ class StaleLocationTest {
     }
   }
 
-  @Test
-  void anNvmfReaderOfADeletedFileGetsAnErrorNotTheBytesOfTheFileThatReusedItsBlock()
-      throws Exception {
-    // Three blocks of 256 KiB on the target (its last LBA holds the data node's stamp).
+  /** One NVMf data node with three blocks of 256 KiB (the target's last LBA holds its stamp). */
+  private void startNvmfCluster() throws EmberException {
     cluster =
         MiniCluster.builder()
             .dramDatanodes(0)
@@ -153,6 +151,12 @@ class StaleLocationTest {
             .set(NvmfDataNodeKeys.EMBEDDED_SIZE, "1m")
             .nvmfDatanode("")
             .build();
+  }
+
+  @Test
+  void anNvmfReaderOfADeletedFileGetsAnErrorNotTheBytesOfTheFileThatReusedItsBlock()
+      throws Exception {
+    startNvmfCluster();
     CreateOptions nvmf = CreateOptions.DEFAULT.withStorageClass(StorageClass.NVMF);
     try (EmberClient writer = cluster.newClient();
         EmberClient reader = cluster.newClient()) {
@@ -171,13 +175,7 @@ class StaleLocationTest {
 
   @Test
   void anNvmfWriterOfADeletedFileCannotWriteIntoTheFileThatReusedItsBlock() throws Exception {
-    cluster =
-        MiniCluster.builder()
-            .dramDatanodes(0)
-            .blockSize("256k")
-            .set(NvmfDataNodeKeys.EMBEDDED_SIZE, "1m")
-            .nvmfDatanode("")
-            .build();
+    startNvmfCluster();
     CreateOptions nvmf = CreateOptions.DEFAULT.withStorageClass(StorageClass.NVMF);
     try (EmberClient writer = cluster.newClient();
         EmberClient other = cluster.newClient()) {
