@@ -22,6 +22,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
+import java.util.function.Predicate;
 
 /**
  * A name node and data nodes in this process, on loopback ports the OS picks: for tests and for
@@ -260,29 +261,40 @@ public final class MiniCluster implements AutoCloseable {
    */
   public void awaitLiveDatanodes(StorageClass sc, int count, Duration timeout)
       throws EmberException {
+    awaitUsage(
+        sc,
+        u -> u.liveNodes() == count,
+        count + " live " + sc.displayName() + " data nodes",
+        timeout);
+  }
+
+  /**
+   * Waits until the name node's use of storage class {@code sc} satisfies {@code ok} (a class no
+   * node has registered counts as empty), asking it every 10 ms.
+   *
+   * @param what what is awaited, for the error, e.g. "the killed node to be marked lost"
+   * @return the usage that satisfied {@code ok}
+   * @throws EmberException {@link ErrorCode#TIMEOUT} naming {@code what} and the last usage when it
+   *     does not come within {@code timeout}
+   */
+  public ClassUsage awaitUsage(
+      StorageClass sc, Predicate<ClassUsage> ok, String what, Duration timeout)
+      throws EmberException {
     long deadline = System.nanoTime() + timeout.toNanos();
     try (EmberClient probe = EmberClient.connect(config)) {
       while (true) {
-        int live = 0;
+        ClassUsage usage = new ClassUsage(sc, 0, 0, 0, 0, 0);
         for (ClassUsage u : probe.df()) {
           if (u.storageClass().equals(sc)) {
-            live = u.liveNodes();
+            usage = u;
           }
         }
-        if (live == count) {
-          return;
+        if (ok.test(usage)) {
+          return usage;
         }
         if (System.nanoTime() > deadline) {
           throw new EmberException(
-              ErrorCode.TIMEOUT,
-              "expected "
-                  + count
-                  + " live "
-                  + sc.displayName()
-                  + " data nodes, have "
-                  + live
-                  + " after "
-                  + timeout);
+              ErrorCode.TIMEOUT, "waited " + timeout + " for " + what + "; have " + usage);
         }
         try {
           Thread.sleep(10);

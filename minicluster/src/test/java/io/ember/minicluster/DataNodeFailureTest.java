@@ -81,25 +81,8 @@ abstract class DataNodeFailureTest {
     }
   }
 
-  /** The tier's usage, or null while no node of it has registered (a new name node). */
-  private ClassUsage usage(EmberClient c) throws EmberException {
-    return c.df().stream()
-        .filter(u -> u.storageClass().equals(tier().options().storageClass()))
-        .findFirst()
-        .orElse(null);
-  }
-
-  private void await(EmberClient c, Predicate<ClassUsage> ok, String what) throws Exception {
-    long deadline = System.nanoTime() + PATIENCE.toNanos();
-    ClassUsage u = null;
-    while (System.nanoTime() - deadline < 0) {
-      u = usage(c);
-      if (u != null && ok.test(u)) {
-        return;
-      }
-      Thread.sleep(20);
-    }
-    throw new AssertionError("waited " + PATIENCE + " for " + what + "; have " + u);
+  private void await(Predicate<ClassUsage> ok, String what) throws EmberException {
+    cluster.awaitUsage(tier().options().storageClass(), ok, what, PATIENCE);
   }
 
   @Test
@@ -116,7 +99,7 @@ abstract class DataNodeFailureTest {
             .findFirst()
             .orElseThrow();
     victim.kill();
-    await(c, u -> u.lostNodes() == 1, "the killed node to be marked lost");
+    await(u -> u.lostNodes() == 1, "the killed node to be marked lost");
     EmberClient fresh = cluster.newClient();
     EmberException e = assertThrows(EmberException.class, () -> read(fresh, "/f"));
     assertEquals(ErrorCode.DATANODE_LOST, e.code(), e.getMessage());
@@ -139,11 +122,11 @@ abstract class DataNodeFailureTest {
     DataNode node = cluster.allDatanodes().get(0);
     int id = node.datanodeId();
     node.suspend();
-    await(c, u -> u.lostNodes() == 1, "the stalled node to be marked lost");
+    await(u -> u.lostNodes() == 1, "the stalled node to be marked lost");
     EmberException e = assertThrows(EmberException.class, () -> read(cluster.newClient(), "/f"));
     assertEquals(ErrorCode.DATANODE_LOST, e.code(), e.getMessage());
     node.resume();
-    await(c, u -> u.lostNodes() == 0 && u.liveNodes() == 1, "the node to come back");
+    await(u -> u.lostNodes() == 0 && u.liveNodes() == 1, "the node to come back");
     // Its contents survived the stall: it is the same node, with the same blocks.
     assertEquals(id, node.datanodeId());
     assertArrayEquals(bytes, read(cluster.newClient(), "/f"));
@@ -166,7 +149,6 @@ abstract class DataNodeFailureTest {
         // The kernel's target outlives the data node with its contents and their stamp: the new
         // process takes the node's place, and what a reader cached is still true.
         await(
-            writer,
             u -> u.liveNodes() == 1 && u.lostNodes() == 0,
             "the restarted node to take its place back");
         assertEquals(oldIncarnation, fresh.incarnation());
@@ -175,8 +157,7 @@ abstract class DataNodeFailureTest {
         return;
       }
       // The storage started empty: the old node stays lost, and the new one holds none of it.
-      await(
-          writer, u -> u.liveNodes() == 1 && u.lostNodes() == 1, "the restarted node to register");
+      await(u -> u.liveNodes() == 1 && u.lostNodes() == 1, "the restarted node to register");
       assertNotEquals(oldIncarnation, fresh.incarnation());
       byte[] now = data(100_000, 5);
       write(writer, "/now", now);
@@ -193,7 +174,7 @@ abstract class DataNodeFailureTest {
     EmberClient c = cluster.newClient();
     write(c, "/before", data(1000, 6));
     cluster.restartNamenode();
-    await(c, u -> u.liveNodes() == 1, "the data node to register with the new name node");
+    await(u -> u.liveNodes() == 1, "the data node to register with the new name node");
     // No operation log yet: the namespace starts empty, and the data node's storage is new.
     assertEquals(
         ErrorCode.NOT_FOUND, assertThrows(EmberException.class, () -> c.lookup("/before")).code());
