@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.ember.minicluster.MiniCluster;
+import io.ember.testing.ShadedJars;
 import java.io.File;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -22,43 +23,16 @@ import org.junit.jupiter.api.io.TempDir;
  * (FsShell) in a separate JVM, with no other Ember jar and no Ember Netty beside it.
  */
 class ShadedJarIT {
-  /** Packages of servers: an application's class path needs none of them. */
-  static final List<String> SERVER_PACKAGES =
-      List.of(
-          "io/ember/namenode/",
-          "io/ember/datanode/",
-          "io/ember/nvmf/target/",
-          "io/ember/minicluster/",
-          "io/ember/cli/",
-          "io/ember/benchmarks/");
-
-  /** The jar's packages, as folder names ("io/ember/client/"). */
-  static java.util.Set<String> packages(Path jar) throws java.io.IOException {
-    try (ZipFile z = new ZipFile(jar.toFile())) {
-      return z.stream()
-          .filter(e -> e.getName().endsWith(".class"))
-          .map(e -> e.getName().substring(0, e.getName().lastIndexOf('/') + 1))
-          .collect(Collectors.toCollection(java.util.TreeSet::new));
-    }
-  }
-
   @Test
   void carriesTheClientAndBothTiersButNoServer() throws Exception {
-    java.util.Set<String> packages = packages(Path.of(System.getProperty("ember.shaded.jar")));
-    for (String expected :
+    ShadedJars.assertClientsOnly(
+        Path.of(System.getProperty("ember.shaded.jar")),
         List.of(
             "io/ember/client/",
             "io/ember/hadoop/",
             "io/ember/tier/dram/",
             "io/ember/tier/nvmf/",
-            "io/ember/nvmf/tcp/")) {
-      assertTrue(packages.contains(expected), expected + " missing from " + packages);
-    }
-    for (String server : SERVER_PACKAGES) {
-      assertTrue(
-          packages.stream().noneMatch(p -> p.startsWith(server)),
-          server + " in the shaded jar: " + packages);
-    }
+            "io/ember/nvmf/tcp/"));
   }
 
   @Test
