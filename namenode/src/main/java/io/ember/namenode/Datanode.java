@@ -110,11 +110,15 @@ final class Datanode {
     if (nextFresh < blockCount) {
       return nextFresh++;
     }
+    drainCooled(now);
+    Long i = freed.pollFirst();
+    return i == null ? -1 : i;
+  }
+
+  private void drainCooled(long now) {
     while (!cooling.isEmpty() && now - cooling.peekFirst()[1] >= 0) {
       freed.addLast(cooling.pollFirst()[0]);
     }
-    Long i = freed.pollFirst();
-    return i == null ? -1 : i;
   }
 
   void giveBack(long index) {
@@ -127,6 +131,8 @@ final class Datanode {
 
   /** Blocks the data node reports deallocated become free; returns the next ones to trim. */
   java.util.List<Long> trimmed(java.util.List<Long> done, int max, long nowNanos) {
+    // Each heartbeat moves what has cooled, so counting free blocks walks few cooled entries.
+    drainCooled(nowNanos);
     long reusableAt = nowNanos + REUSE_DELAY_NANOS;
     for (Long slot : done) {
       if (trimming.remove(slot)) {
