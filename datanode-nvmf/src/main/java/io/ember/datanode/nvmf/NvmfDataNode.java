@@ -56,6 +56,10 @@ public final class NvmfDataNode implements DataNode {
 
   private final NvmfTarget embedded;
   private final NvmfUri uri;
+
+  /** The namespace's URI with its id, as block locations name it. */
+  private final String endpoint;
+
   private final NvmfHostOptions options;
   private final int nsid;
   private final IdentifyNamespace namespace;
@@ -102,7 +106,7 @@ public final class NvmfDataNode implements DataNode {
                 + "'s LBA size "
                 + namespace.blockSize());
       }
-      String endpoint =
+      endpoint =
           new NvmfUri(uri.transport(), uri.host(), uri.port(), uri.subsystemNqn(), nsid).toString();
       // The last LBA holds the stamp, so it is left out of the blocks.
       link =
@@ -237,8 +241,7 @@ public final class NvmfDataNode implements DataNode {
   /** The target namespace's URI with its namespace id, as block locations name it. */
   @Override
   public String endpoint() {
-    return new NvmfUri(uri.transport(), uri.host(), uri.port(), uri.subsystemNqn(), nsid)
-        .toString();
+    return endpoint;
   }
 
   /** The incarnation the target's stamp recorded when last read or written, or 0. */
