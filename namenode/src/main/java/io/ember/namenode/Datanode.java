@@ -28,6 +28,12 @@ final class Datanode {
   /** Another node registered at this endpoint since: this one never comes back. */
   boolean superseded;
 
+  /**
+   * False for a node known only from the journal after a restart, until it registers again with the
+   * same contents: its blocks are served meanwhile, and no new ones are taken from it.
+   */
+  boolean reported = true;
+
   /** Blocks below this index were handed out at least once. */
   private long nextFresh;
 
@@ -74,6 +80,7 @@ final class Datanode {
   /** Live again after being marked lost; deallocations in flight are sent again. */
   void revive(long nowNanos) {
     lost = false;
+    reported = true;
     lastHeartbeatNanos = nowNanos;
     resendTrims();
   }
@@ -87,6 +94,36 @@ final class Datanode {
       toTrim.addFirst(slot);
     }
     trimming.clear();
+  }
+
+  /** Blocks below this index were handed out at least once. */
+  long highWater() {
+    return nextFresh;
+  }
+
+  /** Replaying the journal: block {@code slot} was handed out. */
+  void restoreTaken(long slot) {
+    nextFresh = Math.max(nextFresh, slot + 1);
+  }
+
+  /**
+   * After a restart: every block handed out once and not {@code owned} by a file is free, and on
+   * storage that trims is deallocated again first.
+   */
+  void restoreFree(java.util.BitSet owned) {
+    freed.clear();
+    toTrim.clear();
+    trimming.clear();
+    cooling.clear();
+    for (long slot = 0; slot < nextFresh; slot++) {
+      if (!owned.get(Math.toIntExact(slot))) {
+        if (trimOnFree) {
+          toTrim.addLast(slot);
+        } else {
+          freed.addLast(slot);
+        }
+      }
+    }
   }
 
   long freeBlocks(long nowNanos) {

@@ -1,5 +1,6 @@
 package io.ember.namenode;
 
+import io.ember.protocol.Deferred;
 import io.ember.protocol.EmberConfig;
 import io.ember.protocol.EmberException;
 import io.ember.protocol.EmberKeys;
@@ -20,10 +21,19 @@ import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.channel.ChannelPipeline;
 import io.netty.util.AttributeKey;
+import java.io.IOException;
 import java.net.InetSocketAddress;
+import java.nio.channels.FileChannel;
+import java.nio.channels.FileLock;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
 import java.util.Queue;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.ExecutorService;
@@ -77,6 +87,20 @@ public final class NameNode implements AutoCloseable {
   /** The connection each data node registered on; see {@link #checkHeartbeatConnection}. */
   private final Map<Integer, Channel> datanodeConnections = new ConcurrentHashMap<>();
 
+  /** The journal, or null when the namespace lives in memory only. */
+  private final Journal journal;
+
+  /** The journal's and checkpoints' directory, or null. */
+  private final Path dir;
+
+  /** Held while this name node uses {@link #dir}, so a second one cannot. */
+  private final FileChannel dirLock;
+
+  private final int checkpointRecords;
+  private final long checkpointIntervalNanos;
+  private volatile long lastCheckpointNanos = System.nanoTime();
+  private java.util.concurrent.ScheduledFuture<?> checkpointing;
+
   private final LifeCycle lifeCycle = new LifeCycle("name node");
   private volatile boolean closing;
   private final InetSocketAddress address;
@@ -89,12 +113,42 @@ public final class NameNode implements AutoCloseable {
           EmberKeys.BLOCK_SIZE.name() + ": " + blockSize + " is not a power of two");
     }
     Duration timeout = config.get(NameNodeKeys.DATANODE_TIMEOUT);
-    state =
-        new NameNodeState(
-            (int) blockSize,
-            NameNodeKeys.parseOrder(config.get(NameNodeKeys.STORAGE_CLASS_ORDER)),
-            timeout,
-            System::nanoTime);
+    checkpointRecords = config.get(NameNodeKeys.CHECKPOINT_RECORDS);
+    checkpointIntervalNanos = config.get(NameNodeKeys.CHECKPOINT_INTERVAL).toNanos();
+    String dirText = config.get(NameNodeKeys.DIR);
+    if (dirText.isBlank()) {
+      dir = null;
+      dirLock = null;
+      journal = null;
+      state = newState(config);
+      LOG.warn(
+          "name node: {} is not set; the namespace lives in memory and is lost when the name node"
+              + " stops",
+          NameNodeKeys.DIR.name());
+    } else {
+      dir = Path.of(dirText).toAbsolutePath();
+      dirLock = lockDirectory(dir);
+      try {
+        state = recover(config, dir);
+        journal =
+            Journal.open(
+                dir,
+                Journal.Sync.parse(config.get(NameNodeKeys.JOURNAL_SYNC)),
+                recoveredThrough + 1);
+      } catch (EmberException | RuntimeException e) {
+        closeQuietly(dirLock);
+        throw e;
+      } catch (IOException e) {
+        closeQuietly(dirLock);
+        throw new EmberException(
+            ErrorCode.JOURNAL_FAILED,
+            e instanceof Journal.CorruptJournalException
+                ? e.getMessage()
+                : "the name node cannot load its state from " + dir + ": " + e.getMessage(),
+            e);
+      }
+      state.attachJournal(journal);
+    }
     int handlerThreads = config.get(NameNodeKeys.HANDLER_THREADS);
     handlers =
         handlerThreads == 0
@@ -118,6 +172,10 @@ public final class NameNode implements AutoCloseable {
       if (handlers != null) {
         handlers.shutdownNow();
       }
+      if (journal != null) {
+        journal.close();
+        closeQuietly(dirLock);
+      }
       throw e;
     }
     reaper =
@@ -131,7 +189,215 @@ public final class NameNode implements AutoCloseable {
     reaping =
         reaper.scheduleWithFixedDelay(
             state::expireDatanodes, period, period, TimeUnit.MILLISECONDS);
+    if (journal != null) {
+      long tick = Math.max(100, Math.min(1000, checkpointIntervalNanos / 1_000_000 / 4));
+      checkpointing =
+          reaper.scheduleWithFixedDelay(this::checkpointIfDue, tick, tick, TimeUnit.MILLISECONDS);
+    }
     lifeCycle.started();
+  }
+
+  /** The last record the state loaded at start-up holds; set by {@link #recover}. */
+  private long recoveredThrough;
+
+  private static NameNodeState newState(EmberConfig config) {
+    return new NameNodeState(
+        Math.toIntExact(config.get(EmberKeys.BLOCK_SIZE)),
+        NameNodeKeys.parseOrder(config.get(NameNodeKeys.STORAGE_CLASS_ORDER)),
+        config.get(NameNodeKeys.DATANODE_TIMEOUT),
+        System::nanoTime);
+  }
+
+  /** Loads the newest checkpoint that reads whole and replays the journal after it. */
+  private NameNodeState recover(EmberConfig config, Path dir) throws IOException, EmberException {
+    List<Path> checkpoints = Checkpoints.list(dir);
+    if (checkpoints.isEmpty()) {
+      throw new EmberException(
+          ErrorCode.JOURNAL_FAILED,
+          dir
+              + " is not a formatted name node directory: run 'ember namenode --format' first"
+              + " (or point "
+              + NameNodeKeys.DIR.name()
+              + " at the directory the name node used)");
+    }
+    long started = System.nanoTime();
+    NameNodeState loaded = null;
+    long seq = -1;
+    IOException firstFailure = null;
+    for (Path checkpoint : checkpoints) {
+      NameNodeState candidate = newState(config);
+      try {
+        seq = Checkpoints.read(checkpoint, candidate::load);
+        loaded = candidate;
+        break;
+      } catch (IOException e) {
+        LOG.error("name node: cannot use checkpoint {}: {}", checkpoint, e.getMessage());
+        if (firstFailure == null) {
+          firstFailure = e;
+        }
+      }
+    }
+    if (loaded == null) {
+      throw firstFailure;
+    }
+    long loadedAt = System.nanoTime();
+    NameNodeState state = loaded;
+    Journal.Replayed replayed = Journal.replay(dir, seq, (s, payload) -> state.replay(payload));
+    state.finishRestore();
+    recoveredThrough = replayed.lastSeq();
+    LOG.info(
+        "name node: loaded checkpoint of record {} in {} ms and replayed {} journal records in {}"
+            + " ms: {} files",
+        seq,
+        (loadedAt - started) / 1_000_000,
+        replayed.records(),
+        (System.nanoTime() - loadedAt) / 1_000_000,
+        state.fileCount());
+    return state;
+  }
+
+  private static FileChannel lockDirectory(Path dir) throws EmberException {
+    try {
+      Files.createDirectories(dir);
+      FileChannel ch =
+          FileChannel.open(
+              dir.resolve(LOCK_FILE), StandardOpenOption.CREATE, StandardOpenOption.WRITE);
+      FileLock lock;
+      try {
+        lock = ch.tryLock();
+      } catch (java.nio.channels.OverlappingFileLockException e) {
+        lock = null;
+      }
+      if (lock == null) {
+        ch.close();
+        throw new EmberException(
+            ErrorCode.ALREADY_EXISTS, "another name node is using " + dir + ": stop it first");
+      }
+      return ch;
+    } catch (IOException e) {
+      throw new EmberException(
+          ErrorCode.JOURNAL_FAILED, "cannot use name node directory " + dir + ": " + e, e);
+    }
+  }
+
+  private static void closeQuietly(FileChannel ch) {
+    try {
+      ch.close();
+    } catch (IOException e) {
+      LOG.debug("name node: closing the directory lock failed", e);
+    }
+  }
+
+  private static final String LOCK_FILE = "in_use.lock";
+
+  /**
+   * Prepares {@link NameNodeKeys#DIR} for a name node with an empty namespace.
+   *
+   * @param force wipe a directory that holds a name node's state (its files only)
+   * @throws EmberException {@link ErrorCode#ALREADY_EXISTS} when the directory holds a name node's
+   *     state and {@code force} is false, holds other files, or a name node is using it; {@link
+   *     ErrorCode#INVALID_ARGUMENT} when no directory is configured; {@link
+   *     ErrorCode#JOURNAL_FAILED} when it cannot be written
+   */
+  public static void format(EmberConfig config, boolean force) throws EmberException {
+    String dirText = config.get(NameNodeKeys.DIR);
+    if (dirText.isBlank()) {
+      throw new EmberException(
+          ErrorCode.INVALID_ARGUMENT,
+          "set " + NameNodeKeys.DIR.name() + " (or --dir) to the directory to format");
+    }
+    Path dir = Path.of(dirText).toAbsolutePath();
+    FileChannel lock = lockDirectory(dir);
+    try {
+      List<Path> ours = new ArrayList<>();
+      List<Path> others = new ArrayList<>();
+      try (var files = Files.list(dir)) {
+        files
+            .filter(p -> !p.getFileName().toString().equals(LOCK_FILE))
+            .forEach(p -> (isOurs(p) ? ours : others).add(p));
+      }
+      if (!others.isEmpty()) {
+        throw new EmberException(
+            ErrorCode.ALREADY_EXISTS,
+            dir
+                + " holds files that are not a name node's (such as "
+                + others.get(0).getFileName()
+                + "): choose an empty directory");
+      }
+      if (!ours.isEmpty() && !force) {
+        throw new EmberException(
+            ErrorCode.ALREADY_EXISTS,
+            dir + " holds a name node's namespace: add --force to wipe it");
+      }
+      for (Path p : ours) {
+        Files.delete(p);
+      }
+      NameNodeState empty = newState(config);
+      Checkpoints.write(dir, 0, empty::save);
+      LOG.info("name node: formatted {}", dir);
+    } catch (IOException e) {
+      throw new EmberException(
+          ErrorCode.JOURNAL_FAILED, "cannot format " + dir + ": " + e.getMessage(), e);
+    } finally {
+      closeQuietly(lock);
+    }
+  }
+
+  private static boolean isOurs(Path p) {
+    String name = p.getFileName().toString();
+    return Checkpoints.seqOf(p) >= 0
+        || Journal.segmentSeq(p) >= 0
+        || (name.startsWith("checkpoint-") && name.endsWith(".tmp"));
+  }
+
+  private void checkpointIfDue() {
+    long appended = journal.appendedSinceRoll();
+    if (appended == 0) {
+      return;
+    }
+    if (appended < checkpointRecords
+        && System.nanoTime() - lastCheckpointNanos < checkpointIntervalNanos) {
+      return;
+    }
+    try {
+      checkpoint();
+    } catch (IOException e) {
+      LOG.error("name node: checkpoint failed (retried later): {}", e.toString());
+    }
+  }
+
+  /**
+   * Writes a checkpoint of the namespace now and drops the journal it makes unneeded (keeping what
+   * the previous checkpoint needs, in case the newest is damaged). Changes wait while it is
+   * written; reads do not.
+   *
+   * @return the journal record the checkpoint is of
+   * @throws IOException when it cannot be written (the journal is kept)
+   * @throws IllegalStateException when the name node has no directory
+   */
+  public synchronized long checkpoint() throws IOException {
+    if (journal == null) {
+      throw new IllegalStateException("the name node keeps no journal (ember.namenode.dir)");
+    }
+    long started = System.nanoTime();
+    long seq = state.checkpoint(dir);
+    lastCheckpointNanos = System.nanoTime();
+    List<Path> checkpoints = Checkpoints.list(dir);
+    long oldestKept = Checkpoints.seqOf(checkpoints.get(Math.min(1, checkpoints.size() - 1)));
+    for (int i = 2; i < checkpoints.size(); i++) {
+      Files.deleteIfExists(checkpoints.get(i));
+    }
+    List<Path> segments = Journal.segments(dir);
+    for (int i = 0; i + 1 < segments.size(); i++) {
+      if (Journal.segmentSeq(segments.get(i + 1)) <= oldestKept + 1) {
+        Files.deleteIfExists(segments.get(i));
+      }
+    }
+    LOG.info(
+        "name node: checkpoint of record {} written in {} ms",
+        seq,
+        (System.nanoTime() - started) / 1_000_000);
+    return seq;
   }
 
   /**
@@ -177,6 +443,9 @@ public final class NameNode implements AutoCloseable {
     }
     closing = true;
     reaping.cancel(false);
+    if (checkpointing != null) {
+      checkpointing.cancel(false);
+    }
     reaper.shutdownNow();
     server.close();
     if (handlers != null) {
@@ -189,6 +458,12 @@ public final class NameNode implements AutoCloseable {
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
       }
+    }
+    if (journal != null) {
+      synchronized (this) {
+        journal.close();
+      }
+      closeQuietly(dirLock);
     }
     lifeCycle.closed();
   }
@@ -208,6 +483,27 @@ public final class NameNode implements AutoCloseable {
           ErrorCode.UNKNOWN_DATANODE,
           "data node " + datanodeId + " is registered on another connection: register again");
     }
+  }
+
+  /**
+   * Answers a request; a change is answered only once the journal holds it as durably as {@link
+   * NameNodeKeys#JOURNAL_SYNC} asks, without holding the thread meanwhile.
+   */
+  private Message durable(Channel channel, MessageType type, ByteBuf in) throws EmberException {
+    Message answer;
+    try {
+      answer = answer(channel, type, in);
+    } catch (EmberException | RuntimeException e) {
+      // An error after a change was recorded (a create that made parents first) is answered at
+      // once: the change is kept or not by the journal's fate, as for a lost answer.
+      var unused = state.takeLogged();
+      throw e;
+    }
+    CompletableFuture<Void> logged = state.takeLogged();
+    if (logged.isDone() && !logged.isCompletedExceptionally()) {
+      return answer;
+    }
+    return new Deferred(logged.thenApply(v -> answer));
   }
 
   private Message answer(Channel channel, MessageType type, ByteBuf in) throws EmberException {
@@ -310,7 +606,7 @@ public final class NameNode implements AutoCloseable {
           pipeline.addAfter(frames.name(), "namenode-handlers", lane);
         }
       }
-      return answer(channel, type, in);
+      return durable(channel, type, in);
     }
 
     @Override
@@ -415,20 +711,42 @@ public final class NameNode implements AutoCloseable {
     /** What the RPC server does with an answer or an error, here off its thread. */
     private void respond(Frame frame) {
       MessageType type = MessageType.fromCode(frame.type());
-      int flags = Frame.FLAG_RESPONSE;
+      long requestId = frame.requestId();
       Message answer;
       try {
-        answer = answer(channel, type, frame.payload());
-      } catch (EmberException e) {
+        answer = durable(channel, type, frame.payload());
+      } catch (EmberException | RuntimeException e) {
+        reply(type, requestId, null, e, false);
+        return;
+      }
+      if (answer instanceof Deferred deferred) {
+        // The reply is the only use of the completion, and reply() reports its own failures.
+        @SuppressWarnings("FutureReturnValueIgnored")
+        var unused = deferred.answer().whenComplete((m, e) -> reply(type, requestId, m, e, true));
+      } else {
+        reply(type, requestId, answer, null, false);
+      }
+    }
+
+    private void reply(
+        MessageType type, long requestId, Message answer, Throwable error, boolean flush) {
+      int flags = Frame.FLAG_RESPONSE;
+      Throwable cause =
+          error instanceof java.util.concurrent.CompletionException && error.getCause() != null
+              ? error.getCause()
+              : error;
+      if (cause instanceof EmberException e) {
         answer = new Messages.ErrorReply(e.code(), e.getMessage());
         flags |= Frame.FLAG_ERROR;
-      } catch (RuntimeException e) {
-        LOG.error("name node: internal error on request type {}", type, e);
-        answer = new Messages.ErrorReply(ErrorCode.INTERNAL, "name node internal error: " + e);
+      } else if (cause != null) {
+        LOG.error("name node: internal error on request type {}", type, cause);
+        answer = new Messages.ErrorReply(ErrorCode.INTERNAL, "name node internal error: " + cause);
         flags |= Frame.FLAG_ERROR;
       }
       // An answer that cannot be written leaves its caller waiting: close, so it fails at once.
-      Frame.write(channel, type, flags, frame.requestId(), answer)
+      (flush
+              ? Frame.writeAndFlush(channel, type, flags, requestId, answer)
+              : Frame.write(channel, type, flags, requestId, answer))
           .addListener(ChannelFutureListener.CLOSE_ON_FAILURE);
     }
   }

@@ -59,9 +59,68 @@ public final class NameNodeKeys {
           1024,
           "threads that run requests (0: the network threads that read them)");
 
+  /**
+   * The directory of the name node's journal and checkpoints; empty keeps the namespace in memory
+   * only, lost when the name node stops. {@code ember namenode --format} prepares it.
+   */
+  public static final ConfigKey<String> DIR =
+      ConfigKey.ofString(
+          "ember.namenode.dir",
+          "",
+          s -> true,
+          "a directory, or empty",
+          "directory of the journal and checkpoints (empty: the namespace lives in memory only)");
+
+  /** When an acknowledged change is on disk. */
+  public static final ConfigKey<String> JOURNAL_SYNC =
+      ConfigKey.ofString(
+          "ember.namenode.journal.sync",
+          "always",
+          NameNodeKeys::validSync,
+          "always, batch or none",
+          "always: forced to disk before a change is acknowledged (survives power loss); batch:"
+              + " forced within 100 ms; none: written by the OS when it likes (survives the"
+              + " process only)");
+
+  /** Journal records after which a checkpoint is written. */
+  public static final ConfigKey<Integer> CHECKPOINT_RECORDS =
+      ConfigKey.ofInt(
+          "ember.namenode.checkpoint.records",
+          1_000_000,
+          1,
+          Integer.MAX_VALUE,
+          "journal records after which the namespace is checkpointed");
+
+  /** Time after which a checkpoint is written if anything changed. */
+  public static final ConfigKey<Duration> CHECKPOINT_INTERVAL =
+      ConfigKey.ofDuration(
+          "ember.namenode.checkpoint.interval",
+          "10m",
+          Duration.ofMillis(100),
+          Duration.ofDays(7),
+          "time after which the namespace is checkpointed if it changed");
+
   /** Every key of this class. */
   public static final List<ConfigKey<?>> ALL =
-      List.of(BIND_HOST, PORT, DATANODE_TIMEOUT, STORAGE_CLASS_ORDER, HANDLER_THREADS);
+      List.of(
+          BIND_HOST,
+          PORT,
+          DATANODE_TIMEOUT,
+          STORAGE_CLASS_ORDER,
+          HANDLER_THREADS,
+          DIR,
+          JOURNAL_SYNC,
+          CHECKPOINT_RECORDS,
+          CHECKPOINT_INTERVAL);
+
+  private static boolean validSync(String text) {
+    try {
+      Journal.Sync.parse(text);
+      return true;
+    } catch (IllegalArgumentException e) {
+      return false;
+    }
+  }
 
   /** Parses {@link #STORAGE_CLASS_ORDER}. */
   public static List<StorageClass> parseOrder(String text) {

@@ -12,6 +12,15 @@ import io.ember.protocol.NodeStatus;
 import io.ember.protocol.NodeType;
 import io.ember.protocol.Paths;
 import io.ember.protocol.StorageClass;
+import java.io.ByteArrayInputStream;
+import java.io.ByteArrayOutputStream;
+import java.io.DataInputStream;
+import java.io.DataOutputStream;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -19,6 +28,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
 import java.util.function.LongSupplier;
 import org.slf4j.Logger;
@@ -36,7 +46,7 @@ final class NameNodeState {
   private final long datanodeTimeoutNanos;
   private final LongSupplier clock;
   private final ReentrantReadWriteLock lock = new ReentrantReadWriteLock();
-  private final Inode.Dir root;
+  private Inode.Dir root;
   private final Map<Long, Inode.File> files = new HashMap<>();
   private final Map<Integer, Datanode> datanodes = new LinkedHashMap<>();
 
@@ -58,6 +68,25 @@ final class NameNodeState {
   private long nextGeneration = 1;
 
   private int nextDatanodeId = 1;
+
+  private static final CompletableFuture<Void> DONE = CompletableFuture.completedFuture(null);
+
+  static final int EDIT_CREATE = 1;
+  static final int EDIT_DELETE = 2;
+  static final int EDIT_RENAME = 3;
+  static final int EDIT_ALLOCATE = 4;
+  static final int EDIT_CLOSE = 5;
+  static final int EDIT_REGISTER = 6;
+  static final int EDIT_ABANDON = 7;
+
+  /** Where changes are recorded before they are acknowledged; null keeps them in memory only. */
+  private Journal journal;
+
+  /** True while the journal is replayed: changes are not recorded again. */
+  private boolean replaying;
+
+  /** The journal record of the change this thread made last; see {@link #takeLogged}. */
+  private static final ThreadLocal<CompletableFuture<Void>> LOGGED = new ThreadLocal<>();
 
   NameNodeState(
       int blockSize,
@@ -87,7 +116,38 @@ final class NameNodeState {
     }
     lock.writeLock().lock();
     try {
+      checkJournal();
       long now = System.currentTimeMillis();
+      long firstId = nextInodeId;
+      Inode made;
+      try {
+        made = createLocked(parts, type, sc, createParents, now);
+      } finally {
+        // A create that failed after making parents made them all the same.
+        if (nextInodeId != firstId) {
+          log(
+              EDIT_CREATE,
+              out -> {
+                writeString(out, canonical);
+                out.writeByte(type.code());
+                out.writeInt(sc.id());
+                out.writeBoolean(createParents);
+                out.writeLong(firstId);
+                out.writeLong(now);
+              });
+        }
+      }
+      return status(made);
+    } finally {
+      lock.writeLock().unlock();
+    }
+  }
+
+  private Inode createLocked(
+      List<String> parts, NodeType type, StorageClass sc, boolean createParents, long now)
+      throws EmberException {
+    String canonical = Paths.join(parts);
+    {
       Inode.Dir dir = root;
       for (int i = 0; i < parts.size() - 1; i++) {
         Inode child = dir.children.get(parts.get(i));
@@ -137,9 +197,7 @@ final class NameNodeState {
       if (made instanceof Inode.File f) {
         files.put(f.id, f);
       }
-      return status(made);
-    } finally {
-      lock.writeLock().unlock();
+      return made;
     }
   }
 
@@ -206,6 +264,7 @@ final class NameNodeState {
     }
     lock.writeLock().lock();
     try {
+      checkJournal();
       Inode node = resolve(parts);
       if (node instanceof Inode.Dir dir && !dir.children.isEmpty() && !recursive) {
         throw new EmberException(
@@ -213,12 +272,23 @@ final class NameNodeState {
             "cannot delete " + Paths.join(parts) + ": directory not empty (delete recursively)");
       }
       long now = System.currentTimeMillis();
-      node.parent.children.remove(node.name);
-      node.parent.modificationTime = now;
-      release(node);
+      unlink(node, now);
+      String canonical = Paths.join(parts);
+      log(
+          EDIT_DELETE,
+          out -> {
+            writeString(out, canonical);
+            out.writeLong(now);
+          });
     } finally {
       lock.writeLock().unlock();
     }
+  }
+
+  private void unlink(Inode node, long now) {
+    node.parent.children.remove(node.name);
+    node.parent.modificationTime = now;
+    release(node);
   }
 
   void rename(String source, String target) throws EmberException {
@@ -235,9 +305,30 @@ final class NameNodeState {
     }
     lock.writeLock().lock();
     try {
+      checkJournal();
+      long now = System.currentTimeMillis();
+      if (renameLocked(src, dst, now)) {
+        log(
+            EDIT_RENAME,
+            out -> {
+              writeString(out, srcPath);
+              writeString(out, dstPath);
+              out.writeLong(now);
+            });
+      }
+    } finally {
+      lock.writeLock().unlock();
+    }
+  }
+
+  /** Renames; false when source and target are the same path (nothing changes). */
+  private boolean renameLocked(List<String> src, List<String> dst, long now) throws EmberException {
+    String srcPath = Paths.join(src);
+    String dstPath = Paths.join(dst);
+    {
       Inode node = resolve(src);
       if (srcPath.equals(dstPath)) {
-        return;
+        return false;
       }
       if (dst.size() > src.size() && dst.subList(0, src.size()).equals(src)) {
         throw new EmberException(
@@ -262,13 +353,11 @@ final class NameNodeState {
             ErrorCode.INVALID_ARGUMENT,
             "cannot rename " + srcPath + " to " + dstPath + ": a multifile holds only files");
       }
-      long now = System.currentTimeMillis();
       node.parent.children.remove(node.name);
       node.parent.modificationTime = now;
       node.name = newName;
       attach(newParent, node, now);
-    } finally {
-      lock.writeLock().unlock();
+      return true;
     }
   }
 
@@ -278,6 +367,10 @@ final class NameNodeState {
     lock.writeLock().lock();
     try {
       Inode.File file = file(fileId);
+      if (index < file.blocks.size() && file.open) {
+        return location(file, index);
+      }
+      checkJournal();
       if (!file.open) {
         throw new EmberException(
             ErrorCode.FILE_CLOSED,
@@ -299,7 +392,19 @@ final class NameNodeState {
       }
       Block b = takeBlock(file.storageClass, pathOf(file), index);
       file.blocks.add(b);
-      file.modificationTime = System.currentTimeMillis();
+      long now = System.currentTimeMillis();
+      file.modificationTime = now;
+      log(
+          EDIT_ALLOCATE,
+          out -> {
+            out.writeLong(fileId);
+            out.writeInt(index);
+            out.writeLong(b.blockId());
+            out.writeLong(b.generation());
+            out.writeInt(b.datanode().id);
+            out.writeLong(b.slot());
+            out.writeLong(now);
+          });
       return location(file, index);
     } finally {
       lock.writeLock().unlock();
@@ -330,7 +435,9 @@ final class NameNodeState {
       Inode.File file = file(fileId);
       if (!file.open) {
         if (file.length == length) {
-          return status(file); // a retried close after a lost answer
+          // A retried close after a lost answer: answered once the first close is durable.
+          LOGGED.set(journal == null ? DONE : journal.barrier());
+          return status(file);
         }
         throw new EmberException(ErrorCode.FILE_CLOSED, pathOf(file) + " is already closed");
       }
@@ -348,19 +455,32 @@ final class NameNodeState {
                 + blockSize
                 + " bytes");
       }
-      // Writers ask for a block before their first write; one that wrote less leaves blocks it
-      // never filled, and they go back to their data nodes now.
-      long used = (length + blockSize - 1) / blockSize;
-      while (file.blocks.size() > used) {
-        giveBack(file.blocks.remove(file.blocks.size() - 1));
-      }
-      file.length = length;
-      file.open = false;
-      file.modificationTime = System.currentTimeMillis();
+      checkJournal();
+      long now = System.currentTimeMillis();
+      closeLocked(file, length, now);
+      log(
+          EDIT_CLOSE,
+          out -> {
+            out.writeLong(fileId);
+            out.writeLong(length);
+            out.writeLong(now);
+          });
       return status(file);
     } finally {
       lock.writeLock().unlock();
     }
+  }
+
+  private void closeLocked(Inode.File file, long length, long now) {
+    // Writers ask for a block before their first write; one that wrote less leaves blocks it
+    // never filled, and they go back to their data nodes now.
+    long used = (length + blockSize - 1) / blockSize;
+    while (file.blocks.size() > used) {
+      giveBack(file.blocks.remove(file.blocks.size() - 1));
+    }
+    file.length = length;
+    file.open = false;
+    file.modificationTime = now;
   }
 
   private Block takeBlock(StorageClass preferred, String path, int index) throws EmberException {
@@ -469,6 +589,7 @@ final class NameNodeState {
     long blocks = capacityBytes / blockSize;
     lock.writeLock().lock();
     try {
+      checkJournal();
       if (incarnation != 0) {
         for (Datanode known : datanodes.values()) {
           // A superseded node's addresses may hold a newer node's files by now.
@@ -482,6 +603,16 @@ final class NameNodeState {
               liveByClass.computeIfAbsent(sc, k -> new ArrayList<>()).add(known);
               LOG.warn(
                   "{} is back with the same contents; its blocks are available again",
+                  known.describe());
+            } else if (!known.reported) {
+              // Known from the journal: its contents are what the namespace says they are.
+              known.reported = true;
+              known.lastHeartbeatNanos = clock.getAsLong();
+              known.resendTrims();
+              liveByClass.computeIfAbsent(sc, k -> new ArrayList<>()).add(known);
+              LOG.info(
+                  "{} reported its contents after the name node restarted; it takes new blocks"
+                      + " again",
                   known.describe());
             } else {
               // Registered again while live (its link lost an answer): it forgot the
@@ -500,6 +631,36 @@ final class NameNodeState {
                 + endpoint
                 + ": register as a new node");
       }
+      int id = nextDatanodeId++;
+      Datanode dn = registerNewLocked(id, sc, tier, endpoint, blocks, trimOnFree, incarnation);
+      log(
+          EDIT_REGISTER,
+          out -> {
+            out.writeInt(id);
+            out.writeInt(sc.id());
+            writeString(out, tier);
+            writeString(out, endpoint);
+            out.writeLong(blocks);
+            out.writeBoolean(trimOnFree);
+            out.writeLong(incarnation);
+          });
+      LOG.info(
+          "registered {}: {} blocks of {} ({})", dn.describe(), blocks, sc.displayName(), tier);
+      return new RegisterResponse(id, blockSize, blocks);
+    } finally {
+      lock.writeLock().unlock();
+    }
+  }
+
+  private Datanode registerNewLocked(
+      int id,
+      StorageClass sc,
+      String tier,
+      String endpoint,
+      long blocks,
+      boolean trimOnFree,
+      long incarnation) {
+    {
       // Whatever served this endpoint before is gone (a restarted process, a target that came
       // back empty): its blocks must read as lost now, not when its heartbeats time out, or the
       // new node's blocks at the same addresses would be handed out while the old ones look live.
@@ -511,7 +672,6 @@ final class NameNodeState {
           }
         }
       }
-      int id = nextDatanodeId++;
       Datanode dn =
           new Datanode(
               id,
@@ -525,11 +685,7 @@ final class NameNodeState {
               clock.getAsLong());
       datanodes.put(id, dn);
       liveByClass.computeIfAbsent(sc, k -> new ArrayList<>()).add(dn);
-      LOG.info(
-          "registered {}: {} blocks of {} ({})", dn.describe(), blocks, sc.displayName(), tier);
-      return new RegisterResponse(id, blockSize, blocks);
-    } finally {
-      lock.writeLock().unlock();
+      return dn;
     }
   }
 
@@ -576,6 +732,11 @@ final class NameNodeState {
           ErrorCode.UNKNOWN_DATANODE,
           "data node " + datanodeId + " is not registered (or was marked lost): register again");
     }
+    if (!dn.reported) {
+      throw new EmberException(
+          ErrorCode.UNKNOWN_DATANODE,
+          "the name node restarted: data node " + datanodeId + " must register again");
+    }
     return dn;
   }
 
@@ -620,9 +781,14 @@ final class NameNodeState {
   /** Takes a node out of allocation; its blocks read as lost. Call under the write lock. */
   private void markLost(Datanode dn, String why) {
     dn.lost = true;
-    liveByClass.get(dn.storageClass).remove(dn);
+    List<Datanode> live = liveByClass.get(dn.storageClass);
+    if (live != null) {
+      live.remove(dn);
+    }
     nextNode.put(dn.storageClass, 0);
-    LOG.warn("{} lost: {}; its blocks are unavailable", dn.describe(), why);
+    if (!replaying) {
+      LOG.warn("{} lost: {}; its blocks are unavailable", dn.describe(), why);
+    }
   }
 
   List<ClassUsage> usage() {
@@ -645,6 +811,351 @@ final class NameNodeState {
       return out;
     } finally {
       lock.readLock().unlock();
+    }
+  }
+
+  // ---- durability --------------------------------------------------------------------------
+
+  /** Records every change from now on in {@code journal} before it is acknowledged. */
+  void attachJournal(Journal journal) {
+    lock.writeLock().lock();
+    try {
+      this.journal = journal;
+    } finally {
+      lock.writeLock().unlock();
+    }
+  }
+
+  /**
+   * Completes when the change this thread made last (if any, since the last call) is as durable as
+   * the journal promises; a caller answers its request only then.
+   */
+  CompletableFuture<Void> takeLogged() {
+    CompletableFuture<Void> f = LOGGED.get();
+    LOGGED.remove();
+    return f == null ? DONE : f;
+  }
+
+  private void checkJournal() throws EmberException {
+    if (journal != null && !replaying) {
+      journal.checkWritable();
+    }
+  }
+
+  /** Writes one edit's fields. */
+  private interface EditBody {
+    void write(DataOutputStream out) throws IOException;
+  }
+
+  private void log(int op, EditBody body) {
+    if (journal == null || replaying) {
+      return;
+    }
+    ByteArrayOutputStream bytes = new ByteArrayOutputStream(64);
+    DataOutputStream out = new DataOutputStream(bytes);
+    try {
+      out.writeByte(op);
+      body.write(out);
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+    LOGGED.set(journal.append(bytes.toByteArray()));
+  }
+
+  static void writeString(DataOutputStream out, String s) throws IOException {
+    byte[] b = s.getBytes(StandardCharsets.UTF_8);
+    out.writeInt(b.length);
+    out.write(b);
+  }
+
+  static String readString(DataInputStream in) throws IOException {
+    int n = in.readInt();
+    if (n < 0 || n > Journal.MAX_RECORD) {
+      throw new IOException("a string of " + n + " bytes");
+    }
+    byte[] b = new byte[n];
+    in.readFully(b);
+    return new String(b, StandardCharsets.UTF_8);
+  }
+
+  /**
+   * Applies one journal record, as the change it records did when it was made.
+   *
+   * @throws IOException when the record cannot be read or does not fit the namespace
+   */
+  void replay(ByteBuffer payload) throws IOException {
+    DataInputStream in =
+        new DataInputStream(
+            new ByteArrayInputStream(
+                payload.array(), payload.arrayOffset() + payload.position(), payload.remaining()));
+    lock.writeLock().lock();
+    replaying = true;
+    try {
+      int op = in.readByte();
+      switch (op) {
+        case EDIT_CREATE -> {
+          List<String> parts = Paths.components(readString(in));
+          NodeType type = NodeType.fromCode(in.readByte());
+          StorageClass sc = new StorageClass(in.readInt());
+          boolean createParents = in.readBoolean();
+          nextInodeId = in.readLong();
+          long now = in.readLong();
+          try {
+            createLocked(parts, type, sc, createParents, now);
+          } catch (EmberException e) {
+            // It failed so when it was made, after making parents: they are made again.
+          }
+        }
+        case EDIT_DELETE -> {
+          Inode node = resolve(Paths.components(readString(in)));
+          unlink(node, in.readLong());
+        }
+        case EDIT_RENAME -> {
+          List<String> src = Paths.components(readString(in));
+          List<String> dst = Paths.components(readString(in));
+          renameLocked(src, dst, in.readLong());
+        }
+        case EDIT_ALLOCATE -> {
+          Inode.File file = file(in.readLong());
+          int index = in.readInt();
+          long blockId = in.readLong();
+          long generation = in.readLong();
+          Datanode dn = datanode(in.readInt());
+          long slot = in.readLong();
+          if (index != file.blocks.size()) {
+            throw new IOException("block " + index + " of a file of " + file.blocks.size());
+          }
+          file.blocks.add(new Block(blockId, generation, dn, slot));
+          dn.restoreTaken(slot);
+          file.modificationTime = in.readLong();
+          nextBlockId = Math.max(nextBlockId, blockId + 1);
+          nextGeneration = Math.max(nextGeneration, generation + 1);
+        }
+        case EDIT_CLOSE -> {
+          Inode.File file = file(in.readLong());
+          long length = in.readLong();
+          closeLocked(file, length, in.readLong());
+        }
+        case EDIT_ABANDON -> {
+          Inode.File file = file(in.readLong());
+          unlink(file, in.readLong());
+        }
+        case EDIT_REGISTER -> {
+          int id = in.readInt();
+          StorageClass sc = new StorageClass(in.readInt());
+          String tier = readString(in);
+          String endpoint = readString(in);
+          long blocks = in.readLong();
+          boolean trimOnFree = in.readBoolean();
+          long incarnation = in.readLong();
+          registerNewLocked(id, sc, tier, endpoint, blocks, trimOnFree, incarnation);
+          nextDatanodeId = Math.max(nextDatanodeId, id + 1);
+        }
+        default -> throw new IOException("unknown edit " + op);
+      }
+      if (in.available() != 0) {
+        throw new IOException(in.available() + " bytes after edit " + op);
+      }
+    } catch (EmberException e) {
+      throw new IOException(e.getMessage(), e);
+    } finally {
+      replaying = false;
+      lock.writeLock().unlock();
+    }
+  }
+
+  private Datanode datanode(int id) throws IOException {
+    Datanode dn = datanodes.get(id);
+    if (dn == null) {
+      throw new IOException("data node " + id + " was never registered");
+    }
+    return dn;
+  }
+
+  /**
+   * After a checkpoint is loaded and the journal replayed: every data node's free blocks are the
+   * ones no file holds (NVMf ones are deallocated again first, as a crash may have come before a
+   * deallocation), and each is taken at its word for what it holds until it registers again or its
+   * heartbeat timeout passes.
+   */
+  void finishRestore() {
+    lock.writeLock().lock();
+    try {
+      Map<Integer, java.util.BitSet> owned = new HashMap<>();
+      for (Inode.File f : files.values()) {
+        for (Block b : f.blocks) {
+          owned
+              .computeIfAbsent(b.datanode().id, k -> new java.util.BitSet())
+              .set(Math.toIntExact(b.slot()));
+        }
+      }
+      liveByClass.clear();
+      nextNode.clear();
+      long now = clock.getAsLong();
+      for (Datanode dn : datanodes.values()) {
+        dn.restoreFree(owned.getOrDefault(dn.id, new java.util.BitSet()));
+        dn.lost = dn.superseded;
+        dn.reported = false;
+        dn.lastHeartbeatNanos = now;
+      }
+      nextInodeId = Math.max(nextInodeId, System.currentTimeMillis() << 20);
+    } finally {
+      lock.writeLock().unlock();
+    }
+  }
+
+  /** Files in the namespace (for logs and tests). */
+  int fileCount() {
+    lock.readLock().lock();
+    try {
+      return files.size();
+    } finally {
+      lock.readLock().unlock();
+    }
+  }
+
+  /**
+   * Writes a checkpoint of the namespace as of the journal's last record, then starts a new journal
+   * segment; changes wait meanwhile, reads do not.
+   *
+   * @return the sequence number the checkpoint is of
+   */
+  long checkpoint(Path dir) throws IOException {
+    lock.readLock().lock();
+    try {
+      long seq = journal.roll();
+      Checkpoints.write(dir, seq, this::save);
+      return seq;
+    } finally {
+      lock.readLock().unlock();
+    }
+  }
+
+  /** Writes the namespace; call under the lock. */
+  void save(DataOutputStream out) throws IOException {
+    out.writeInt(blockSize);
+    out.writeLong(nextInodeId);
+    out.writeLong(nextBlockId);
+    out.writeLong(nextGeneration);
+    out.writeInt(nextDatanodeId);
+    out.writeInt(datanodes.size());
+    for (Datanode dn : datanodes.values()) {
+      out.writeInt(dn.id);
+      out.writeInt(dn.storageClass.id());
+      writeString(out, dn.tier);
+      writeString(out, dn.endpoint);
+      out.writeLong(dn.blockCount);
+      out.writeBoolean(dn.trimOnFree);
+      out.writeLong(dn.incarnation);
+      out.writeBoolean(dn.superseded);
+      out.writeLong(dn.highWater());
+    }
+    out.writeLong(root.id);
+    out.writeLong(root.modificationTime);
+    saveChildren(out, root);
+  }
+
+  private void saveChildren(DataOutputStream out, Inode.Dir dir) throws IOException {
+    out.writeInt(dir.children.size());
+    for (Inode child : dir.children.values()) {
+      out.writeByte(child.type().code());
+      out.writeLong(child.id);
+      writeString(out, child.name);
+      out.writeInt(child.storageClass.id());
+      out.writeLong(child.modificationTime);
+      if (child instanceof Inode.File f) {
+        out.writeBoolean(f.open);
+        out.writeLong(f.length);
+        out.writeInt(f.blocks.size());
+        for (Block b : f.blocks) {
+          out.writeLong(b.blockId());
+          out.writeLong(b.generation());
+          out.writeInt(b.datanode().id);
+          out.writeLong(b.slot());
+        }
+      } else {
+        saveChildren(out, (Inode.Dir) child);
+      }
+    }
+  }
+
+  /**
+   * Replaces this (empty) state with a checkpoint's.
+   *
+   * @throws IOException when it cannot be read, or was written with another block size
+   */
+  void load(DataInputStream in) throws IOException {
+    lock.writeLock().lock();
+    try {
+      int savedBlockSize = in.readInt();
+      if (savedBlockSize != blockSize) {
+        throw new IOException(
+            "the namespace was made with blocks of "
+                + formatBytes(savedBlockSize)
+                + ", but ember.block-size is "
+                + formatBytes(blockSize)
+                + ": start with the block size it was made with");
+      }
+      nextInodeId = in.readLong();
+      nextBlockId = in.readLong();
+      nextGeneration = in.readLong();
+      nextDatanodeId = in.readInt();
+      int nodes = in.readInt();
+      long now = clock.getAsLong();
+      for (int i = 0; i < nodes; i++) {
+        int id = in.readInt();
+        StorageClass sc = new StorageClass(in.readInt());
+        String tier = readString(in);
+        String endpoint = readString(in);
+        long blocks = in.readLong();
+        boolean trimOnFree = in.readBoolean();
+        long incarnation = in.readLong();
+        Datanode dn =
+            new Datanode(id, sc, tier, endpoint, blockSize, blocks, trimOnFree, incarnation, now);
+        dn.superseded = in.readBoolean();
+        dn.restoreTaken(in.readLong() - 1);
+        datanodes.put(id, dn);
+      }
+      long rootId = in.readLong();
+      root = new Inode.Dir(rootId, "", StorageClass.DRAM, in.readLong(), false);
+      loadChildren(in, root);
+    } catch (EmberException e) {
+      throw new IOException(e.getMessage(), e);
+    } finally {
+      lock.writeLock().unlock();
+    }
+  }
+
+  private void loadChildren(DataInputStream in, Inode.Dir dir) throws IOException, EmberException {
+    int n = in.readInt();
+    for (int i = 0; i < n; i++) {
+      NodeType type = NodeType.fromCode(in.readByte());
+      long id = in.readLong();
+      String name = readString(in);
+      StorageClass sc = new StorageClass(in.readInt());
+      long mtime = in.readLong();
+      Inode child;
+      if (type == NodeType.FILE) {
+        Inode.File f = new Inode.File(id, name, sc, mtime);
+        f.open = in.readBoolean();
+        f.length = in.readLong();
+        int blocks = in.readInt();
+        for (int b = 0; b < blocks; b++) {
+          long blockId = in.readLong();
+          long generation = in.readLong();
+          Datanode dn = datanode(in.readInt());
+          long slot = in.readLong();
+          f.blocks.add(new Block(blockId, generation, dn, slot));
+        }
+        files.put(id, f);
+        child = f;
+      } else {
+        Inode.Dir d = new Inode.Dir(id, name, sc, mtime, type == NodeType.MULTIFILE);
+        loadChildren(in, d);
+        child = d;
+      }
+      dir.children.put(name, child);
+      child.parent = dir;
     }
   }
 

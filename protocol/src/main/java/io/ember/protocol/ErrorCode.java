@@ -38,6 +38,11 @@ public enum ErrorCode {
   RENAME_INTO_ITSELF(17, true),
   /** The file was closed (its length published); it takes no more writes. */
   FILE_CLOSED(18, true),
+  /**
+   * The writer's lease on the file expired and the name node closed it at the length the data nodes
+   * hold; the writer's later writes and its close are refused.
+   */
+  LEASE_RECOVERED(19, true),
   /** No storage class in the allowed order has a free block. Nothing allocated. */
   NO_CAPACITY(20, true),
   /** The data node holding a block has stopped heartbeating; the block's bytes are unavailable. */
@@ -62,6 +67,11 @@ public enum ErrorCode {
    * capacity is used up). A write that went out as several commands may have applied in part.
    */
   NO_SPACE(26, false),
+  /**
+   * The name node could not write its journal (a full or failing disk): changes are refused until
+   * it can, and the change that met the failure may or may not be kept. Reads still work.
+   */
+  JOURNAL_FAILED(27, false),
   /** The operation did not answer within the configured time; it may still apply. */
   TIMEOUT(30, false),
   /** The connection closed before the answer came; the operation may or may not have applied. */

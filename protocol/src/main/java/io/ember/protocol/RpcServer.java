@@ -15,6 +15,7 @@ import io.netty.channel.socket.SocketChannel;
 import io.netty.util.concurrent.GlobalEventExecutor;
 import java.net.BindException;
 import java.net.InetSocketAddress;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -159,21 +160,43 @@ public final class RpcServer implements AutoCloseable {
     }
 
     private void dispatch(Channel ch, Frame frame) {
-      int replyFlags = Frame.FLAG_RESPONSE;
       Message answer;
       try {
         answer = answer(ch, frame);
-      } catch (EmberException e) {
+      } catch (EmberException | RuntimeException e) {
+        reply(ch, frame.type(), frame.requestId(), null, e, false);
+        return;
+      }
+      if (answer instanceof Deferred deferred) {
+        int type = frame.type();
+        long requestId = frame.requestId();
+        // The reply is the only use of the completion, and reply() reports its own failures.
+        @SuppressWarnings("FutureReturnValueIgnored")
+        var unused =
+            deferred.answer().whenComplete((m, e) -> reply(ch, type, requestId, m, e, true));
+      } else {
+        reply(ch, frame.type(), frame.requestId(), answer, null, false);
+      }
+    }
+
+    private void reply(
+        Channel ch, int type, long requestId, Message answer, Throwable error, boolean flush) {
+      int replyFlags = Frame.FLAG_RESPONSE;
+      Throwable cause =
+          error instanceof CompletionException && error.getCause() != null
+              ? error.getCause()
+              : error;
+      if (cause instanceof EmberException e) {
         answer = new Messages.ErrorReply(e.code(), e.getMessage());
         replyFlags |= Frame.FLAG_ERROR;
-      } catch (RuntimeException e) {
-        LOG.error("{}: internal error on request type {}", name, frame.type(), e);
-        answer = new Messages.ErrorReply(ErrorCode.INTERNAL, name + " internal error: " + e);
+      } else if (cause != null) {
+        LOG.error("{}: internal error on request type {}", name, type, cause);
+        answer = new Messages.ErrorReply(ErrorCode.INTERNAL, name + " internal error: " + cause);
         replyFlags |= Frame.FLAG_ERROR;
       }
       // A reply that cannot be written leaves the client waiting for it until its timeout:
       // closing the connection fails its calls at once.
-      Frame.write(ch, frame.type(), replyFlags, frame.requestId(), answer, false)
+      Frame.write(ch, type, replyFlags, requestId, answer, flush)
           .addListener(ChannelFutureListener.CLOSE_ON_FAILURE);
     }
 

@@ -1,0 +1,158 @@
+package io.ember.namenode;
+
+import java.io.BufferedInputStream;
+import java.io.BufferedOutputStream;
+import java.io.DataInputStream;
+import java.io.DataOutputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.nio.file.StandardOpenOption;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Locale;
+import java.util.zip.CRC32C;
+import java.util.zip.CheckedInputStream;
+import java.util.zip.CheckedOutputStream;
+
+/**
+ * Checkpoint files: the whole namespace as of one journal record, named after that record's
+ * sequence number. Written to a temporary file, forced and renamed, so a crash leaves either the
+ * old checkpoint or the new one whole; a CRC32C of everything before it ends the file.
+ */
+final class Checkpoints {
+  private Checkpoints() {}
+
+  static final byte[] MAGIC = {'E', 'M', 'B', 'R', 'C', 'K', 'P', '1'};
+  private static final String PREFIX = "checkpoint-";
+
+  /** Writes a checkpoint's body. */
+  interface Body {
+    void write(DataOutputStream out) throws IOException;
+  }
+
+  /** Reads a checkpoint's body. */
+  interface Reader {
+    void read(DataInputStream in) throws IOException;
+  }
+
+  static String name(long seq) {
+    return String.format(Locale.ROOT, "%s%020d", PREFIX, seq);
+  }
+
+  /** The sequence number a checkpoint file is of, or -1 when it is not a checkpoint. */
+  static long seqOf(Path file) {
+    String name = file.getFileName().toString();
+    if (!name.startsWith(PREFIX) || name.length() != PREFIX.length() + 20) {
+      return -1;
+    }
+    try {
+      return Long.parseLong(name.substring(PREFIX.length()));
+    } catch (NumberFormatException e) {
+      return -1;
+    }
+  }
+
+  /** Checkpoints in {@code dir}, newest first. */
+  static List<Path> list(Path dir) throws IOException {
+    List<Path> out = new ArrayList<>();
+    try (var files = Files.list(dir)) {
+      files.filter(p -> seqOf(p) >= 0).forEach(out::add);
+    }
+    out.sort((a, b) -> Long.compare(seqOf(b), seqOf(a)));
+    return out;
+  }
+
+  /** Writes the checkpoint of record {@code seq} atomically; returns its path. */
+  static Path write(Path dir, long seq, Body body) throws IOException {
+    Path target = dir.resolve(name(seq));
+    Path tmp = dir.resolve(name(seq) + ".tmp");
+    try (FileChannel ch =
+            FileChannel.open(
+                tmp,
+                StandardOpenOption.CREATE,
+                StandardOpenOption.WRITE,
+                StandardOpenOption.TRUNCATE_EXISTING);
+        OutputStream raw = java.nio.channels.Channels.newOutputStream(ch)) {
+      CRC32C crc = new CRC32C();
+      DataOutputStream out =
+          new DataOutputStream(
+              new CheckedOutputStream(new BufferedOutputStream(raw, 1 << 16), crc));
+      out.write(MAGIC);
+      out.writeLong(seq);
+      body.write(out);
+      out.flush();
+      // The CRC is of every byte before it, so it is written past the checked stream.
+      DataOutputStream tail = new DataOutputStream(raw);
+      tail.writeInt((int) crc.getValue());
+      tail.flush();
+      ch.force(true);
+    } catch (IOException | RuntimeException e) {
+      Files.deleteIfExists(tmp);
+      throw e;
+    }
+    Files.move(tmp, target, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+    syncDirectory(dir);
+    return target;
+  }
+
+  /**
+   * Checks a checkpoint's CRC32C, then reads its body.
+   *
+   * @return the sequence number it is of
+   * @throws IOException when it is damaged or cannot be read
+   */
+  static long read(Path file, Reader reader) throws IOException {
+    long size = Files.size(file);
+    if (size < MAGIC.length + 8 + 4) {
+      throw new IOException("checkpoint " + file + " is cut short (" + size + " bytes)");
+    }
+    CRC32C crc = new CRC32C();
+    int stored;
+    try (InputStream in = new BufferedInputStream(Files.newInputStream(file), 1 << 16)) {
+      byte[] buf = new byte[1 << 16];
+      long left = size - 4;
+      while (left > 0) {
+        int n = in.read(buf, 0, (int) Math.min(buf.length, left));
+        if (n < 0) {
+          throw new IOException("checkpoint " + file + " changed while read");
+        }
+        crc.update(buf, 0, n);
+        left -= n;
+      }
+      stored = new DataInputStream(in).readInt();
+    }
+    if ((int) crc.getValue() != stored) {
+      throw new IOException("checkpoint " + file + " fails its CRC32C");
+    }
+    try (DataInputStream in =
+        new DataInputStream(
+            new CheckedInputStream(
+                new BufferedInputStream(Files.newInputStream(file), 1 << 16), new CRC32C()))) {
+      byte[] magic = new byte[MAGIC.length];
+      in.readFully(magic);
+      if (!Arrays.equals(magic, MAGIC)) {
+        throw new IOException(file + " is not an Ember checkpoint");
+      }
+      long seq = in.readLong();
+      if (seq != seqOf(file)) {
+        throw new IOException(
+            "checkpoint " + file + " holds record " + seq + ", not the one its name says");
+      }
+      reader.read(in);
+      return seq;
+    }
+  }
+
+  /** Forces a directory's entries (a created or renamed file) to disk. */
+  static void syncDirectory(Path dir) throws IOException {
+    try (FileChannel ch = FileChannel.open(dir, StandardOpenOption.READ)) {
+      ch.force(true);
+    }
+  }
+}

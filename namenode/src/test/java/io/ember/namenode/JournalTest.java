@@ -1,0 +1,268 @@
+package io.ember.namenode;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.ember.protocol.BlockLocation;
+import io.ember.protocol.EmberException;
+import io.ember.protocol.ErrorCode;
+import io.ember.protocol.Messages.DirEntry;
+import io.ember.protocol.NodeStatus;
+import io.ember.protocol.NodeType;
+import io.ember.protocol.StorageClass;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** The journal's records, torn tails and damage, and a namespace rebuilt from it. */
+class JournalTest {
+  private static final int BS = 4096;
+  private final AtomicLong clock = new AtomicLong();
+
+  @TempDir Path dir;
+
+  private static byte[] payload(int i) {
+    return ("record " + i + " " + "x".repeat(i % 50)).getBytes(StandardCharsets.UTF_8);
+  }
+
+  private static List<String> replayAll(Path dir) throws IOException {
+    List<String> out = new ArrayList<>();
+    Journal.replay(
+        dir,
+        0,
+        (seq, p) -> {
+          byte[] b = new byte[p.remaining()];
+          p.get(b);
+          out.add(seq + ":" + new String(b, StandardCharsets.UTF_8));
+        });
+    return out;
+  }
+
+  private void writeRecords(Journal.Sync sync, int n) throws Exception {
+    Journal j = Journal.open(dir, sync, 1);
+    List<CompletableFuture<Void>> acks = new ArrayList<>();
+    for (int i = 1; i <= n; i++) {
+      acks.add(j.append(payload(i)));
+    }
+    for (CompletableFuture<Void> ack : acks) {
+      ack.get(60, TimeUnit.SECONDS);
+    }
+    j.close();
+  }
+
+  @Test
+  void recordsComeBackInOrderInEverySyncMode() throws Exception {
+    for (Journal.Sync sync : Journal.Sync.values()) {
+      for (Path p : Journal.segments(dir)) {
+        Files.delete(p);
+      }
+      writeRecords(sync, 100);
+      List<String> got = replayAll(dir);
+      assertEquals(100, got.size(), sync.name());
+      for (int i = 1; i <= 100; i++) {
+        assertEquals(i + ":" + new String(payload(i), StandardCharsets.UTF_8), got.get(i - 1));
+      }
+    }
+  }
+
+  @Test
+  void aCutAtEveryByteOfTheLastRecordReplaysTheRecordsBeforeIt() throws Exception {
+    writeRecords(Journal.Sync.ALWAYS, 5);
+    Path segment = Journal.segments(dir).get(0);
+    byte[] whole = Files.readAllBytes(segment);
+    int lastRecord = whole.length - (Journal.RECORD_HEADER + payload(5).length);
+    for (int cut = lastRecord; cut < whole.length; cut++) {
+      Files.write(segment, java.util.Arrays.copyOf(whole, cut));
+      List<String> got = replayAll(dir);
+      assertEquals(4, got.size(), "cut at " + cut);
+      // Replay cut the torn bytes off, so the next start finds a clean end.
+      assertEquals(lastRecord, Files.size(segment), "cut at " + cut);
+    }
+    Files.write(segment, whole);
+    assertEquals(5, replayAll(dir).size());
+  }
+
+  @Test
+  void aFlippedByteInTheMiddleRefusesToReplay() throws Exception {
+    writeRecords(Journal.Sync.ALWAYS, 5);
+    Path segment = Journal.segments(dir).get(0);
+    byte[] whole = Files.readAllBytes(segment);
+    int second = Journal.SEGMENT_HEADER + Journal.RECORD_HEADER + payload(1).length;
+    // Each byte of the second record, header and payload: all refuse, naming file and offset.
+    for (int at = second; at < second + Journal.RECORD_HEADER + payload(2).length; at++) {
+      byte[] damaged = whole.clone();
+      damaged[at] ^= 0x40;
+      Files.write(segment, damaged);
+      Journal.CorruptJournalException e =
+          assertThrows(Journal.CorruptJournalException.class, () -> replayAll(dir), "at " + at);
+      assertTrue(e.getMessage().contains(segment.toString()), e.getMessage());
+      assertTrue(e.getMessage().contains("offset " + second), e.getMessage());
+      // Refusing changed nothing on disk.
+      assertEquals(whole.length, Files.size(segment));
+    }
+  }
+
+  @Test
+  void aFlippedByteInTheLastRecordIsATornTail() throws Exception {
+    writeRecords(Journal.Sync.ALWAYS, 3);
+    Path segment = Journal.segments(dir).get(0);
+    byte[] whole = Files.readAllBytes(segment);
+    whole[whole.length - 2] ^= 1;
+    Files.write(segment, whole);
+    assertEquals(2, replayAll(dir).size());
+  }
+
+  private NameNodeState newState() {
+    return new NameNodeState(
+        BS, List.of(StorageClass.DRAM, StorageClass.NVMF), Duration.ofSeconds(10), clock::get);
+  }
+
+  /** A state that journals, from a formatted directory. */
+  private NameNodeState journaled(Journal j) throws IOException {
+    NameNodeState s = newState();
+    s.attachJournal(j);
+    return s;
+  }
+
+  private NameNodeState restored() throws IOException {
+    List<Path> checkpoints = Checkpoints.list(dir);
+    NameNodeState s = newState();
+    long seq = Checkpoints.read(checkpoints.get(0), s::load);
+    Journal.replay(dir, seq, (n, p) -> s.replay(p));
+    s.finishRestore();
+    return s;
+  }
+
+  /** Everything a client can see of a namespace, as text. */
+  private static String describe(NameNodeState s, String path) throws EmberException {
+    StringBuilder out = new StringBuilder();
+    NodeStatus st = s.lookup(path);
+    out.append(path)
+        .append(' ')
+        .append(st.type())
+        .append(" id=")
+        .append(st.id())
+        .append(" len=")
+        .append(st.length())
+        .append(" open=")
+        .append(st.open())
+        .append(" blocks=")
+        .append(st.blockCount())
+        .append(" mtime=")
+        .append(st.modificationTime())
+        .append('\n');
+    if (st.type() == NodeType.FILE) {
+      for (BlockLocation b : s.getBlocks(st.id(), 0, 1000)) {
+        out.append("  ")
+            .append(b.blockId())
+            .append('/')
+            .append(b.generation())
+            .append('@')
+            .append(b.endpoint())
+            .append(':')
+            .append(b.address())
+            .append('\n');
+      }
+    } else {
+      for (DirEntry e : s.list(path, "", 10_000).entries()) {
+        out.append(describe(s, path.equals("/") ? "/" + e.name() : path + "/" + e.name()));
+      }
+    }
+    return out.toString();
+  }
+
+  private static void mutate(NameNodeState s, int round) throws Exception {
+    s.create("/r" + round + "/a/b", NodeType.DIRECTORY, StorageClass.DRAM, true);
+    NodeStatus f = s.create("/r" + round + "/a/b/f", NodeType.FILE, StorageClass.DRAM, false);
+    s.allocateBlock(f.id(), 0);
+    s.allocateBlock(f.id(), 1);
+    s.allocateBlock(f.id(), 2);
+    s.closeFile(f.id(), BS + 10); // gives the third block back
+    NodeStatus g = s.create("/r" + round + "/g", NodeType.FILE, StorageClass.NVMF, false);
+    s.allocateBlock(g.id(), 0);
+    s.create("/r" + round + "/m", NodeType.MULTIFILE, StorageClass.DRAM, false);
+    s.create("/r" + round + "/m/part", NodeType.FILE, StorageClass.DRAM, false);
+    s.rename("/r" + round + "/a", "/r" + round + "/moved");
+    NodeStatus h = s.create("/r" + round + "/h", NodeType.FILE, StorageClass.DRAM, false);
+    s.allocateBlock(h.id(), 0);
+    s.closeFile(h.id(), 1);
+    s.delete("/r" + round + "/h", false);
+  }
+
+  @Test
+  void aNamespaceComesBackFromCheckpointAndJournal() throws Exception {
+    Checkpoints.write(dir, 0, newState()::save);
+    Journal j = Journal.open(dir, Journal.Sync.ALWAYS, 1);
+    NameNodeState live = journaled(j);
+    live.register(StorageClass.DRAM, "dram", "127.0.0.1:1", 64L * BS, false, 11);
+    live.register(StorageClass.NVMF, "nvmf", "nvmf+tcp://t/n", 64L * BS, true, 12);
+    mutate(live, 1);
+    // A checkpoint in the middle: the rest comes from the journal after it.
+    live.checkpoint(dir);
+    mutate(live, 2);
+    live.create("/r2/p/q/m", NodeType.MULTIFILE, StorageClass.DRAM, true);
+    live.takeLogged().get(60, TimeUnit.SECONDS);
+    j.close();
+
+    NameNodeState back = restored();
+    assertEquals(describe(live, "/"), describe(back, "/"));
+    // Blocks no file holds are free again, and none is handed out twice.
+    NodeStatus n = back.create("/new", NodeType.FILE, StorageClass.DRAM, false);
+    back.register(StorageClass.DRAM, "dram", "127.0.0.1:1", 64L * BS, false, 11, true);
+    List<Long> taken = new ArrayList<>();
+    for (int i = 0; i < 60; i++) {
+      try {
+        taken.add(back.allocateBlock(n.id(), i).address());
+      } catch (EmberException e) {
+        assertEquals(ErrorCode.NO_CAPACITY, e.code());
+        break;
+      }
+    }
+    String all = describe(back, "/");
+    for (Long address : taken) {
+      long holders =
+          all.lines()
+              .filter(l -> l.endsWith("@127.0.0.1:1:" + address) && l.startsWith("  "))
+              .count();
+      assertEquals(1, holders, "block at " + address + " held once:\n" + all);
+    }
+    // 64 blocks: the two closed DRAM files hold 2 each; the rest went to the new file.
+    assertEquals(60, taken.size());
+  }
+
+  @Test
+  void anUnreportedDataNodeServesItsBlocksUntilItsTimeout() throws Exception {
+    Checkpoints.write(dir, 0, newState()::save);
+    Journal j = Journal.open(dir, Journal.Sync.NONE, 1);
+    NameNodeState live = journaled(j);
+    live.register(StorageClass.DRAM, "dram", "127.0.0.1:1", 64L * BS, false, 11);
+    NodeStatus f = live.create("/f", NodeType.FILE, StorageClass.DRAM, false);
+    live.allocateBlock(f.id(), 0);
+    live.closeFile(f.id(), 5);
+    j.close();
+
+    NameNodeState back = restored();
+    assertFalse(back.getBlocks(f.id(), 0, 1).get(0).lost());
+    // It takes no new blocks before it says it still holds its contents.
+    NodeStatus g = back.create("/g", NodeType.FILE, StorageClass.DRAM, false);
+    EmberException none = assertThrows(EmberException.class, () -> back.allocateBlock(g.id(), 0));
+    assertEquals(ErrorCode.NO_CAPACITY, none.code());
+    // Its heartbeats are refused until it registers again.
+    EmberException hb = assertThrows(EmberException.class, () -> back.heartbeat(1));
+    assertEquals(ErrorCode.UNKNOWN_DATANODE, hb.code());
+    clock.addAndGet(Duration.ofSeconds(11).toNanos());
+    assertEquals(1, back.expireDatanodes());
+    assertTrue(back.getBlocks(f.id(), 0, 1).get(0).lost());
+  }
+}
