@@ -54,6 +54,14 @@ final class LocalCommand implements Callable<Integer> {
       description = "file backing the embedded target (default: a temporary file, removed on exit)")
   java.nio.file.Path nvmfFile;
 
+  @Option(
+      names = "--namenode-dir",
+      paramLabel = "DIR",
+      description =
+          "keep the name node's namespace in DIR across runs (default: a temporary directory,"
+              + " removed on exit); formatted on first use")
+  java.nio.file.Path namenodeDir;
+
   @CommandLine.Spec CommandLine.Model.CommandSpec spec;
 
   @Override
@@ -72,6 +80,9 @@ final class LocalCommand implements Callable<Integer> {
                 config.isSet(EmberKeys.IO_THREADS)
                     ? config.get(EmberKeys.IO_THREADS).toString()
                     : "0");
+    if (namenodeDir != null) {
+      builder.set(NameNodeKeys.DIR, namenodeDir.toString());
+    }
     boolean nvmf = io.ember.protocol.ConfigKey.parseSize(nvmfSize) > 0;
     java.nio.file.Path backing = nvmfFile;
     if (nvmf) {
@@ -88,6 +99,7 @@ final class LocalCommand implements Callable<Integer> {
       out.println(
           "Ember local cluster: name node listening on "
               + cluster.namenodeAddress()
+              + (namenodeDir != null ? " (namespace kept in " + namenodeDir + ")" : "")
               + ", 1 DRAM data node ("
               + capacity
               + ") at "

@@ -24,6 +24,22 @@ final class NameNodeCommand implements Callable<Integer> {
   @Option(names = "--port", description = "port to listen on (default 9060; 0: any free port)")
   Integer port;
 
+  @Option(
+      names = "--dir",
+      paramLabel = "DIR",
+      description =
+          "directory of the journal and checkpoints (ember.namenode.dir; without one the namespace"
+              + " lives in memory only)")
+  String dir;
+
+  @Option(
+      names = "--format",
+      description = "prepare DIR for an empty namespace, then exit (refuses a used one)")
+  boolean format;
+
+  @Option(names = "--force", description = "with --format: wipe DIR's name node state")
+  boolean force;
+
   @Override
   public Integer call() throws Exception {
     EmberConfig config = options.load();
@@ -33,6 +49,28 @@ final class NameNodeCommand implements Callable<Integer> {
     if (port != null) {
       config = config.with(NameNodeKeys.PORT, port.toString());
     }
+    if (dir != null) {
+      config = config.with(NameNodeKeys.DIR, dir);
+    }
+    if (force && !format) {
+      throw new picocli.CommandLine.ParameterException(
+          spec.commandLine(), "--force goes with --format");
+    }
+    if (format) {
+      NameNode.format(config, force);
+      spec.commandLine()
+          .getOut()
+          .println(
+              "formatted " + java.nio.file.Path.of(config.get(NameNodeKeys.DIR)).toAbsolutePath());
+      return 0;
+    }
+    String keeps =
+        config.get(NameNodeKeys.DIR).isBlank()
+            ? "namespace in memory only (--dir keeps it)"
+            : "namespace in "
+                + java.nio.file.Path.of(config.get(NameNodeKeys.DIR)).toAbsolutePath()
+                + ", journal sync "
+                + config.get(NameNodeKeys.JOURNAL_SYNC);
     try (NameNode nn = NameNode.start(config)) {
       String where =
           nn.address().getAddress().isAnyLocalAddress()
@@ -45,7 +83,9 @@ final class NameNodeCommand implements Callable<Integer> {
               + where
               + " (block size "
               + nn.blockSize()
-              + " bytes); Ctrl-C stops");
+              + " bytes; "
+              + keeps
+              + "); Ctrl-C stops");
     }
     return 0;
   }

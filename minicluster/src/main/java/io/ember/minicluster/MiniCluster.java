@@ -18,6 +18,9 @@ import io.ember.protocol.HostPort;
 import io.ember.protocol.Messages.ClassUsage;
 import io.ember.protocol.StorageClass;
 import io.ember.tier.nvmf.NvmfTierKeys;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -46,9 +49,24 @@ public final class MiniCluster implements AutoCloseable {
   private NameNode namenode;
   private HostPort namenodeAddress;
 
+  /** A name node directory this cluster made and deletes at close, or null. */
+  private Path ownDir;
+
   private MiniCluster(EmberConfig config, int dramNodes, List<String> nvmfTargets, int namenodePort)
       throws EmberException {
     try {
+      if (config.get(NameNodeKeys.DIR).isBlank()) {
+        try {
+          ownDir = Files.createTempDirectory("ember-namenode-");
+        } catch (IOException e) {
+          throw new EmberException(
+              ErrorCode.JOURNAL_FAILED, "cannot make a name node directory: " + e, e);
+        }
+        config = config.with(NameNodeKeys.DIR, ownDir.toString());
+      }
+      if (!NameNode.isFormatted(config)) {
+        NameNode.format(config, false);
+      }
       namenode = NameNode.start(config, "127.0.0.1", namenodePort);
       namenodeAddress = new HostPort("127.0.0.1", namenode.address().getPort());
       this.config = config.with(EmberKeys.NAMENODE_ADDRESS, namenodeAddress.toString());
@@ -244,13 +262,26 @@ public final class MiniCluster implements AutoCloseable {
   }
 
   /**
-   * Stops the name node and starts a new one on the same port. Its namespace starts empty (there is
-   * no operation log yet); data nodes register again on their next heartbeat.
+   * Stops the name node and starts a new one on the same port and directory: it loads the namespace
+   * from its checkpoint and journal, and data nodes register again on their next heartbeat.
    *
    * @throws EmberException when the port cannot be bound again
    */
   public void restartNamenode() throws EmberException {
     namenode.close();
+    namenode = NameNode.start(config, "127.0.0.1", namenodeAddress.port());
+  }
+
+  /**
+   * Stops the name node, formats its directory and starts a new one on the same port: a name node
+   * that forgot everything (its directory lost or replaced), to which data nodes must register as
+   * new nodes.
+   *
+   * @throws EmberException when the directory cannot be formatted or the port bound again
+   */
+  public void restartNamenodeEmpty() throws EmberException {
+    namenode.close();
+    NameNode.format(config, true);
     namenode = NameNode.start(config, "127.0.0.1", namenodeAddress.port());
   }
 
@@ -316,6 +347,17 @@ public final class MiniCluster implements AutoCloseable {
     allDatanodes().forEach(DataNode::close);
     if (namenode != null) {
       namenode.close();
+    }
+    if (ownDir != null) {
+      deleteTree(ownDir);
+    }
+  }
+
+  private static void deleteTree(Path dir) {
+    try (var paths = Files.walk(dir)) {
+      paths.sorted(java.util.Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+    } catch (IOException e) {
+      // A temporary directory left behind costs only its space.
     }
   }
 

@@ -169,13 +169,13 @@ abstract class DataNodeFailureTest {
   }
 
   @Test
-  void aRestartedNameNodeGetsItsDataNodesBackAndClientsReconnect() throws Exception {
+  void aNameNodeThatLostItsDirectoryGetsItsDataNodesBackAndClientsReconnect() throws Exception {
     start(1);
     EmberClient c = cluster.newClient();
     write(c, "/before", data(1000, 6));
-    cluster.restartNamenode();
+    cluster.restartNamenodeEmpty();
     await(u -> u.liveNodes() == 1, "the data node to register with the new name node");
-    // No operation log yet: the namespace starts empty, and the data node's storage is new.
+    // A name node that lost its directory starts empty, and the data node's storage is new.
     assertEquals(
         ErrorCode.NOT_FOUND, assertThrows(EmberException.class, () -> c.lookup("/before")).code());
     byte[] after = data(200_000, 7);

@@ -273,7 +273,7 @@ class FailureTest {
   }
 
   @Test
-  void restartedNameNodeGetsItsDataNodesBackAndClientsReconnect() throws Exception {
+  void aNameNodeThatLostItsDirectoryGetsItsDataNodesBackAndClientsReconnect() throws Exception {
     start(2, "4m");
     EmberClient c = cluster.newClient();
     write(c, "/before", data(1000, 1));
@@ -283,9 +283,9 @@ class FailureTest {
     EmberInputStream open = c.open("/open");
     byte[] head = new byte[10];
     open.readFully(0, head, 0, head.length);
-    cluster.restartNamenode();
+    cluster.restartNamenodeEmpty();
     cluster.awaitLiveDatanodes(StorageClass.DRAM, 2, PATIENCE);
-    // No operation log yet: the namespace starts empty after a restart.
+    // A name node that lost its directory starts with an empty namespace.
     assertEquals(
         ErrorCode.NOT_FOUND, assertThrows(EmberException.class, () -> c.lookup("/before")).code());
     byte[] after = data(300_000, 2);

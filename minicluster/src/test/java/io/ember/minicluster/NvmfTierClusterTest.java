@@ -316,7 +316,7 @@ class NvmfTierClusterTest {
     byte[] head = new byte[10];
     open.readFully(0, head, 0, head.length);
     BlockLocation old = c.blockLocations("/open").get(0);
-    cluster.restartNamenode();
+    cluster.restartNamenodeEmpty();
     // The new name node does not know the target's contents: the data node stamps a new
     // incarnation, waits out the clients' trust in the old one, and registers anew.
     cluster.awaitLiveDatanodes(StorageClass.NVMF, 1, Duration.ofSeconds(90));

@@ -343,6 +343,22 @@ public final class NameNode implements AutoCloseable {
     }
   }
 
+  /**
+   * Whether {@link NameNodeKeys#DIR} holds a name node's state ({@link #format} ran on it); false
+   * when no directory is configured.
+   */
+  public static boolean isFormatted(EmberConfig config) {
+    String dirText = config.get(NameNodeKeys.DIR);
+    if (dirText.isBlank() || !Files.isDirectory(Path.of(dirText))) {
+      return false;
+    }
+    try {
+      return !Checkpoints.list(Path.of(dirText)).isEmpty();
+    } catch (IOException e) {
+      return false;
+    }
+  }
+
   private static boolean isOurs(Path p) {
     String name = p.getFileName().toString();
     return Checkpoints.seqOf(p) >= 0
