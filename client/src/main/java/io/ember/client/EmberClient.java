@@ -68,6 +68,21 @@ public final class EmberClient implements AutoCloseable {
   private final ClientMetrics metrics = new ClientMetrics();
   private final int transferSize;
 
+  /** Names this client to the name node as the holder of the files it writes. */
+  private final String leaseHolder = newLeaseHolder();
+
+  /** Streams writing, by file id: their leases are renewed while they are open. */
+  private final Map<Long, EmberOutputStream> writing = new ConcurrentHashMap<>();
+
+  /** Renews leases, started with the first stream that writes. */
+  private java.util.concurrent.ScheduledExecutorService renewer;
+
+  /** Set at close: no renewer starts after it. Guarded by {@link #writing}. */
+  private boolean renewerStopped;
+
+  /** How often leases are renewed: a quarter of the name node's lease timeout once known. */
+  private volatile long renewMillis = 1000;
+
   /** Longest a blocking call waits: every call's own timeouts are shorter. */
   private final java.time.Duration waitLimit;
 
@@ -163,7 +178,12 @@ public final class EmberClient implements AutoCloseable {
       String path, NodeType type, CreateOptions options) {
     return call(
         MessageType.CREATE,
-        new Messages.CreateRequest(path, type, options.storageClass(), options.createParents()),
+        new Messages.CreateRequest(
+            path,
+            type,
+            options.storageClass(),
+            options.createParents(),
+            type == NodeType.FILE ? leaseHolder : ""),
         NodeStatus::decode);
   }
 
@@ -316,6 +336,7 @@ public final class EmberClient implements AutoCloseable {
                                   bufferSize,
                                   config.get(ClientKeys.WRITE_WINDOW));
                           out.allocateFirstBlock();
+                          startWriting(out);
                           return out;
                         }));
   }
@@ -465,6 +486,12 @@ public final class EmberClient implements AutoCloseable {
     if (!lifeCycle.beginClose()) {
       return;
     }
+    synchronized (writing) {
+      renewerStopped = true;
+      if (renewer != null) {
+        renewer.shutdownNow();
+      }
+    }
     for (StorageEndpoint e : endpoints.values()) {
       e.close();
     }
@@ -473,6 +500,92 @@ public final class EmberClient implements AutoCloseable {
   }
 
   // ---- internals used by the streams ---------------------------------------------------------
+
+  /** The name this client's leases are held under. */
+  public String leaseHolder() {
+    return leaseHolder;
+  }
+
+  private static String newLeaseHolder() {
+    String host;
+    try {
+      host = java.net.InetAddress.getLocalHost().getHostName();
+    } catch (java.net.UnknownHostException e) {
+      host = "unknown-host";
+    }
+    return "ember-client@"
+        + host
+        + ":"
+        + ProcessHandle.current().pid()
+        + "#"
+        + Long.toHexString(java.util.concurrent.ThreadLocalRandom.current().nextLong());
+  }
+
+  /** A stream's file is renewed under this client's lease until {@link #stopWriting}. */
+  void startWriting(EmberOutputStream out) {
+    writing.put(out.fileId(), out);
+    synchronized (writing) {
+      if (renewer == null && !renewerStopped) {
+        renewer =
+            java.util.concurrent.Executors.newSingleThreadScheduledExecutor(
+                r -> {
+                  Thread t = new Thread(r, "ember-lease-renewer");
+                  t.setDaemon(true);
+                  return t;
+                });
+        // At once: the lease began at the create, and the name node's timeout is not known yet.
+        renewer.execute(this::renewLeases);
+      }
+    }
+  }
+
+  void stopWriting(EmberOutputStream out) {
+    writing.remove(out.fileId(), out);
+  }
+
+  private void renewLeases() {
+    try {
+      if (!writing.isEmpty()) {
+        List<Messages.WrittenLength> files = new ArrayList<>();
+        for (EmberOutputStream out : writing.values()) {
+          files.add(new Messages.WrittenLength(out.fileId(), out.acknowledged()));
+        }
+        Messages.RenewLeaseResponse r =
+            await(
+                call(
+                    MessageType.RENEW_LEASE,
+                    new Messages.RenewLeaseRequest(leaseHolder, files),
+                    Messages.RenewLeaseResponse::decode));
+        renewMillis = Math.max(10, r.leaseTimeoutMillis() / 4);
+        for (long id : r.lostFiles()) {
+          EmberOutputStream out = writing.remove(id);
+          if (out != null) {
+            out.leaseLost();
+          }
+        }
+      }
+    } catch (EmberException | RuntimeException e) {
+      org.slf4j.LoggerFactory.getLogger(EmberClient.class)
+          .debug("lease renewal of {} failed (tried again): {}", leaseHolder, e.toString());
+    } finally {
+      synchronized (writing) {
+        if (renewer != null && !renewer.isShutdown()) {
+          try {
+            var unused =
+                renewer.schedule(
+                    this::renewLeases, renewMillis, java.util.concurrent.TimeUnit.MILLISECONDS);
+          } catch (java.util.concurrent.RejectedExecutionException e) {
+            // closing
+          }
+        }
+      }
+    }
+  }
+
+  /** Gives up a file its writer failed to write: the name node deletes it if still open. */
+  CompletableFuture<Void> abandonFile(long fileId) {
+    return call(MessageType.ABANDON_FILE, new Messages.AbandonFileRequest(fileId), in -> null);
+  }
 
   /** Waits for {@code f} at most as long as any Ember call may take, and unwraps its error. */
   <T> T await(CompletableFuture<T> f) throws EmberException {

@@ -24,7 +24,13 @@ import java.util.concurrent.CompletionException;
  *
  * <p>When a write to a data node fails, the next call to {@code write}, {@code flush} or {@code
  * close} throws an {@link EmberException} that names the file, the byte offset, the block and the
- * data node; the file then stays unpublished.
+ * data node, and the stream gives its file up: the name node deletes it and frees its blocks, so a
+ * failed write (a full tier, a lost data node) leaves nothing behind.
+ *
+ * <p>While the stream is open its client renews a lease on the file. If the client stops renewing
+ * it (the process died or hung) for the name node's lease timeout, the name node closes the file at
+ * the length the stream last reported its data nodes had acknowledged; the stream's next call then
+ * fails with {@link ErrorCode#LEASE_RECOVERED}.
  */
 public final class EmberOutputStream extends OutputStream {
   private final EmberClient client;
@@ -46,6 +52,18 @@ public final class EmberOutputStream extends OutputStream {
 
   private EmberException failure;
   private boolean closed;
+
+  /** Bytes from the start of the file that the data nodes acknowledged (the writer's count). */
+  private long acknowledgedByWriter;
+
+  /** {@link #acknowledgedByWriter}, published for the lease renewer. */
+  private volatile long acknowledged;
+
+  /** Set by the lease renewer when the name node recovered this file's lease. */
+  private volatile boolean leaseLost;
+
+  /** The file was given up (or closed): it is no longer renewed or abandoned again. */
+  private boolean done;
 
   private record InFlight(CompletableFuture<Void> done, int bytes) {}
 
@@ -69,6 +87,20 @@ public final class EmberOutputStream extends OutputStream {
   /** The file's path. */
   public String path() {
     return path;
+  }
+
+  long fileId() {
+    return fileId;
+  }
+
+  /** Bytes from the start of the file the data nodes acknowledged (any thread). */
+  long acknowledged() {
+    return acknowledged;
+  }
+
+  /** The name node recovered this file's lease: the stream fails from now on. */
+  void leaseLost() {
+    leaseLost = true;
   }
 
   /** Bytes accepted so far: the file's length once closed. */
@@ -197,7 +229,39 @@ public final class EmberOutputStream extends OutputStream {
     } catch (EmberException e) {
       failure = new EmberException(e.code(), "closing " + path + " failed: " + e.getMessage(), e);
       throw failed();
+    } finally {
+      done = true;
+      client.stopWriting(this);
     }
+  }
+
+  /**
+   * After the first failure: the file is deleted so its blocks are free, unless the name node
+   * already closed it (its lease was recovered).
+   */
+  private void giveUp() {
+    if (done) {
+      return;
+    }
+    done = true;
+    client.stopWriting(this);
+    if (failure.code() == ErrorCode.LEASE_RECOVERED) {
+      return;
+    }
+    var unused =
+        client
+            .abandonFile(fileId)
+            .whenComplete(
+                (v, e) -> {
+                  if (e != null) {
+                    org.slf4j.LoggerFactory.getLogger(EmberOutputStream.class)
+                        .warn(
+                            "{}: could not give up the file after a failed write ({}); its lease"
+                                + " frees it",
+                            path,
+                            EmberException.of(e).getMessage());
+                  }
+                });
   }
 
   private void releaseBuffer() {
@@ -320,6 +384,10 @@ public final class EmberOutputStream extends OutputStream {
       inFlightBytes -= head.bytes;
       try {
         client.await(head.done);
+        if (failure == null) {
+          acknowledgedByWriter += head.bytes;
+          acknowledged = acknowledgedByWriter;
+        }
       } catch (EmberException e) {
         if (failure == null) {
           failure = e;
@@ -327,6 +395,7 @@ public final class EmberOutputStream extends OutputStream {
       }
     }
     if (failure != null) {
+      giveUp();
       throw failed();
     }
   }
@@ -350,7 +419,18 @@ public final class EmberOutputStream extends OutputStream {
   }
 
   private void checkUsable() throws IOException {
+    if (leaseLost && failure == null) {
+      failure =
+          new EmberException(
+              ErrorCode.LEASE_RECOVERED,
+              "writing "
+                  + path
+                  + " failed: the name node no longer holds it open for this writer (its lease"
+                  + " expired because the client did not renew it in time, and the name node"
+                  + " closed it at the bytes acknowledged; or it was deleted)");
+    }
     if (failure != null) {
+      giveUp();
       throw failed();
     }
     if (closed) {

@@ -47,6 +47,15 @@ abstract class Inode {
     long length;
     boolean open = true;
 
+    /** The writer whose lease covers this open file ("" for none). */
+    String leaseHolder = "";
+
+    /** Bytes the writer last reported its data nodes acknowledged. */
+    long reportedLength;
+
+    /** Closed by lease recovery, not by its writer. */
+    boolean recovered;
+
     File(long id, String name, StorageClass storageClass, long now) {
       super(id, name, storageClass, now);
     }

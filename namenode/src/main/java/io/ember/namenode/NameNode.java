@@ -100,6 +100,7 @@ public final class NameNode implements AutoCloseable {
   private final long checkpointIntervalNanos;
   private volatile long lastCheckpointNanos = System.nanoTime();
   private java.util.concurrent.ScheduledFuture<?> checkpointing;
+  private java.util.concurrent.ScheduledFuture<?> leasing;
 
   private final LifeCycle lifeCycle = new LifeCycle("name node");
   private volatile boolean closing;
@@ -189,6 +190,10 @@ public final class NameNode implements AutoCloseable {
     reaping =
         reaper.scheduleWithFixedDelay(
             state::expireDatanodes, period, period, TimeUnit.MILLISECONDS);
+    long leaseTick = Math.max(25, Math.min(1000, state.leaseTimeoutMillis() / 4));
+    leasing =
+        reaper.scheduleWithFixedDelay(
+            state::expireLeases, leaseTick, leaseTick, TimeUnit.MILLISECONDS);
     if (journal != null) {
       long tick = Math.max(100, Math.min(1000, checkpointIntervalNanos / 1_000_000 / 4));
       checkpointing =
@@ -201,11 +206,14 @@ public final class NameNode implements AutoCloseable {
   private long recoveredThrough;
 
   private static NameNodeState newState(EmberConfig config) {
-    return new NameNodeState(
-        Math.toIntExact(config.get(EmberKeys.BLOCK_SIZE)),
-        NameNodeKeys.parseOrder(config.get(NameNodeKeys.STORAGE_CLASS_ORDER)),
-        config.get(NameNodeKeys.DATANODE_TIMEOUT),
-        System::nanoTime);
+    NameNodeState s =
+        new NameNodeState(
+            Math.toIntExact(config.get(EmberKeys.BLOCK_SIZE)),
+            NameNodeKeys.parseOrder(config.get(NameNodeKeys.STORAGE_CLASS_ORDER)),
+            config.get(NameNodeKeys.DATANODE_TIMEOUT),
+            System::nanoTime);
+    s.leaseTimeout(config.get(NameNodeKeys.LEASE_TIMEOUT));
+    return s;
   }
 
   /** Loads the newest checkpoint that reads whole and replays the journal after it. */
@@ -446,6 +454,11 @@ public final class NameNode implements AutoCloseable {
     return state.blockSize();
   }
 
+  /** Checks leases now instead of at the next tick; returns the files it closed. */
+  public int expireLeases() {
+    return state.expireLeases();
+  }
+
   /** Checks heartbeats now instead of at the next tick; returns the data nodes marked lost. */
   public int expireDatanodes() {
     return state.expireDatanodes();
@@ -461,6 +474,9 @@ public final class NameNode implements AutoCloseable {
     reaping.cancel(false);
     if (checkpointing != null) {
       checkpointing.cancel(false);
+    }
+    if (leasing != null) {
+      leasing.cancel(false);
     }
     reaper.shutdownNow();
     server.close();
@@ -527,7 +543,8 @@ public final class NameNode implements AutoCloseable {
       case CREATE:
         {
           Messages.CreateRequest r = Messages.CreateRequest.decode(in);
-          return state.create(r.path(), r.type(), r.storageClass(), r.createParents());
+          return state.create(
+              r.path(), r.type(), r.storageClass(), r.createParents(), r.leaseHolder());
         }
       case LOOKUP:
         return state.lookup(Messages.PathRequest.decode(in).path());
@@ -569,6 +586,15 @@ public final class NameNode implements AutoCloseable {
           Messages.CloseFileRequest r = Messages.CloseFileRequest.decode(in);
           return state.closeFile(r.fileId(), r.length());
         }
+      case RENEW_LEASE:
+        {
+          Messages.RenewLeaseRequest r = Messages.RenewLeaseRequest.decode(in);
+          return new Messages.RenewLeaseResponse(
+              state.leaseTimeoutMillis(), state.renewLease(r.holder(), r.files()));
+        }
+      case ABANDON_FILE:
+        state.abandon(Messages.AbandonFileRequest.decode(in).fileId());
+        return Message.EMPTY;
       case DF:
         Wire.expectEnd(in, "DF");
         return new Messages.DfResponse(state.usage());

@@ -100,6 +100,18 @@ public final class NameNodeKeys {
           Duration.ofDays(7),
           "time after which the namespace is checkpointed if it changed");
 
+  /**
+   * Time without a renewal after which a writer's lease expires and its open files are closed at
+   * the length it last reported its data nodes acknowledged.
+   */
+  public static final ConfigKey<Duration> LEASE_TIMEOUT =
+      ConfigKey.ofDuration(
+          "ember.namenode.lease-timeout",
+          "60s",
+          Duration.ofMillis(100),
+          Duration.ofDays(1),
+          "time without renewal after which a writer's open files are closed at what it wrote");
+
   /** Every key of this class. */
   public static final List<ConfigKey<?>> ALL =
       List.of(
@@ -111,7 +123,8 @@ public final class NameNodeKeys {
           DIR,
           JOURNAL_SYNC,
           CHECKPOINT_RECORDS,
-          CHECKPOINT_INTERVAL);
+          CHECKPOINT_INTERVAL,
+          LEASE_TIMEOUT);
 
   private static boolean validSync(String text) {
     try {

@@ -78,6 +78,22 @@ final class NameNodeState {
   static final int EDIT_CLOSE = 5;
   static final int EDIT_REGISTER = 6;
   static final int EDIT_ABANDON = 7;
+  static final int EDIT_RECOVER = 8;
+
+  /** A writer's lease: when it last renewed, and the files it has open. */
+  private static final class Lease {
+    volatile long renewedNanos;
+    final java.util.Set<Long> files = new java.util.LinkedHashSet<>();
+
+    Lease(long now) {
+      renewedNanos = now;
+    }
+  }
+
+  /** Leases by holder. Guarded by the lock. */
+  private final Map<String, Lease> leases = new HashMap<>();
+
+  private long leaseTimeoutNanos = Duration.ofSeconds(60).toNanos();
 
   /** Where changes are recorded before they are acknowledged; null keeps them in memory only. */
   private Journal journal;
@@ -109,6 +125,16 @@ final class NameNodeState {
 
   NodeStatus create(String path, NodeType type, StorageClass sc, boolean createParents)
       throws EmberException {
+    return create(path, type, sc, createParents, "");
+  }
+
+  /**
+   * Creates an entry; a file created with a {@code leaseHolder} is that writer's until it closes
+   * it, and is recovered if the holder stops renewing its lease.
+   */
+  NodeStatus create(
+      String path, NodeType type, StorageClass sc, boolean createParents, String leaseHolder)
+      throws EmberException {
     List<String> parts = Paths.components(path);
     String canonical = Paths.join(parts);
     if (parts.isEmpty()) {
@@ -122,6 +148,10 @@ final class NameNodeState {
       Inode made;
       try {
         made = createLocked(parts, type, sc, createParents, now);
+        if (made instanceof Inode.File f && !leaseHolder.isEmpty()) {
+          f.leaseHolder = leaseHolder;
+          leases.computeIfAbsent(leaseHolder, h -> new Lease(clock.getAsLong())).files.add(f.id);
+        }
       } finally {
         // A create that failed after making parents made them all the same.
         if (nextInodeId != firstId) {
@@ -134,6 +164,7 @@ final class NameNodeState {
                 out.writeBoolean(createParents);
                 out.writeLong(firstId);
                 out.writeLong(now);
+                writeString(out, leaseHolder);
               });
         }
       }
@@ -372,6 +403,9 @@ final class NameNodeState {
       }
       checkJournal();
       if (!file.open) {
+        if (file.recovered) {
+          throw leaseRecovered(file);
+        }
         throw new EmberException(
             ErrorCode.FILE_CLOSED,
             pathOf(file) + " is closed: its length is published and it takes no more writes");
@@ -434,6 +468,9 @@ final class NameNodeState {
     try {
       Inode.File file = file(fileId);
       if (!file.open) {
+        if (file.recovered && file.length != length) {
+          throw leaseRecovered(file);
+        }
         if (file.length == length) {
           // A retried close after a lost answer: answered once the first close is durable.
           LOGGED.set(journal == null ? DONE : journal.barrier());
@@ -472,6 +509,7 @@ final class NameNodeState {
   }
 
   private void closeLocked(Inode.File file, long length, long now) {
+    dropLease(file);
     // Writers ask for a block before their first write; one that wrote less leaves blocks it
     // never filled, and they go back to their data nodes now.
     long used = (length + blockSize - 1) / blockSize;
@@ -814,6 +852,187 @@ final class NameNodeState {
     }
   }
 
+  // ---- leases ------------------------------------------------------------------------------
+
+  /** How long a writer's lease lasts without renewal. */
+  void leaseTimeout(Duration timeout) {
+    leaseTimeoutNanos = timeout.toNanos();
+  }
+
+  long leaseTimeoutMillis() {
+    return leaseTimeoutNanos / 1_000_000;
+  }
+
+  private void dropLease(Inode.File f) {
+    if (f.leaseHolder.isEmpty()) {
+      return;
+    }
+    Lease lease = leases.get(f.leaseHolder);
+    if (lease != null) {
+      lease.files.remove(f.id);
+      if (lease.files.isEmpty()) {
+        leases.remove(f.leaseHolder);
+      }
+    }
+  }
+
+  private EmberException leaseRecovered(Inode.File file) {
+    return new EmberException(
+        ErrorCode.LEASE_RECOVERED,
+        "the lease of "
+            + file.leaseHolder
+            + " on "
+            + pathOf(file)
+            + " expired (not renewed for "
+            + leaseTimeoutNanos / 1_000_000_000.0
+            + " s), and the name node closed the file at "
+            + file.length
+            + " bytes, what its data nodes had acknowledged");
+  }
+
+  /**
+   * Renews a writer's lease and records how much of each open file its data nodes acknowledged.
+   *
+   * @return the files of {@code written} the holder no longer has open
+   */
+  List<Long> renewLease(String holder, List<io.ember.protocol.Messages.WrittenLength> written) {
+    lock.writeLock().lock();
+    try {
+      Lease lease = leases.get(holder);
+      if (lease != null) {
+        lease.renewedNanos = clock.getAsLong();
+      }
+      List<Long> lost = new ArrayList<>();
+      for (io.ember.protocol.Messages.WrittenLength w : written) {
+        Inode.File f = files.get(w.fileId());
+        if (f == null || !f.open || !f.leaseHolder.equals(holder)) {
+          lost.add(w.fileId());
+        } else {
+          f.reportedLength = Math.max(f.reportedLength, w.length());
+        }
+      }
+      return lost;
+    } finally {
+      lock.writeLock().unlock();
+    }
+  }
+
+  /**
+   * Closes the open files of writers whose leases expired, each at the length its writer last
+   * reported its data nodes acknowledged (blocks past it are freed).
+   *
+   * @return how many files it closed
+   */
+  int expireLeases() {
+    long now = clock.getAsLong();
+    List<String> expired = new ArrayList<>();
+    lock.readLock().lock();
+    try {
+      leases.forEach(
+          (holder, lease) -> {
+            if (now - lease.renewedNanos > leaseTimeoutNanos) {
+              expired.add(holder);
+            }
+          });
+    } finally {
+      lock.readLock().unlock();
+    }
+    if (expired.isEmpty()) {
+      return 0;
+    }
+    int closed = 0;
+    lock.writeLock().lock();
+    try {
+      if (journal != null && !journalWritable()) {
+        return 0; // tried again once the journal can be written
+      }
+      for (String holder : expired) {
+        Lease lease = leases.get(holder);
+        if (lease == null || clock.getAsLong() - lease.renewedNanos <= leaseTimeoutNanos) {
+          continue;
+        }
+        for (Long id : new ArrayList<>(lease.files)) {
+          Inode.File f = files.get(id);
+          if (f == null || !f.open) {
+            continue;
+          }
+          long length = Math.min(f.reportedLength, (long) f.blocks.size() * blockSize);
+          long when = System.currentTimeMillis();
+          closeLocked(f, length, when);
+          f.recovered = true;
+          log(
+              EDIT_RECOVER,
+              out -> {
+                out.writeLong(id);
+                out.writeLong(length);
+                out.writeLong(when);
+              });
+          closed++;
+          LOG.warn(
+              "lease of {} expired (not renewed for {} s): {} closed at {} bytes",
+              holder,
+              leaseTimeoutNanos / 1_000_000_000.0,
+              pathOf(f),
+              length);
+        }
+        leases.remove(holder);
+      }
+    } finally {
+      var unused = takeLogged();
+      lock.writeLock().unlock();
+    }
+    return closed;
+  }
+
+  private boolean journalWritable() {
+    try {
+      journal.checkWritable();
+      return true;
+    } catch (EmberException e) {
+      return false;
+    }
+  }
+
+  /**
+   * A failed writer gives its file up: deleted if still being written, so its blocks are free.
+   *
+   * @throws EmberException {@link ErrorCode#FILE_CLOSED} when the file was closed meanwhile
+   */
+  void abandon(long fileId) throws EmberException {
+    lock.writeLock().lock();
+    try {
+      Inode.File f = files.get(fileId);
+      if (f == null) {
+        return;
+      }
+      if (!f.open) {
+        throw new EmberException(
+            ErrorCode.FILE_CLOSED, pathOf(f) + " is closed: delete it to free its blocks");
+      }
+      checkJournal();
+      long now = System.currentTimeMillis();
+      unlink(f, now);
+      log(
+          EDIT_ABANDON,
+          out -> {
+            out.writeLong(fileId);
+            out.writeLong(now);
+          });
+    } finally {
+      lock.writeLock().unlock();
+    }
+  }
+
+  /** The holder of an open file's lease, or "" (for {@code ember fs stat}). */
+  String leaseHolder(String path) throws EmberException {
+    lock.readLock().lock();
+    try {
+      return resolve(Paths.components(path)) instanceof Inode.File f && f.open ? f.leaseHolder : "";
+    } finally {
+      lock.readLock().unlock();
+    }
+  }
+
   // ---- durability --------------------------------------------------------------------------
 
   /** Records every change from now on in {@code journal} before it is acknowledged. */
@@ -900,8 +1119,12 @@ final class NameNodeState {
           boolean createParents = in.readBoolean();
           nextInodeId = in.readLong();
           long now = in.readLong();
+          String holder = readString(in);
           try {
-            createLocked(parts, type, sc, createParents, now);
+            Inode made = createLocked(parts, type, sc, createParents, now);
+            if (made instanceof Inode.File f) {
+              f.leaseHolder = holder;
+            }
           } catch (EmberException e) {
             // It failed so when it was made, after making parents: they are made again.
           }
@@ -935,6 +1158,12 @@ final class NameNodeState {
           Inode.File file = file(in.readLong());
           long length = in.readLong();
           closeLocked(file, length, in.readLong());
+        }
+        case EDIT_RECOVER -> {
+          Inode.File file = file(in.readLong());
+          long length = in.readLong();
+          closeLocked(file, length, in.readLong());
+          file.recovered = true;
         }
         case EDIT_ABANDON -> {
           Inode.File file = file(in.readLong());
@@ -999,6 +1228,13 @@ final class NameNodeState {
         dn.lastHeartbeatNanos = now;
       }
       nextInodeId = Math.max(nextInodeId, System.currentTimeMillis() << 20);
+      // Writers of files open at the crash get a whole lease timeout to renew.
+      leases.clear();
+      for (Inode.File f : files.values()) {
+        if (f.open && !f.leaseHolder.isEmpty()) {
+          leases.computeIfAbsent(f.leaseHolder, h -> new Lease(now)).files.add(f.id);
+        }
+      }
     } finally {
       lock.writeLock().unlock();
     }
@@ -1066,6 +1302,8 @@ final class NameNodeState {
       if (child instanceof Inode.File f) {
         out.writeBoolean(f.open);
         out.writeLong(f.length);
+        writeString(out, f.leaseHolder);
+        out.writeBoolean(f.recovered);
         out.writeInt(f.blocks.size());
         for (Block b : f.blocks) {
           out.writeLong(b.blockId());
@@ -1139,6 +1377,8 @@ final class NameNodeState {
         Inode.File f = new Inode.File(id, name, sc, mtime);
         f.open = in.readBoolean();
         f.length = in.readLong();
+        f.leaseHolder = readString(in);
+        f.recovered = in.readBoolean();
         int blocks = in.readInt();
         for (int b = 0; b < blocks; b++) {
           long blockId = in.readLong();
@@ -1219,6 +1459,7 @@ final class NameNodeState {
 
   private void release(Inode node) {
     if (node instanceof Inode.File f) {
+      dropLease(f);
       files.remove(f.id);
       f.blocks.forEach(this::giveBack);
       f.blocks.clear();

@@ -128,9 +128,9 @@ class JournalTest {
         BS, List.of(StorageClass.DRAM, StorageClass.NVMF), Duration.ofSeconds(10), clock::get);
   }
 
-  /** A state that journals, from a formatted directory. */
+  /** A state that journals, loaded from the formatted directory as a name node's is. */
   private NameNodeState journaled(Journal j) throws IOException {
-    NameNodeState s = newState();
+    NameNodeState s = restored();
     s.attachJournal(j);
     return s;
   }
@@ -264,5 +264,84 @@ class JournalTest {
     clock.addAndGet(Duration.ofSeconds(11).toNanos());
     assertEquals(1, back.expireDatanodes());
     assertTrue(back.getBlocks(f.id(), 0, 1).get(0).lost());
+  }
+
+  @Test
+  void anExpiredLeaseClosesTheFileAtTheReportedLengthAndSurvivesARestart() throws Exception {
+    Checkpoints.write(dir, 0, newState()::save);
+    Journal j = Journal.open(dir, Journal.Sync.ALWAYS, 1);
+    NameNodeState live = journaled(j);
+    live.leaseTimeout(Duration.ofSeconds(5));
+    live.register(StorageClass.DRAM, "dram", "127.0.0.1:1", 64L * BS, false, 11);
+    NodeStatus f = live.create("/w", NodeType.FILE, StorageClass.DRAM, false, "writer-1");
+    NodeStatus other = live.create("/o", NodeType.FILE, StorageClass.DRAM, false, "writer-2");
+    for (int i = 0; i < 3; i++) {
+      live.allocateBlock(f.id(), i);
+    }
+    assertEquals(
+        List.of(),
+        live.renewLease(
+            "writer-1", List.of(new io.ember.protocol.Messages.WrittenLength(f.id(), BS + 7))));
+    clock.addAndGet(Duration.ofSeconds(3).toNanos());
+    live.renewLease("writer-2", List.of());
+    clock.addAndGet(Duration.ofSeconds(3).toNanos());
+    // writer-1 went silent 6 s ago; writer-2 renewed 3 s ago.
+    assertEquals(1, live.expireLeases());
+    NodeStatus closed = live.lookup("/w");
+    assertFalse(closed.open());
+    assertEquals(BS + 7, closed.length());
+    assertEquals(2, closed.blockCount()); // the third block went back
+    assertTrue(live.lookup("/o").open());
+    EmberException write = assertThrows(EmberException.class, () -> live.allocateBlock(f.id(), 2));
+    assertEquals(ErrorCode.LEASE_RECOVERED, write.code());
+    assertTrue(write.getMessage().contains("writer-1"), write.getMessage());
+    EmberException close =
+        assertThrows(EmberException.class, () -> live.closeFile(f.id(), 3L * BS));
+    assertEquals(ErrorCode.LEASE_RECOVERED, close.code());
+    // A writer that had reported every byte closes at the same length: nothing is lost.
+    assertEquals(BS + 7, live.closeFile(f.id(), BS + 7).length());
+    assertEquals(
+        List.of(f.id()),
+        live.renewLease(
+            "writer-1", List.of(new io.ember.protocol.Messages.WrittenLength(f.id(), BS + 7))));
+    live.takeLogged().get(60, TimeUnit.SECONDS);
+    j.close();
+
+    NameNodeState back = restored();
+    back.leaseTimeout(Duration.ofSeconds(5));
+    assertEquals(describe(live, "/"), describe(back, "/"));
+    EmberException after = assertThrows(EmberException.class, () -> back.allocateBlock(f.id(), 2));
+    assertEquals(ErrorCode.LEASE_RECOVERED, after.code());
+    // The open file's writer gets a whole timeout from the restart to renew.
+    clock.addAndGet(Duration.ofSeconds(4).toNanos());
+    assertEquals(0, back.expireLeases());
+    clock.addAndGet(Duration.ofSeconds(2).toNanos());
+    assertEquals(1, back.expireLeases());
+    assertEquals(0, back.lookup("/o").length());
+    assertFalse(back.lookup("/o").open());
+    assertEquals(other.id(), back.lookup("/o").id());
+  }
+
+  @Test
+  void anAbandonedFileIsGoneAfterARestartToo() throws Exception {
+    Checkpoints.write(dir, 0, newState()::save);
+    Journal j = Journal.open(dir, Journal.Sync.ALWAYS, 1);
+    NameNodeState live = journaled(j);
+    live.register(StorageClass.DRAM, "dram", "127.0.0.1:1", 4L * BS, false, 11);
+    NodeStatus f = live.create("/a", NodeType.FILE, StorageClass.DRAM, false, "w");
+    live.allocateBlock(f.id(), 0);
+    live.allocateBlock(f.id(), 1);
+    live.abandon(f.id());
+    live.abandon(f.id()); // again: nothing left to give up
+    assertThrows(EmberException.class, () -> live.lookup("/a"));
+    live.takeLogged().get(60, TimeUnit.SECONDS);
+    j.close();
+    NameNodeState back = restored();
+    assertThrows(EmberException.class, () -> back.lookup("/a"));
+    back.register(StorageClass.DRAM, "dram", "127.0.0.1:1", 4L * BS, false, 11, true);
+    NodeStatus g = back.create("/g", NodeType.FILE, StorageClass.DRAM, false);
+    for (int i = 0; i < 4; i++) {
+      back.allocateBlock(g.id(), i); // all four blocks are free again
+    }
   }
 }

@@ -17,6 +17,8 @@ public enum MessageType {
   REGISTER_DATANODE(19),
   HEARTBEAT(20),
   OPEN(21),
+  RENEW_LEASE(22),
+  ABANDON_FILE(23),
   // Data node.
   BLOCK_WRITE(40),
   BLOCK_READ(41);

@@ -23,14 +23,25 @@ public final class Messages {
 
   /** CREATE: make a file, directory or multifile. Answered by a {@link NodeStatus}. */
   public record CreateRequest(
-      String path, NodeType type, StorageClass storageClass, boolean createParents)
+      String path,
+      NodeType type,
+      StorageClass storageClass,
+      boolean createParents,
+      String leaseHolder)
       implements Message {
+    /** A create whose file (if it is one) no lease covers. */
+    public CreateRequest(
+        String path, NodeType type, StorageClass storageClass, boolean createParents) {
+      this(path, type, storageClass, createParents, "");
+    }
+
     @Override
     public void encode(ByteBuf out) {
       Wire.writeString(out, path);
       out.writeByte(type.code());
       out.writeByte(storageClass.id());
       out.writeBoolean(createParents);
+      Wire.writeString(out, leaseHolder);
     }
 
     /** Reads the body. */
@@ -39,8 +50,94 @@ public final class Messages {
       NodeType type = NodeType.fromCode(Wire.readByte(in, "node type"));
       StorageClass sc = new StorageClass(Wire.readByte(in, "storage class") & 0xff);
       boolean parents = Wire.readBoolean(in, "create parents");
+      String holder = Wire.readString(in, "lease holder", MAX_HOLDER_BYTES);
       Wire.expectEnd(in, "CREATE");
-      return new CreateRequest(path, type, sc, parents);
+      return new CreateRequest(path, type, sc, parents, holder);
+    }
+  }
+
+  /** The longest lease holder name, in UTF-8 bytes. */
+  public static final int MAX_HOLDER_BYTES = 256;
+
+  /** The most open files one lease renewal reports. */
+  public static final int MAX_LEASE_FILES = 1 << 20;
+
+  /** The length a writer's data nodes acknowledged for a file it has open. */
+  public record WrittenLength(long fileId, long length) {}
+
+  /**
+   * RENEW_LEASE: a writer is alive, and how many bytes of each file it has open its data nodes
+   * acknowledged. Answered by a {@link RenewLeaseResponse}.
+   */
+  public record RenewLeaseRequest(String holder, List<WrittenLength> files) implements Message {
+    @Override
+    public void encode(ByteBuf out) {
+      Wire.writeString(out, holder);
+      out.writeInt(files.size());
+      for (WrittenLength f : files) {
+        out.writeLong(f.fileId());
+        out.writeLong(f.length());
+      }
+    }
+
+    /** Reads the body. */
+    public static RenewLeaseRequest decode(ByteBuf in) throws MalformedFrameException {
+      String holder = Wire.readString(in, "lease holder", MAX_HOLDER_BYTES);
+      int n = Wire.readCount(in, "open files", MAX_LEASE_FILES, 16);
+      List<WrittenLength> files = new ArrayList<>(n);
+      for (int i = 0; i < n; i++) {
+        files.add(
+            new WrittenLength(
+                Wire.readLong(in, "file id"), Wire.readLong(in, "length", 0, Long.MAX_VALUE)));
+      }
+      Wire.expectEnd(in, "RENEW_LEASE");
+      return new RenewLeaseRequest(holder, files);
+    }
+  }
+
+  /**
+   * The answer to RENEW_LEASE: the name node's lease timeout (renew well within it), and the files
+   * of the request the holder no longer has open (its lease was recovered, or they were deleted).
+   */
+  public record RenewLeaseResponse(long leaseTimeoutMillis, List<Long> lostFiles)
+      implements Message {
+    @Override
+    public void encode(ByteBuf out) {
+      out.writeLong(leaseTimeoutMillis);
+      out.writeInt(lostFiles.size());
+      for (long id : lostFiles) {
+        out.writeLong(id);
+      }
+    }
+
+    /** Reads the body. */
+    public static RenewLeaseResponse decode(ByteBuf in) throws MalformedFrameException {
+      long timeout = Wire.readLong(in, "lease timeout", 1, Long.MAX_VALUE);
+      int n = Wire.readCount(in, "lost files", MAX_LEASE_FILES, 8);
+      List<Long> lost = new ArrayList<>(n);
+      for (int i = 0; i < n; i++) {
+        lost.add(Wire.readLong(in, "file id"));
+      }
+      Wire.expectEnd(in, "RENEW_LEASE answer");
+      return new RenewLeaseResponse(timeout, lost);
+    }
+  }
+
+  /**
+   * ABANDON_FILE: a writer that failed gives its file up: the name node deletes it if it is still
+   * being written, freeing its blocks. Answered by an empty body.
+   */
+  public record AbandonFileRequest(long fileId) implements Message {
+    @Override
+    public void encode(ByteBuf out) {
+      out.writeLong(fileId);
+    }
+
+    /** Reads the body. */
+    public static AbandonFileRequest decode(ByteBuf in) throws MalformedFrameException {
+      long id = Wire.readLong(in, "file id");
+      Wire.expectEnd(in, "ABANDON_FILE");
+      return new AbandonFileRequest(id);
     }
   }
 

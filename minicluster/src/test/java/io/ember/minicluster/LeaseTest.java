@@ -1,0 +1,159 @@
+package io.ember.minicluster;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.ember.client.CreateOptions;
+import io.ember.client.EmberClient;
+import io.ember.client.EmberInputStream;
+import io.ember.client.EmberOutputStream;
+import io.ember.namenode.NameNodeKeys;
+import io.ember.protocol.EmberException;
+import io.ember.protocol.ErrorCode;
+import io.ember.protocol.Messages.ClassUsage;
+import io.ember.protocol.StorageClass;
+import java.io.IOException;
+import java.time.Duration;
+import java.util.Random;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * A writer that fails gives its file and blocks back; one that stops renewing its lease has its
+ * file closed at what its data nodes acknowledged; and a writer that lives on renews its lease
+ * however long it writes.
+ */
+class LeaseTest {
+  private static final int BLOCK = 64 * 1024;
+  private static final Duration DEADLINE = Duration.ofMinutes(2);
+
+  private MiniCluster cluster;
+
+  @AfterEach
+  void stop() {
+    if (cluster != null) {
+      cluster.close();
+    }
+  }
+
+  private static byte[] data(int n, long seed) {
+    byte[] b = new byte[n];
+    new Random(seed).nextBytes(b);
+    return b;
+  }
+
+  private MiniCluster start(String leaseTimeout, String dramCapacity) throws EmberException {
+    return MiniCluster.builder()
+        .dramDatanodes(1)
+        .blockSize("64k")
+        .dramCapacity(dramCapacity)
+        .set(NameNodeKeys.LEASE_TIMEOUT, leaseTimeout)
+        .build();
+  }
+
+  private void awaitFree(StorageClass sc, long freeBlocks) throws EmberException {
+    cluster.awaitUsage(
+        sc, u -> u.freeBlocks() == freeBlocks, "all " + freeBlocks + " blocks free", DEADLINE);
+  }
+
+  private static void awaitGone(EmberClient c, String path) throws Exception {
+    long deadline = System.nanoTime() + DEADLINE.toNanos();
+    while (true) {
+      try {
+        c.lookup(path);
+      } catch (EmberException e) {
+        assertEquals(ErrorCode.NOT_FOUND, e.code(), e.getMessage());
+        return;
+      }
+      assertTrue(System.nanoTime() < deadline, path + " was not given up");
+      Thread.sleep(10);
+    }
+  }
+
+  @Test
+  void aWriteThatRunsOutOfCapacityLeavesNothingBehind() throws Exception {
+    cluster = start("60s", "256k"); // four blocks
+    try (EmberClient c = cluster.newClient()) {
+      ClassUsage before =
+          c.df().stream().filter(u -> u.storageClass().equals(StorageClass.DRAM)).findFirst().get();
+      EmberException full =
+          assertThrows(
+              EmberException.class,
+              () -> {
+                try (EmberOutputStream out = c.create("/big", CreateOptions.DEFAULT)) {
+                  out.write(data(5 * BLOCK, 1));
+                }
+              });
+      assertEquals(ErrorCode.NO_CAPACITY, full.code(), full.getMessage());
+      awaitGone(c, "/big");
+      awaitFree(StorageClass.DRAM, before.freeBlocks());
+      // The space is usable again at once.
+      try (EmberOutputStream out = c.create("/fits", CreateOptions.DEFAULT)) {
+        out.write(data(4 * BLOCK, 2));
+      }
+    }
+  }
+
+  @Test
+  void aWriteToADataNodeThatDiedLeavesNothingBehind() throws Exception {
+    cluster = start("60s", "1m");
+    cluster.addDramDatanode();
+    cluster.awaitLiveDatanodes(StorageClass.DRAM, 2, DEADLINE);
+    try (EmberClient c = cluster.newClient()) {
+      EmberOutputStream out = c.create("/dies", CreateOptions.DEFAULT);
+      out.write(data(BLOCK, 1));
+      out.flush();
+      cluster.killDatanode(0);
+      cluster.killDatanode(1);
+      assertThrows(
+          IOException.class,
+          () -> {
+            for (int i = 0; i < 64; i++) {
+              out.write(data(BLOCK, 2));
+              out.flush();
+            }
+          });
+      assertThrows(IOException.class, out::close);
+      awaitGone(c, "/dies");
+    }
+  }
+
+  @Test
+  void aWriterThatStopsRenewingHasItsFileClosedAtWhatItsDataNodesHeld() throws Exception {
+    cluster = start("1s", "4m");
+    EmberClient writer = cluster.newClient();
+    byte[] written = data(2 * BLOCK + 100, 3);
+    EmberOutputStream out = writer.create("/abandoned", CreateOptions.DEFAULT);
+    out.write(written);
+    out.flush();
+    try (EmberClient reader = cluster.newClient()) {
+      long free =
+          reader.df().stream()
+              .filter(u -> u.storageClass().equals(StorageClass.DRAM))
+              .findFirst()
+              .get()
+              .freeBlocks();
+      // A writer that keeps running keeps its lease, however long it takes.
+      long renewedFor = System.nanoTime() + Duration.ofSeconds(3).toNanos();
+      while (System.nanoTime() < renewedFor) {
+        assertTrue(reader.lookup("/abandoned").open());
+        Thread.sleep(100);
+      }
+      // A client that goes away stops renewing: as if its process died.
+      writer.close();
+      long deadline = System.nanoTime() + DEADLINE.toNanos();
+      while (reader.lookup("/abandoned").open()) {
+        assertTrue(System.nanoTime() < deadline, "the lease was not recovered");
+        Thread.sleep(20);
+      }
+      assertEquals(written.length, reader.lookup("/abandoned").length());
+      try (EmberInputStream in = reader.open("/abandoned")) {
+        assertArrayEquals(written, in.readAllBytes());
+      }
+      reader.delete("/abandoned", false);
+      awaitFree(StorageClass.DRAM, free + 3);
+    }
+  }
+}
