@@ -53,11 +53,11 @@ public final class EmberOutputStream extends OutputStream {
   private EmberException failure;
   private boolean closed;
 
-  /** Bytes from the start of the file that the data nodes acknowledged (the writer's count). */
-  private long acknowledgedByWriter;
+  /** Bytes from the start of the file that the data nodes acknowledged. Guarded by this. */
+  private long acknowledged;
 
-  /** {@link #acknowledgedByWriter}, published for the lease renewer. */
-  private volatile long acknowledged;
+  /** Acknowledged ranges past a write still in flight: start to end. Guarded by this. */
+  private final java.util.TreeMap<Long, Long> acknowledgedAhead = new java.util.TreeMap<>();
 
   /** Set by the lease renewer when the name node recovered this file's lease. */
   private volatile boolean leaseLost;
@@ -94,8 +94,24 @@ public final class EmberOutputStream extends OutputStream {
   }
 
   /** Bytes from the start of the file the data nodes acknowledged (any thread). */
-  long acknowledged() {
+  synchronized long acknowledged() {
     return acknowledged;
+  }
+
+  /** A write of bytes {@code start} to {@code end} completed (a network thread). */
+  private synchronized void acknowledge(long start, long end) {
+    if (start != acknowledged) {
+      acknowledgedAhead.put(start, end);
+      return;
+    }
+    long upTo = end;
+    for (var next = acknowledgedAhead.firstEntry();
+        next != null && next.getKey() == upTo;
+        next = acknowledgedAhead.firstEntry()) {
+      upTo = next.getValue();
+      acknowledgedAhead.pollFirstEntry();
+    }
+    acknowledged = upTo;
   }
 
   /** The name node recovered this file's lease: the stream fails from now on. */
@@ -336,6 +352,7 @@ public final class EmberOutputStream extends OutputStream {
                             client.metrics().blockWrites.increment();
                           });
                 });
+    var unused = done.thenRun(() -> acknowledge(start, start + n));
     InFlight sent = new InFlight(done, n);
     inFlight.add(sent);
     inFlightBytes += n;
@@ -384,10 +401,6 @@ public final class EmberOutputStream extends OutputStream {
       inFlightBytes -= head.bytes;
       try {
         client.await(head.done);
-        if (failure == null) {
-          acknowledgedByWriter += head.bytes;
-          acknowledged = acknowledgedByWriter;
-        }
       } catch (EmberException e) {
         if (failure == null) {
           failure = e;

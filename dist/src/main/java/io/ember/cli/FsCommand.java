@@ -398,6 +398,10 @@ final class FsCommand implements Runnable {
                       + st.type().name().toLowerCase(Locale.ROOT)
                       + (st.open() ? " (being written; length not yet published)" : ""));
           out().println("length:        " + st.length());
+          if (st.open() && !st.leaseHolder().isEmpty()) {
+            out().println("lease holder:  " + st.leaseHolder());
+            out().println("acknowledged:  " + st.acknowledgedLength() + " bytes");
+          }
           out().println("storage class: " + st.storageClass().displayName());
           out().println("modified:      " + Instant.ofEpochMilli(st.modificationTime()));
           if (st.isFile()) {

@@ -293,4 +293,151 @@ class NameNodeCrashTest {
       nvmf.destroyForcibly();
     }
   }
+
+  @Test
+  void aWriterKilledMidPutHasItsFileClosedAtWhatItsDataNodesAcknowledged(@TempDir Path tmp)
+      throws Exception {
+    Path dir = tmp.resolve("nn");
+    Path nnLog = tmp.resolve("namenode.log");
+    Process nn =
+        ember(
+            nnLog,
+            "namenode",
+            "--dir",
+            dir.toString(),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            "0",
+            "-D",
+            "ember.namenode.lease-timeout=2s");
+    // An unformatted directory is refused with what to do.
+    awaitLine(nnLog, Pattern.compile("(run 'ember namenode --format' first)"), nn);
+    assertTrue(nn.waitFor(PATIENCE_SECONDS, TimeUnit.SECONDS));
+    assertEquals(1, nn.exitValue());
+    Process format =
+        ember(tmp.resolve("format.log"), "namenode", "--dir", dir.toString(), "--format");
+    assertEquals(0, format.waitFor(), Files.readString(tmp.resolve("format.log")));
+    Process again =
+        ember(tmp.resolve("format2.log"), "namenode", "--dir", dir.toString(), "--format");
+    assertEquals(1, again.waitFor());
+    assertTrue(
+        Files.readString(tmp.resolve("format2.log")).contains("add --force to wipe it"),
+        Files.readString(tmp.resolve("format2.log")));
+    Path nnLog2 = tmp.resolve("namenode-2.log");
+    nn =
+        ember(
+            nnLog2,
+            "namenode",
+            "--dir",
+            dir.toString(),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            "0",
+            "-D",
+            "ember.namenode.lease-timeout=2s");
+    String address =
+        awaitLine(nnLog2, Pattern.compile("name node listening on (127\\.0\\.0\\.1:\\d+)"), nn);
+    ember(
+        tmp.resolve("dram.log"),
+        "datanode",
+        "dram",
+        "--capacity",
+        "256m",
+        "--namenode",
+        address,
+        "--host",
+        "127.0.0.1");
+    ember(
+        tmp.resolve("nvmf.log"),
+        "datanode",
+        "nvmf",
+        "--embedded-target",
+        tmp.resolve("target.img").toString(),
+        "--size",
+        "256m",
+        "--namenode",
+        address);
+    try (EmberClient c =
+        EmberClient.connect(EmberConfig.defaults().with(EmberKeys.NAMENODE_ADDRESS, address))) {
+      awaitDatanodes(c);
+      List<ClassUsage> before = c.df();
+      byte[] fed = new byte[8 << 20];
+      new Random(11).nextBytes(fed);
+      List<Process> writers = new ArrayList<>();
+      for (String sc : new String[] {"dram", "nvmf"}) {
+        Process put =
+            ember(
+                tmp.resolve("put-" + sc + ".log"),
+                "fs",
+                "--namenode",
+                address,
+                "put",
+                "--storage-class",
+                sc,
+                "-",
+                "/w-" + sc);
+        put.getOutputStream().write(fed);
+        put.getOutputStream().flush(); // and stdin stays open: the put is mid-file
+        writers.add(put);
+      }
+      for (String sc : new String[] {"dram", "nvmf"}) {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(PATIENCE_SECONDS);
+        while (true) {
+          io.ember.protocol.NodeStatus st = null;
+          try {
+            st = c.lookup("/w-" + sc);
+          } catch (EmberException e) {
+            assertEquals(ErrorCode.NOT_FOUND, e.code());
+          }
+          if (st != null && st.acknowledgedLength() >= 4 << 20) {
+            assertTrue(st.open());
+            assertTrue(st.leaseHolder().startsWith("ember-client@"), st.leaseHolder());
+            break;
+          }
+          assertTrue(
+              System.nanoTime() - deadline < 0, "the put of " + sc + " did not get going: " + st);
+          Thread.sleep(20);
+        }
+      }
+      for (Process put : writers) {
+        put.destroyForcibly();
+        assertTrue(put.waitFor(PATIENCE_SECONDS, TimeUnit.SECONDS));
+      }
+      for (String sc : new String[] {"dram", "nvmf"}) {
+        String path = "/w-" + sc;
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(PATIENCE_SECONDS);
+        while (c.lookup(path).open()) {
+          assertTrue(System.nanoTime() - deadline < 0, path + "'s lease was not recovered");
+          Thread.sleep(20);
+        }
+        long length = c.lookup(path).length();
+        assertTrue(length >= 4 << 20 && length <= fed.length, path + ": " + length);
+        assertArrayEquals(java.util.Arrays.copyOf(fed, (int) length), read(c, path), path);
+        c.delete(path, false);
+      }
+      awaitLine(nnLog2, Pattern.compile("(lease of ember-client@.* expired)"), nn);
+      // Nothing leaks: every block is free again once the files are deleted (NVMf ones after
+      // their deallocation).
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(PATIENCE_SECONDS);
+      while (true) {
+        List<ClassUsage> now = c.df();
+        boolean same = true;
+        for (ClassUsage b : before) {
+          same &=
+              now.stream()
+                  .anyMatch(
+                      u ->
+                          u.storageClass().equals(b.storageClass())
+                              && u.freeBlocks() == b.freeBlocks());
+        }
+        if (same) {
+          break;
+        }
+        assertTrue(System.nanoTime() - deadline < 0, "blocks leaked: " + before + " -> " + now);
+        Thread.sleep(50);
+      }
+    }
+  }
 }

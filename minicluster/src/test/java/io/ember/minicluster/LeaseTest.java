@@ -135,6 +135,13 @@ class LeaseTest {
               .findFirst()
               .get()
               .freeBlocks();
+      // The writer reports what its data nodes acknowledged; stat shows it, and its holder.
+      long reportedBy = System.nanoTime() + DEADLINE.toNanos();
+      while (reader.lookup("/abandoned").acknowledgedLength() < written.length) {
+        assertTrue(System.nanoTime() < reportedBy, "acknowledged bytes not reported");
+        Thread.sleep(20);
+      }
+      assertEquals(writer.leaseHolder(), reader.lookup("/abandoned").leaseHolder());
       // A writer that keeps running keeps its lease, however long it takes.
       long renewedFor = System.nanoTime() + Duration.ofSeconds(3).toNanos();
       while (System.nanoTime() < renewedFor) {

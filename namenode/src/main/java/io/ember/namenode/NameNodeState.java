@@ -1023,16 +1023,6 @@ final class NameNodeState {
     }
   }
 
-  /** The holder of an open file's lease, or "" (for {@code ember fs stat}). */
-  String leaseHolder(String path) throws EmberException {
-    lock.readLock().lock();
-    try {
-      return resolve(Paths.components(path)) instanceof Inode.File f && f.open ? f.leaseHolder : "";
-    } finally {
-      lock.readLock().unlock();
-    }
-  }
-
   // ---- durability --------------------------------------------------------------------------
 
   /** Records every change from now on in {@code journal} before it is acknowledged. */
@@ -1509,7 +1499,9 @@ final class NameNodeState {
         blockSize,
         node.storageClass,
         node.modificationTime,
-        open);
+        open,
+        open ? ((Inode.File) node).leaseHolder : "",
+        open ? ((Inode.File) node).reportedLength : 0);
   }
 
   static String formatBytes(long bytes) {

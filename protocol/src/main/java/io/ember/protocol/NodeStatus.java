@@ -14,6 +14,9 @@ import io.netty.buffer.ByteBuf;
  * @param storageClass the storage class the entry asked for at create
  * @param modificationTime milliseconds since the epoch of the last change
  * @param open true while a file is being written and its length is not yet published
+ * @param leaseHolder for a file being written, the client whose lease covers it ("" otherwise)
+ * @param acknowledgedLength for a file being written, the bytes its writer last reported its data
+ *     nodes acknowledged: what lease recovery would keep (0 otherwise)
  */
 public record NodeStatus(
     long id,
@@ -23,11 +26,26 @@ public record NodeStatus(
     int blockSize,
     StorageClass storageClass,
     long modificationTime,
-    boolean open)
+    boolean open,
+    String leaseHolder,
+    long acknowledgedLength)
     implements Message {
 
-  /** Encoded size in bytes. */
-  public static final int BYTES = 8 + 1 + 8 + 4 + 4 + 1 + 8 + 1;
+  /** The status of an entry no writer holds. */
+  public NodeStatus(
+      long id,
+      NodeType type,
+      long length,
+      int blockCount,
+      int blockSize,
+      StorageClass storageClass,
+      long modificationTime,
+      boolean open) {
+    this(id, type, length, blockCount, blockSize, storageClass, modificationTime, open, "", 0);
+  }
+
+  /** Encoded size in bytes, with an empty lease holder. */
+  public static final int BYTES = 8 + 1 + 8 + 4 + 4 + 1 + 8 + 1 + 4 + 8;
 
   @Override
   public void encode(ByteBuf out) {
@@ -39,6 +57,8 @@ public record NodeStatus(
     out.writeByte(storageClass.id());
     out.writeLong(modificationTime);
     out.writeBoolean(open);
+    Wire.writeString(out, leaseHolder);
+    out.writeLong(acknowledgedLength);
   }
 
   /** Reads a status written by {@link #encode}. */
@@ -51,7 +71,10 @@ public record NodeStatus(
     StorageClass sc = new StorageClass(Wire.readByte(in, "storage class") & 0xff);
     long mtime = Wire.readLong(in, "modification time");
     boolean open = Wire.readBoolean(in, "open");
-    return new NodeStatus(id, type, length, blocks, blockSize, sc, mtime, open);
+    String holder = Wire.readString(in, "lease holder", Messages.MAX_HOLDER_BYTES);
+    long acknowledged = Wire.readLong(in, "acknowledged length", 0, Long.MAX_VALUE);
+    return new NodeStatus(
+        id, type, length, blocks, blockSize, sc, mtime, open, holder, acknowledged);
   }
 
   /** True for files. */
