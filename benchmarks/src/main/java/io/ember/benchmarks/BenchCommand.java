@@ -34,7 +34,13 @@ import picocli.CommandLine.Option;
     name = "bench",
     mixinStandardHelpOptions = true,
     description = "Benchmark the DRAM tier on loopback beside raw-socket and no-op RPC baselines.",
-    subcommands = {HadoopBench.class, NvmfTierBench.class, NameNodeBench.class, JmhCommand.class})
+    subcommands = {
+      HadoopBench.class,
+      NvmfTierBench.class,
+      NameNodeBench.class,
+      JournalBench.class,
+      JmhCommand.class
+    })
 public final class BenchCommand implements Callable<Integer> {
   @Option(
       names = "--namenode",

@@ -183,8 +183,24 @@ public final class EmberClient implements AutoCloseable {
             type,
             options.storageClass(),
             options.createParents(),
-            type == NodeType.FILE ? leaseHolder : ""),
+            type == NodeType.FILE ? leaseHolder : "",
+            false),
         NodeStatus::decode);
+  }
+
+  /** Creates a file under this client's lease, with its first block when a class has room. */
+  private CompletableFuture<Messages.CreateResponse> createFileAsync(
+      String path, CreateOptions options) {
+    return call(
+        MessageType.CREATE,
+        new Messages.CreateRequest(
+            path,
+            NodeType.FILE,
+            options.storageClass(),
+            options.createParents(),
+            leaseHolder,
+            true),
+        Messages.CreateResponse::decode);
   }
 
   /**
@@ -322,9 +338,10 @@ public final class EmberClient implements AutoCloseable {
     return normalized(path)
         .thenCompose(
             canonical ->
-                createAsync(canonical, NodeType.FILE, options)
+                createFileAsync(canonical, options)
                     .thenApply(
-                        st -> {
+                        created -> {
+                          NodeStatus st = created.status();
                           int blockSize = st.blockSize();
                           EmberOutputStream out =
                               new EmberOutputStream(
@@ -335,7 +352,7 @@ public final class EmberClient implements AutoCloseable {
                                   Math.min(transferSize, blockSize),
                                   bufferSize,
                                   config.get(ClientKeys.WRITE_WINDOW));
-                          out.allocateFirstBlock();
+                          out.firstBlock(created.firstBlock());
                           startWriting(out);
                           return out;
                         }));

@@ -360,13 +360,16 @@ public final class EmberOutputStream extends OutputStream {
   }
 
   /**
-   * Asks for block 0 before the first write needs it, so a small file's close waits for its write
-   * alone. The name node frees the block again if the file closes empty.
+   * Block 0, which the name node gave the file at its create, so a small file's write needs no
+   * round trip of its own (it frees the block again if the file closes empty); null when no class
+   * had room then, and the first write asks again.
    */
-  void allocateFirstBlock() {
-    allocatedIndex = 0;
-    allocatedAskedNanos = System.nanoTime();
-    allocated = client.allocateBlock(fileId, 0);
+  void firstBlock(BlockLocation block) {
+    if (block != null) {
+      allocatedIndex = 0;
+      allocatedAskedNanos = System.nanoTime();
+      allocated = CompletableFuture.completedFuture(block);
+    }
   }
 
   private CompletableFuture<BlockLocation> block(int index) {

@@ -68,6 +68,15 @@ final class Journal implements AutoCloseable {
   /** Where the next batch goes: everything before it was written whole. */
   private long goodLength;
 
+  /**
+   * The segment's size on disk: zeros past {@link #goodLength}, written ahead so that forcing a
+   * record need not change the file's size (a metadata commit that costs as much as the force).
+   * Written and read by the writer thread only, and by roll/close while it is idle.
+   */
+  private long preallocated;
+
+  static final int PREALLOCATE = 8 << 20;
+
   private long nextSeq;
   private ByteBuffer pending = ByteBuffer.allocate(64 << 10);
   private long pendingLastSeq;
@@ -122,6 +131,7 @@ final class Journal implements AutoCloseable {
     segment = path;
     segmentFirstSeq = firstSeq;
     goodLength = SEGMENT_HEADER;
+    preallocated = SEGMENT_HEADER;
     appendedSinceRoll = 0;
   }
 
@@ -261,6 +271,9 @@ final class Journal implements AutoCloseable {
       }
       int length = batch.remaining();
       try {
+        if (at + length > preallocated && System.nanoTime() - preallocateAfter >= 0) {
+          preallocate(ch, at, at + length);
+        }
         ch.position(at);
         while (batch.hasRemaining()) {
           ch.write(batch);
@@ -277,6 +290,50 @@ final class Journal implements AutoCloseable {
       } catch (IOException e) {
         failed(ch, at, e);
       }
+    }
+  }
+
+  /**
+   * Extends the segment with zeros, forced with its new size, to past {@code needed}. A disk too
+   * full for that only slows the journal down: records are then written without zeros ahead, and
+   * writing ahead is tried again later.
+   */
+  private void preallocate(FileChannel ch, long goodEnd, long needed) {
+    long from = Math.max(preallocated, goodEnd);
+    long target = Math.max(needed, from + PREALLOCATE);
+    ByteBuffer zeros = ByteBuffer.allocate(64 << 10);
+    try {
+      for (long at = from; at < target; ) {
+        zeros.clear().limit((int) Math.min(zeros.capacity(), target - at));
+        at += ch.write(zeros, at);
+      }
+      ch.force(true);
+      preallocated = target;
+    } catch (IOException e) {
+      LOG.warn(
+          "name node journal {}: cannot write {} bytes ahead ({}); writing records without",
+          segment,
+          target - from,
+          e.toString());
+      try {
+        ch.truncate(from);
+      } catch (IOException truncateFailed) {
+        LOG.debug("name node journal {}: truncate failed", segment, truncateFailed);
+      }
+      preallocated = from;
+      preallocateAfter = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+    }
+  }
+
+  /** When writing ahead may be tried again after it failed. */
+  private long preallocateAfter = System.nanoTime();
+
+  /** Cuts the zeros written ahead off the segment, so a clean stop leaves no tail to drop. */
+  private void trimPreallocation() {
+    try {
+      channel.truncate(goodLength);
+    } catch (IOException e) {
+      LOG.debug("name node journal {}: trimming its zeros failed", segment, e);
     }
   }
 
@@ -316,6 +373,7 @@ final class Journal implements AutoCloseable {
     try {
       // A batch written in part leaves a torn record: the next try writes it whole in its place.
       ch.truncate(at);
+      preallocated = Math.min(preallocated, at);
     } catch (IOException truncateFailed) {
       LOG.debug("name node journal {}: truncate failed", segment, truncateFailed);
     }
@@ -343,7 +401,8 @@ final class Journal implements AutoCloseable {
     if (closed) {
       throw new IOException("the journal is closed");
     }
-    channel.force(false);
+    trimPreallocation();
+    channel.force(true);
     channel.close();
     long last = nextSeq - 1;
     openSegment(nextSeq);
@@ -389,8 +448,11 @@ final class Journal implements AutoCloseable {
       while (!waiters.isEmpty()) {
         waiters.pollFirst().done.completeExceptionally(closedError);
       }
+      if (failure == null) {
+        trimPreallocation();
+      }
       try {
-        channel.force(false);
+        channel.force(true);
       } catch (IOException e) {
         LOG.warn("name node journal {}: final force failed: {}", segment, e.toString());
       }
@@ -482,7 +544,7 @@ final class Journal implements AutoCloseable {
             crc.reset();
             crc.update(bytes.array(), at + RECORD_HEADER, length);
             if ((int) crc.getValue() != payloadCrc) {
-              if (left - RECORD_HEADER == length) {
+              if (allZero(bytes, at + RECORD_HEADER + length)) {
                 torn = "a last record whose CRC32C fails";
               } else {
                 throw new CorruptJournalException(file, at, "record " + seq + " fails its CRC32C");
@@ -530,13 +592,18 @@ final class Journal implements AutoCloseable {
   }
 
   private static long cut(Path file, long bytes, long at, String why) throws IOException {
-    LOG.warn(
-        "name node journal {}: dropped {} bytes at offset {} ({}); replay ends at the last good"
-            + " record",
-        file,
-        bytes,
-        at,
-        why);
+    if (why.startsWith("zeros")) {
+      // The zeros written ahead of records: a stop that did not trim them, nothing lost.
+      LOG.info("name node journal {}: {} bytes of zeros after the last record cut", file, bytes);
+    } else {
+      LOG.warn(
+          "name node journal {}: dropped {} bytes at offset {} ({}); replay ends at the last good"
+              + " record",
+          file,
+          bytes,
+          at,
+          why);
+    }
     try (FileChannel ch = FileChannel.open(file, StandardOpenOption.WRITE)) {
       ch.truncate(at);
       ch.force(true);

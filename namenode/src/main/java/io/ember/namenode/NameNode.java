@@ -543,8 +543,15 @@ public final class NameNode implements AutoCloseable {
       case CREATE:
         {
           Messages.CreateRequest r = Messages.CreateRequest.decode(in);
-          return state.create(
-              r.path(), r.type(), r.storageClass(), r.createParents(), r.leaseHolder());
+          Messages.CreateResponse created =
+              state.create(
+                  r.path(),
+                  r.type(),
+                  r.storageClass(),
+                  r.createParents(),
+                  r.leaseHolder(),
+                  r.firstBlock());
+          return r.firstBlock() ? created : created.status();
         }
       case LOOKUP:
         return state.lookup(Messages.PathRequest.decode(in).path());

@@ -135,6 +135,22 @@ final class NameNodeState {
   NodeStatus create(
       String path, NodeType type, StorageClass sc, boolean createParents, String leaseHolder)
       throws EmberException {
+    return create(path, type, sc, createParents, leaseHolder, false).status();
+  }
+
+  /**
+   * Creates an entry as {@link #create(String, NodeType, StorageClass, boolean, String)} does, and
+   * with {@code firstBlock} gives a new file its first block too (none when no class has room: the
+   * writer asks again when it writes).
+   */
+  io.ember.protocol.Messages.CreateResponse create(
+      String path,
+      NodeType type,
+      StorageClass sc,
+      boolean createParents,
+      String leaseHolder,
+      boolean firstBlock)
+      throws EmberException {
     List<String> parts = Paths.components(path);
     String canonical = Paths.join(parts);
     if (parts.isEmpty()) {
@@ -168,7 +184,17 @@ final class NameNodeState {
               });
         }
       }
-      return status(made);
+      BlockLocation first = null;
+      if (firstBlock && made instanceof Inode.File f) {
+        try {
+          first = allocateLocked(f, 0);
+        } catch (EmberException e) {
+          if (e.code() != ErrorCode.NO_CAPACITY) {
+            throw e;
+          }
+        }
+      }
+      return new io.ember.protocol.Messages.CreateResponse(status(made), first);
     } finally {
       lock.writeLock().unlock();
     }
@@ -424,6 +450,16 @@ final class NameNodeState {
                 + file.blocks.size()
                 + " blocks: files grow one block at a time");
       }
+      return allocateLocked(file, index);
+    } finally {
+      lock.writeLock().unlock();
+    }
+  }
+
+  /** Gives an open file its next block, {@code index}; call under the write lock. */
+  private BlockLocation allocateLocked(Inode.File file, int index) throws EmberException {
+    long fileId = file.id;
+    {
       Block b = takeBlock(file.storageClass, pathOf(file), index);
       file.blocks.add(b);
       long now = System.currentTimeMillis();
@@ -440,8 +476,6 @@ final class NameNodeState {
             out.writeLong(now);
           });
       return location(file, index);
-    } finally {
-      lock.writeLock().unlock();
     }
   }
 

@@ -114,6 +114,24 @@ class JournalTest {
   }
 
   @Test
+  void zerosWrittenAheadOfRecordsAreNotDamage() throws Exception {
+    writeRecords(Journal.Sync.ALWAYS, 4);
+    Path segment = Journal.segments(dir).get(0);
+    byte[] whole = Files.readAllBytes(segment);
+    // A crash leaves the zeros written ahead of the records behind them.
+    byte[] withZeros = java.util.Arrays.copyOf(whole, whole.length + 3 * Journal.RECORD_HEADER);
+    Files.write(segment, withZeros);
+    assertEquals(4, replayAll(dir).size());
+    assertEquals(whole.length, Files.size(segment));
+    // A last record torn mid-payload, zeros after it: the records before it replay.
+    withZeros = java.util.Arrays.copyOf(whole, whole.length + 100);
+    int lastPayload = whole.length - payload(4).length;
+    java.util.Arrays.fill(withZeros, lastPayload + 2, withZeros.length, (byte) 0);
+    Files.write(segment, withZeros);
+    assertEquals(3, replayAll(dir).size());
+  }
+
+  @Test
   void aFlippedByteInTheLastRecordIsATornTail() throws Exception {
     writeRecords(Journal.Sync.ALWAYS, 3);
     Path segment = Journal.segments(dir).get(0);
