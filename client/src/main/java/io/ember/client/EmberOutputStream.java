@@ -264,20 +264,17 @@ public final class EmberOutputStream extends OutputStream {
     if (failure.code() == ErrorCode.LEASE_RECOVERED) {
       return;
     }
-    var unused =
-        client
-            .abandonFile(fileId)
-            .whenComplete(
-                (v, e) -> {
-                  if (e != null) {
-                    org.slf4j.LoggerFactory.getLogger(EmberOutputStream.class)
-                        .warn(
-                            "{}: could not give up the file after a failed write ({}); its lease"
-                                + " frees it",
-                            path,
-                            EmberException.of(e).getMessage());
-                  }
-                });
+    // Waited for, so a caller that retries at the same path as soon as the failure reaches it
+    // finds the path free.
+    try {
+      client.await(client.abandonFile(fileId));
+    } catch (EmberException e) {
+      org.slf4j.LoggerFactory.getLogger(EmberOutputStream.class)
+          .warn(
+              "{}: could not give up the file after a failed write ({}); its lease frees it",
+              path,
+              e.getMessage());
+    }
   }
 
   private void releaseBuffer() {

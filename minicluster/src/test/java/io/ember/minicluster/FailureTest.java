@@ -192,7 +192,7 @@ class FailureTest {
   }
 
   @Test
-  void dataNodeDyingMidWriteFailsTheWriterClearlyAndLeavesTheFileUnpublished() throws Exception {
+  void dataNodeDyingMidWriteFailsTheWriterClearlyAndGivesTheFileUp() throws Exception {
     start(1, "8m");
     EmberClient c = cluster.newClient();
     byte[] other = data(100_000, 1);
@@ -213,8 +213,9 @@ class FailureTest {
     assertTrue(e.getMessage().startsWith("writing /victim at byte "), e.getMessage());
     assertTrue(e.getMessage().contains("data node"), e.getMessage());
     assertThrows(EmberException.class, out::close); // still failed, still idempotent
-    assertTrue(c.lookup("/victim").open());
-    assertEquals(0, c.lookup("/victim").length());
+    // The writer gave its file up: nothing is left half-written.
+    assertEquals(
+        ErrorCode.NOT_FOUND, assertThrows(EmberException.class, () -> c.lookup("/victim")).code());
     // A replacement node takes new writes; the old node's files say what happened.
     cluster.addDramDatanode();
     cluster.awaitLiveDatanodes(StorageClass.DRAM, 1, PATIENCE);
@@ -245,9 +246,9 @@ class FailureTest {
     assertTrue(
         e.getMessage().contains("no DRAM or NVMf capacity left for 64 KiB (block 8 of /full)"),
         e.getMessage());
-    ClassUsage u = c.df().get(0);
-    assertEquals(0, u.freeBlocks());
-    c.delete("/full", false);
+    // The failed writer gave its file and its eight blocks back.
+    assertEquals(
+        ErrorCode.NOT_FOUND, assertThrows(EmberException.class, () -> c.lookup("/full")).code());
     assertEquals(8, c.df().get(0).freeBlocks());
     byte[] fits = data(8 * 65536, 5);
     write(c, "/fits", fits);

@@ -126,7 +126,6 @@ class NameNodeRestartTest {
             if (e.code() != ErrorCode.NO_CAPACITY) {
               throw e;
             }
-            c.delete("/fill/" + sc.displayName() + n, false);
             // NVMf blocks freed at restart come back once deallocated and cooled.
             if (usage(c, sc).freeBlocks() == 0 || System.nanoTime() > deadline) {
               break;
