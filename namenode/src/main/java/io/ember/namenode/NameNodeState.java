@@ -79,6 +79,7 @@ final class NameNodeState {
   static final int EDIT_REGISTER = 6;
   static final int EDIT_ABANDON = 7;
   static final int EDIT_RECOVER = 8;
+  static final int EDIT_LENGTH = 9;
 
   /** A writer's lease: when it last renewed, and the files it has open. */
   private static final class Lease {
@@ -941,8 +942,19 @@ final class NameNodeState {
         Inode.File f = files.get(w.fileId());
         if (f == null || !f.open || !f.leaseHolder.equals(holder)) {
           lost.add(w.fileId());
-        } else {
-          f.reportedLength = Math.max(f.reportedLength, w.length());
+        } else if (w.length() > f.reportedLength) {
+          // Journaled, so a restarted name node recovers a dead writer's file at what it had.
+          long fileId = f.id;
+          long length = Math.min(w.length(), (long) f.blocks.size() * blockSize);
+          if (length > f.reportedLength) {
+            f.reportedLength = length;
+            log(
+                EDIT_LENGTH,
+                out -> {
+                  out.writeLong(fileId);
+                  out.writeLong(length);
+                });
+          }
         }
       }
       return lost;
@@ -1189,6 +1201,10 @@ final class NameNodeState {
           closeLocked(file, length, in.readLong());
           file.recovered = true;
         }
+        case EDIT_LENGTH -> {
+          Inode.File file = file(in.readLong());
+          file.reportedLength = Math.max(file.reportedLength, in.readLong());
+        }
         case EDIT_ABANDON -> {
           Inode.File file = file(in.readLong());
           unlink(file, in.readLong());
@@ -1328,6 +1344,7 @@ final class NameNodeState {
         out.writeLong(f.length);
         writeString(out, f.leaseHolder);
         out.writeBoolean(f.recovered);
+        out.writeLong(f.reportedLength);
         out.writeInt(f.blocks.size());
         for (Block b : f.blocks) {
           out.writeLong(b.blockId());
@@ -1403,6 +1420,7 @@ final class NameNodeState {
         f.length = in.readLong();
         f.leaseHolder = readString(in);
         f.recovered = in.readBoolean();
+        f.reportedLength = in.readLong();
         int blocks = in.readInt();
         for (int b = 0; b < blocks; b++) {
           long blockId = in.readLong();

@@ -300,8 +300,10 @@ class JournalTest {
         List.of(),
         live.renewLease(
             "writer-1", List.of(new io.ember.protocol.Messages.WrittenLength(f.id(), BS + 7))));
+    live.allocateBlock(other.id(), 0);
     clock.addAndGet(Duration.ofSeconds(3).toNanos());
-    live.renewLease("writer-2", List.of());
+    live.renewLease(
+        "writer-2", List.of(new io.ember.protocol.Messages.WrittenLength(other.id(), 5)));
     clock.addAndGet(Duration.ofSeconds(3).toNanos());
     // writer-1 went silent 6 s ago; writer-2 renewed 3 s ago.
     assertEquals(1, live.expireLeases());
@@ -335,7 +337,8 @@ class JournalTest {
     assertEquals(0, back.expireLeases());
     clock.addAndGet(Duration.ofSeconds(2).toNanos());
     assertEquals(1, back.expireLeases());
-    assertEquals(0, back.lookup("/o").length());
+    // What writer-2 reported before the restart is kept.
+    assertEquals(5, back.lookup("/o").length());
     assertFalse(back.lookup("/o").open());
     assertEquals(other.id(), back.lookup("/o").id());
   }
