@@ -18,13 +18,10 @@ import io.ember.protocol.EmberKeys;
 import io.ember.protocol.ErrorCode;
 import io.ember.protocol.Messages.ClassUsage;
 import io.ember.protocol.StorageClass;
-import java.io.BufferedReader;
 import java.io.ByteArrayOutputStream;
-import java.io.InputStreamReader;
 import java.io.PrintStream;
 import java.io.PrintWriter;
 import java.io.StringWriter;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -33,7 +30,6 @@ import java.util.List;
 import java.util.Random;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
-import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -51,55 +47,19 @@ class MultiProcessClusterTest {
    */
   private static final long PATIENCE_SECONDS = 120;
 
-  private final List<Process> processes = new ArrayList<>();
+  private final EmberProcesses processes = new EmberProcesses(PATIENCE_SECONDS);
 
   @AfterEach
   void stop() {
-    for (Process p : processes) {
-      p.destroyForcibly();
-    }
+    processes.close();
   }
 
   private Process ember(Path log, String... args) throws Exception {
-    List<String> cmd =
-        new ArrayList<>(
-            List.of(
-                Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                "-cp",
-                System.getProperty("java.class.path"),
-                EmberCli.class.getName()));
-    cmd.addAll(List.of(args));
-    Process p =
-        new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile()).start();
-    processes.add(p);
-    return p;
+    return processes.start(log, args);
   }
 
-  private static String awaitLine(Path log, Pattern pattern) throws Exception {
-    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(PATIENCE_SECONDS);
-    while (System.nanoTime() - deadline < 0) {
-      if (Files.exists(log)) {
-        try (BufferedReader r =
-            new BufferedReader(
-                new InputStreamReader(Files.newInputStream(log), StandardCharsets.UTF_8))) {
-          String line;
-          while ((line = r.readLine()) != null) {
-            Matcher m = pattern.matcher(line);
-            if (m.find()) {
-              return m.group(1);
-            }
-          }
-        }
-      }
-      Thread.sleep(50);
-    }
-    throw new AssertionError(
-        "no line matching "
-            + pattern
-            + " in "
-            + log
-            + ":\n"
-            + (Files.exists(log) ? Files.readString(log) : "(no log)"));
+  private String awaitLine(Path log, Pattern pattern) throws Exception {
+    return processes.awaitLine(log, pattern, null);
   }
 
   /** Waits until the name node counts no live DRAM data node and {@code lost} lost ones. */

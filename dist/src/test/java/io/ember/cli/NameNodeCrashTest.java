@@ -14,10 +14,7 @@ import io.ember.protocol.EmberKeys;
 import io.ember.protocol.ErrorCode;
 import io.ember.protocol.Messages.ClassUsage;
 import io.ember.protocol.StorageClass;
-import java.io.BufferedReader;
 import java.io.IOException;
-import java.io.InputStreamReader;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -30,7 +27,6 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.zip.CRC32C;
 import org.junit.jupiter.api.AfterEach;
@@ -50,52 +46,19 @@ class NameNodeCrashTest {
   private static final int KILLS = 3;
   private static final int MAX_FILE = 3 << 20;
 
-  private final List<Process> processes = new ArrayList<>();
+  private final EmberProcesses processes = new EmberProcesses(PATIENCE_SECONDS);
 
   @AfterEach
   void stop() {
-    for (Process p : processes) {
-      p.destroyForcibly();
-    }
+    processes.close();
   }
 
   private Process ember(Path log, String... args) throws IOException {
-    List<String> cmd =
-        new ArrayList<>(
-            List.of(
-                Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                "-cp",
-                System.getProperty("java.class.path"),
-                EmberCli.class.getName()));
-    cmd.addAll(List.of(args));
-    Process p =
-        new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile()).start();
-    processes.add(p);
-    return p;
+    return processes.start(log, args);
   }
 
-  private static String awaitLine(Path log, Pattern pattern, Process process) throws Exception {
-    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(PATIENCE_SECONDS);
-    while (System.nanoTime() - deadline < 0) {
-      if (Files.exists(log)) {
-        try (BufferedReader r =
-            new BufferedReader(
-                new InputStreamReader(Files.newInputStream(log), StandardCharsets.UTF_8))) {
-          String line;
-          while ((line = r.readLine()) != null) {
-            Matcher m = pattern.matcher(line);
-            if (m.find()) {
-              return m.group(1);
-            }
-          }
-        }
-      }
-      if (!process.isAlive()) {
-        throw new AssertionError("process exited:\n" + Files.readString(log));
-      }
-      Thread.sleep(50);
-    }
-    throw new AssertionError("no line matching " + pattern + " in " + Files.readString(log));
+  private String awaitLine(Path log, Pattern pattern, Process process) throws Exception {
+    return processes.awaitLine(log, pattern, process);
   }
 
   private Process namenode(Path tmp, Path dir, String port, int run) throws Exception {

@@ -47,24 +47,38 @@ final class Checkpoints {
 
   /** The sequence number a checkpoint file is of, or -1 when it is not a checkpoint. */
   static long seqOf(Path file) {
+    return numberOf(file, PREFIX);
+  }
+
+  /** Checkpoints in {@code dir}, newest first. */
+  static List<Path> list(Path dir) throws IOException {
+    List<Path> out = numbered(dir, PREFIX);
+    java.util.Collections.reverse(out);
+    return out;
+  }
+
+  /**
+   * The number a file named {@code prefix} and 20 digits is named after, or -1 for another name.
+   */
+  static long numberOf(Path file, String prefix) {
     String name = file.getFileName().toString();
-    if (!name.startsWith(PREFIX) || name.length() != PREFIX.length() + 20) {
+    if (!name.startsWith(prefix) || name.length() != prefix.length() + 20) {
       return -1;
     }
     try {
-      return Long.parseLong(name.substring(PREFIX.length()));
+      return Long.parseLong(name.substring(prefix.length()));
     } catch (NumberFormatException e) {
       return -1;
     }
   }
 
-  /** Checkpoints in {@code dir}, newest first. */
-  static List<Path> list(Path dir) throws IOException {
+  /** The files of {@code dir} named {@code prefix} and a number, lowest number first. */
+  static List<Path> numbered(Path dir, String prefix) throws IOException {
     List<Path> out = new ArrayList<>();
     try (var files = Files.list(dir)) {
-      files.filter(p -> seqOf(p) >= 0).forEach(out::add);
+      files.filter(p -> numberOf(p, prefix) >= 0).forEach(out::add);
     }
-    out.sort((a, b) -> Long.compare(seqOf(b), seqOf(a)));
+    out.sort((a, b) -> Long.compare(numberOf(a, prefix), numberOf(b, prefix)));
     return out;
   }
 

@@ -10,7 +10,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.ArrayDeque;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.CompletableFuture;
@@ -141,25 +140,12 @@ final class Journal implements AutoCloseable {
 
   /** The first sequence number of a segment's file name, or -1 when it is not a segment. */
   static long segmentSeq(Path file) {
-    String name = file.getFileName().toString();
-    if (!name.startsWith(PREFIX) || name.length() != PREFIX.length() + 20) {
-      return -1;
-    }
-    try {
-      return Long.parseLong(name.substring(PREFIX.length()));
-    } catch (NumberFormatException e) {
-      return -1;
-    }
+    return Checkpoints.numberOf(file, PREFIX);
   }
 
   /** Segments in {@code dir}, oldest first. */
   static List<Path> segments(Path dir) throws IOException {
-    List<Path> out = new ArrayList<>();
-    try (var files = Files.list(dir)) {
-      files.filter(p -> segmentSeq(p) >= 0).forEach(out::add);
-    }
-    out.sort((a, b) -> Long.compare(segmentSeq(a), segmentSeq(b)));
-    return out;
+    return Checkpoints.numbered(dir, PREFIX);
   }
 
   /**
