@@ -62,7 +62,6 @@ final class Journal implements AutoCloseable {
   // Guarded by this.
   private FileChannel channel;
   private Path segment;
-  private long segmentFirstSeq;
 
   /** Where the next batch goes: everything before it was written whole. */
   private long goodLength;
@@ -128,7 +127,6 @@ final class Journal implements AutoCloseable {
     }
     channel = ch;
     segment = path;
-    segmentFirstSeq = firstSeq;
     goodLength = SEGMENT_HEADER;
     preallocated = SEGMENT_HEADER;
     appendedSinceRoll = 0;
@@ -206,11 +204,6 @@ final class Journal implements AutoCloseable {
     CompletableFuture<Void> done = new CompletableFuture<>();
     waiters.add(new Waiter(nextSeq - 1, done));
     return done;
-  }
-
-  /** The sequence number of the last record appended (queued, maybe not yet written). */
-  synchronized long lastSeq() {
-    return nextSeq - 1;
   }
 
   /** Records appended to the current segment. */
@@ -393,11 +386,6 @@ final class Journal implements AutoCloseable {
     long last = nextSeq - 1;
     openSegment(nextSeq);
     return last;
-  }
-
-  /** The first sequence number of the segment now written. */
-  synchronized long segmentFirstSeq() {
-    return segmentFirstSeq;
   }
 
   // Every caller waits in a loop that re-checks its condition.

@@ -76,10 +76,9 @@ public final class NameNode implements AutoCloseable {
 
   private final NameNodeState state;
   private final RpcServer server;
-  private final ScheduledExecutorService reaper;
 
-  /** The periodic expiry of silent data nodes, cancelled on close. */
-  private final java.util.concurrent.ScheduledFuture<?> reaping;
+  /** Runs the periodic tasks: expiry of silent data nodes and of leases, checkpoints. */
+  private final ScheduledExecutorService reaper;
 
   /** The handler pool, or null when requests run on the network threads. */
   private final ExecutorService handlers;
@@ -99,8 +98,6 @@ public final class NameNode implements AutoCloseable {
   private final int checkpointRecords;
   private final long checkpointIntervalNanos;
   private volatile long lastCheckpointNanos = System.nanoTime();
-  private java.util.concurrent.ScheduledFuture<?> checkpointing;
-  private java.util.concurrent.ScheduledFuture<?> leasing;
 
   private final LifeCycle lifeCycle = new LifeCycle("name node");
   private volatile boolean closing;
@@ -130,12 +127,13 @@ public final class NameNode implements AutoCloseable {
       dir = Path.of(dirText).toAbsolutePath();
       dirLock = lockDirectory(dir);
       try {
-        state = recover(config, dir);
+        Recovered recovered = recover(config, dir);
+        state = recovered.state();
         journal =
             Journal.open(
                 dir,
                 Journal.Sync.parse(config.get(NameNodeKeys.JOURNAL_SYNC)),
-                recoveredThrough + 1);
+                recovered.lastSeq() + 1);
       } catch (EmberException | RuntimeException e) {
         closeQuietly(dirLock);
         throw e;
@@ -187,23 +185,23 @@ public final class NameNode implements AutoCloseable {
               return t;
             });
     long period = Math.max(10, timeout.toMillis() / 4);
-    reaping =
+    var unused =
         reaper.scheduleWithFixedDelay(
             state::expireDatanodes, period, period, TimeUnit.MILLISECONDS);
     long leaseTick = Math.max(25, Math.min(1000, state.leaseTimeoutMillis() / 4));
-    leasing =
+    unused =
         reaper.scheduleWithFixedDelay(
             state::expireLeases, leaseTick, leaseTick, TimeUnit.MILLISECONDS);
     if (journal != null) {
       long tick = Math.max(100, Math.min(1000, checkpointIntervalNanos / 1_000_000 / 4));
-      checkpointing =
+      unused =
           reaper.scheduleWithFixedDelay(this::checkpointIfDue, tick, tick, TimeUnit.MILLISECONDS);
     }
     lifeCycle.started();
   }
 
-  /** The last record the state loaded at start-up holds; set by {@link #recover}. */
-  private long recoveredThrough;
+  /** The state loaded at start-up, and the last journal record it holds. */
+  private record Recovered(NameNodeState state, long lastSeq) {}
 
   private static NameNodeState newState(EmberConfig config) {
     NameNodeState s =
@@ -217,7 +215,8 @@ public final class NameNode implements AutoCloseable {
   }
 
   /** Loads the newest checkpoint that reads whole and replays the journal after it. */
-  private NameNodeState recover(EmberConfig config, Path dir) throws IOException, EmberException {
+  private static Recovered recover(EmberConfig config, Path dir)
+      throws IOException, EmberException {
     List<Path> checkpoints = Checkpoints.list(dir);
     if (checkpoints.isEmpty()) {
       throw new EmberException(
@@ -252,16 +251,16 @@ public final class NameNode implements AutoCloseable {
     NameNodeState state = loaded;
     Journal.Replayed replayed = Journal.replay(dir, seq, (s, payload) -> state.replay(payload));
     state.finishRestore();
-    recoveredThrough = replayed.lastSeq();
     LOG.info(
         "name node: loaded checkpoint of record {} in {} ms and replayed {} journal records in {}"
-            + " ms: {} files",
+            + " ms ({} bytes after the last good record cut): {} files",
         seq,
         (loadedAt - started) / 1_000_000,
         replayed.records(),
         (System.nanoTime() - loadedAt) / 1_000_000,
+        replayed.droppedBytes(),
         state.fileCount());
-    return state;
+    return new Recovered(state, replayed.lastSeq());
   }
 
   private static FileChannel lockDirectory(Path dir) throws EmberException {
@@ -454,11 +453,6 @@ public final class NameNode implements AutoCloseable {
     return state.blockSize();
   }
 
-  /** Checks leases now instead of at the next tick; returns the files it closed. */
-  public int expireLeases() {
-    return state.expireLeases();
-  }
-
   /** Checks heartbeats now instead of at the next tick; returns the data nodes marked lost. */
   public int expireDatanodes() {
     return state.expireDatanodes();
@@ -471,14 +465,16 @@ public final class NameNode implements AutoCloseable {
       return;
     }
     closing = true;
-    reaping.cancel(false);
-    if (checkpointing != null) {
-      checkpointing.cancel(false);
+    // Not shutdownNow: an interrupt would close the journal's channel under a checkpoint that is
+    // rolling it. Shutting down drops the periodic tasks; one that is running finishes.
+    reaper.shutdown();
+    try {
+      if (!reaper.awaitTermination(30, TimeUnit.SECONDS)) {
+        LOG.warn("name node: a periodic task (checkpoint?) still running 30 s after close");
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
     }
-    if (leasing != null) {
-      leasing.cancel(false);
-    }
-    reaper.shutdownNow();
     server.close();
     if (handlers != null) {
       // Queued requests are released unanswered (their connections are closed by now).

@@ -83,7 +83,7 @@ final class NameNodeState {
 
   /** A writer's lease: when it last renewed, and the files it has open. */
   private static final class Lease {
-    volatile long renewedNanos;
+    long renewedNanos;
     final java.util.Set<Long> files = new java.util.LinkedHashSet<>();
 
     Lease(long now) {
@@ -162,29 +162,23 @@ final class NameNodeState {
       checkJournal();
       long now = System.currentTimeMillis();
       long firstId = nextInodeId;
-      Inode made;
-      try {
-        made = createLocked(parts, type, sc, createParents, now);
-        if (made instanceof Inode.File f && !leaseHolder.isEmpty()) {
-          f.leaseHolder = leaseHolder;
-          leases.computeIfAbsent(leaseHolder, h -> new Lease(clock.getAsLong())).files.add(f.id);
-        }
-      } finally {
-        // A create that failed after making parents made them all the same.
-        if (nextInodeId != firstId) {
-          log(
-              EDIT_CREATE,
-              out -> {
-                writeString(out, canonical);
-                out.writeByte(type.code());
-                out.writeInt(sc.id());
-                out.writeBoolean(createParents);
-                out.writeLong(firstId);
-                out.writeLong(now);
-                writeString(out, leaseHolder);
-              });
-        }
+      // Every check comes before the first inode is made, so a create that fails changes nothing.
+      Inode made = createLocked(parts, type, sc, createParents, now);
+      if (made instanceof Inode.File f && !leaseHolder.isEmpty()) {
+        f.leaseHolder = leaseHolder;
+        leases.computeIfAbsent(leaseHolder, h -> new Lease(clock.getAsLong())).files.add(f.id);
       }
+      log(
+          EDIT_CREATE,
+          out -> {
+            writeString(out, canonical);
+            out.writeByte(type.code());
+            out.writeInt(sc.id());
+            out.writeBoolean(createParents);
+            out.writeLong(firstId);
+            out.writeLong(now);
+            writeString(out, leaseHolder);
+          });
       BlockLocation first = null;
       if (firstBlock && made instanceof Inode.File f) {
         try {
@@ -205,58 +199,56 @@ final class NameNodeState {
       List<String> parts, NodeType type, StorageClass sc, boolean createParents, long now)
       throws EmberException {
     String canonical = Paths.join(parts);
-    {
-      Inode.Dir dir = root;
-      for (int i = 0; i < parts.size() - 1; i++) {
-        Inode child = dir.children.get(parts.get(i));
-        String at = Paths.join(parts.subList(0, i + 1));
-        if (child == null) {
-          if (!createParents) {
-            throw new EmberException(
-                ErrorCode.PARENT_NOT_FOUND,
-                "cannot create " + canonical + ": parent " + at + " does not exist");
-          }
-          if (dir.multifile) {
-            throw new EmberException(
-                ErrorCode.INVALID_ARGUMENT,
-                "cannot create "
-                    + at
-                    + ": multifile "
-                    + Paths.join(parts.subList(0, i))
-                    + " holds only files");
-          }
-          Inode.Dir made = new Inode.Dir(nextInodeId++, parts.get(i), sc, now, false);
-          attach(dir, made, now);
-          child = made;
-        }
-        if (!(child instanceof Inode.Dir d)) {
+    Inode.Dir dir = root;
+    for (int i = 0; i < parts.size() - 1; i++) {
+      Inode child = dir.children.get(parts.get(i));
+      String at = Paths.join(parts.subList(0, i + 1));
+      if (child == null) {
+        if (!createParents) {
           throw new EmberException(
-              ErrorCode.NOT_A_DIRECTORY,
-              "cannot create " + canonical + ": " + at + " is a file, not a directory");
+              ErrorCode.PARENT_NOT_FOUND,
+              "cannot create " + canonical + ": parent " + at + " does not exist");
         }
-        dir = d;
+        if (dir.multifile) {
+          throw new EmberException(
+              ErrorCode.INVALID_ARGUMENT,
+              "cannot create "
+                  + at
+                  + ": multifile "
+                  + Paths.join(parts.subList(0, i))
+                  + " holds only files");
+        }
+        Inode.Dir made = new Inode.Dir(nextInodeId++, parts.get(i), sc, now, false);
+        attach(dir, made, now);
+        child = made;
       }
-      String name = parts.get(parts.size() - 1);
-      if (dir.children.containsKey(name)) {
-        throw new EmberException(ErrorCode.ALREADY_EXISTS, canonical + " exists");
-      }
-      if (dir.multifile && type != NodeType.FILE) {
+      if (!(child instanceof Inode.Dir d)) {
         throw new EmberException(
-            ErrorCode.INVALID_ARGUMENT,
-            "cannot create " + canonical + ": a multifile holds only files");
+            ErrorCode.NOT_A_DIRECTORY,
+            "cannot create " + canonical + ": " + at + " is a file, not a directory");
       }
-      Inode made =
-          switch (type) {
-            case FILE -> new Inode.File(nextInodeId++, name, sc, now);
-            case DIRECTORY -> new Inode.Dir(nextInodeId++, name, sc, now, false);
-            case MULTIFILE -> new Inode.Dir(nextInodeId++, name, sc, now, true);
-          };
-      attach(dir, made, now);
-      if (made instanceof Inode.File f) {
-        files.put(f.id, f);
-      }
-      return made;
+      dir = d;
     }
+    String name = parts.get(parts.size() - 1);
+    if (dir.children.containsKey(name)) {
+      throw new EmberException(ErrorCode.ALREADY_EXISTS, canonical + " exists");
+    }
+    if (dir.multifile && type != NodeType.FILE) {
+      throw new EmberException(
+          ErrorCode.INVALID_ARGUMENT,
+          "cannot create " + canonical + ": a multifile holds only files");
+    }
+    Inode made =
+        switch (type) {
+          case FILE -> new Inode.File(nextInodeId++, name, sc, now);
+          case DIRECTORY -> new Inode.Dir(nextInodeId++, name, sc, now, false);
+          case MULTIFILE -> new Inode.Dir(nextInodeId++, name, sc, now, true);
+        };
+    attach(dir, made, now);
+    if (made instanceof Inode.File f) {
+      files.put(f.id, f);
+    }
+    return made;
   }
 
   NodeStatus lookup(String path) throws EmberException {
@@ -383,40 +375,33 @@ final class NameNodeState {
   private boolean renameLocked(List<String> src, List<String> dst, long now) throws EmberException {
     String srcPath = Paths.join(src);
     String dstPath = Paths.join(dst);
-    {
-      Inode node = resolve(src);
-      if (srcPath.equals(dstPath)) {
-        return false;
-      }
-      if (dst.size() > src.size() && dst.subList(0, src.size()).equals(src)) {
-        throw new EmberException(
-            ErrorCode.RENAME_INTO_ITSELF,
-            "cannot rename "
-                + srcPath
-                + " to "
-                + dstPath
-                + ": a directory cannot move into itself");
-      }
-      List<String> dstParentParts = dst.subList(0, dst.size() - 1);
-      Inode parent = resolveForParent(dstParentParts, "rename " + srcPath + " to " + dstPath);
-      Inode.Dir newParent = (Inode.Dir) parent;
-      String newName = dst.get(dst.size() - 1);
-      if (newParent.children.containsKey(newName)) {
-        throw new EmberException(
-            ErrorCode.ALREADY_EXISTS,
-            "cannot rename " + srcPath + " to " + dstPath + ": it exists");
-      }
-      if (newParent.multifile && node.type() != NodeType.FILE) {
-        throw new EmberException(
-            ErrorCode.INVALID_ARGUMENT,
-            "cannot rename " + srcPath + " to " + dstPath + ": a multifile holds only files");
-      }
-      node.parent.children.remove(node.name);
-      node.parent.modificationTime = now;
-      node.name = newName;
-      attach(newParent, node, now);
-      return true;
+    Inode node = resolve(src);
+    if (srcPath.equals(dstPath)) {
+      return false;
     }
+    if (dst.size() > src.size() && dst.subList(0, src.size()).equals(src)) {
+      throw new EmberException(
+          ErrorCode.RENAME_INTO_ITSELF,
+          "cannot rename " + srcPath + " to " + dstPath + ": a directory cannot move into itself");
+    }
+    List<String> dstParentParts = dst.subList(0, dst.size() - 1);
+    Inode parent = resolveForParent(dstParentParts, "rename " + srcPath + " to " + dstPath);
+    Inode.Dir newParent = (Inode.Dir) parent;
+    String newName = dst.get(dst.size() - 1);
+    if (newParent.children.containsKey(newName)) {
+      throw new EmberException(
+          ErrorCode.ALREADY_EXISTS, "cannot rename " + srcPath + " to " + dstPath + ": it exists");
+    }
+    if (newParent.multifile && node.type() != NodeType.FILE) {
+      throw new EmberException(
+          ErrorCode.INVALID_ARGUMENT,
+          "cannot rename " + srcPath + " to " + dstPath + ": a multifile holds only files");
+    }
+    node.parent.children.remove(node.name);
+    node.parent.modificationTime = now;
+    node.name = newName;
+    attach(newParent, node, now);
+    return true;
   }
 
   // ---- blocks ----------------------------------------------------------------------------
@@ -436,9 +421,6 @@ final class NameNodeState {
         throw new EmberException(
             ErrorCode.FILE_CLOSED,
             pathOf(file) + " is closed: its length is published and it takes no more writes");
-      }
-      if (index < file.blocks.size()) {
-        return location(file, index);
       }
       if (index > file.blocks.size()) {
         throw new EmberException(
@@ -460,24 +442,22 @@ final class NameNodeState {
   /** Gives an open file its next block, {@code index}; call under the write lock. */
   private BlockLocation allocateLocked(Inode.File file, int index) throws EmberException {
     long fileId = file.id;
-    {
-      Block b = takeBlock(file.storageClass, pathOf(file), index);
-      file.blocks.add(b);
-      long now = System.currentTimeMillis();
-      file.modificationTime = now;
-      log(
-          EDIT_ALLOCATE,
-          out -> {
-            out.writeLong(fileId);
-            out.writeInt(index);
-            out.writeLong(b.blockId());
-            out.writeLong(b.generation());
-            out.writeInt(b.datanode().id);
-            out.writeLong(b.slot());
-            out.writeLong(now);
-          });
-      return location(file, index);
-    }
+    Block b = takeBlock(file.storageClass, pathOf(file), index);
+    file.blocks.add(b);
+    long now = System.currentTimeMillis();
+    file.modificationTime = now;
+    log(
+        EDIT_ALLOCATE,
+        out -> {
+          out.writeLong(fileId);
+          out.writeInt(index);
+          out.writeLong(b.blockId());
+          out.writeLong(b.generation());
+          out.writeInt(b.datanode().id);
+          out.writeLong(b.slot());
+          out.writeLong(now);
+        });
+    return location(file, index);
   }
 
   List<BlockLocation> getBlocks(long fileId, int start, int maxCount) throws EmberException {
@@ -733,33 +713,23 @@ final class NameNodeState {
       long blocks,
       boolean trimOnFree,
       long incarnation) {
-    {
-      // Whatever served this endpoint before is gone (a restarted process, a target that came
-      // back empty): its blocks must read as lost now, not when its heartbeats time out, or the
-      // new node's blocks at the same addresses would be handed out while the old ones look live.
-      for (Datanode known : datanodes.values()) {
-        if (known.endpoint.equals(endpoint) && !known.superseded) {
-          known.superseded = true;
-          if (!known.lost) {
-            markLost(known, "a new data node registered at its endpoint");
-          }
+    // Whatever served this endpoint before is gone (a restarted process, a target that came
+    // back empty): its blocks must read as lost now, not when its heartbeats time out, or the
+    // new node's blocks at the same addresses would be handed out while the old ones look live.
+    for (Datanode known : datanodes.values()) {
+      if (known.endpoint.equals(endpoint) && !known.superseded) {
+        known.superseded = true;
+        if (!known.lost) {
+          markLost(known, "a new data node registered at its endpoint");
         }
       }
-      Datanode dn =
-          new Datanode(
-              id,
-              sc,
-              tier,
-              endpoint,
-              blockSize,
-              blocks,
-              trimOnFree,
-              incarnation,
-              clock.getAsLong());
-      datanodes.put(id, dn);
-      liveByClass.computeIfAbsent(sc, k -> new ArrayList<>()).add(dn);
-      return dn;
     }
+    Datanode dn =
+        new Datanode(
+            id, sc, tier, endpoint, blockSize, blocks, trimOnFree, incarnation, clock.getAsLong());
+    datanodes.put(id, dn);
+    liveByClass.computeIfAbsent(sc, k -> new ArrayList<>()).add(dn);
+    return dn;
   }
 
   void heartbeat(int datanodeId) throws EmberException {
@@ -942,12 +912,12 @@ final class NameNodeState {
         Inode.File f = files.get(w.fileId());
         if (f == null || !f.open || !f.leaseHolder.equals(holder)) {
           lost.add(w.fileId());
-        } else if (w.length() > f.reportedLength) {
-          // Journaled, so a restarted name node recovers a dead writer's file at what it had.
-          long fileId = f.id;
+        } else {
           long length = Math.min(w.length(), (long) f.blocks.size() * blockSize);
           if (length > f.reportedLength) {
+            // Journaled, so a restarted name node recovers a dead writer's file at what it had.
             f.reportedLength = length;
+            long fileId = f.id;
             log(
                 EDIT_LENGTH,
                 out -> {
@@ -1156,13 +1126,8 @@ final class NameNodeState {
           nextInodeId = in.readLong();
           long now = in.readLong();
           String holder = readString(in);
-          try {
-            Inode made = createLocked(parts, type, sc, createParents, now);
-            if (made instanceof Inode.File f) {
-              f.leaseHolder = holder;
-            }
-          } catch (EmberException e) {
-            // It failed so when it was made, after making parents: they are made again.
+          if (createLocked(parts, type, sc, createParents, now) instanceof Inode.File f) {
+            f.leaseHolder = holder;
           }
         }
         case EDIT_DELETE -> {
