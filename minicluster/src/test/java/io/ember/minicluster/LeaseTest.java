@@ -122,7 +122,7 @@ class LeaseTest {
 
   @Test
   void aWriterThatStopsRenewingHasItsFileClosedAtWhatItsDataNodesHeld() throws Exception {
-    cluster = start("1s", "4m");
+    cluster = start("2s", "4m");
     EmberClient writer = cluster.newClient();
     byte[] written = data(2 * BLOCK + 100, 3);
     EmberOutputStream out = writer.create("/abandoned", CreateOptions.DEFAULT);
@@ -143,7 +143,7 @@ class LeaseTest {
       }
       assertEquals(writer.leaseHolder(), reader.lookup("/abandoned").leaseHolder());
       // A writer that keeps running keeps its lease, however long it takes.
-      long renewedFor = System.nanoTime() + Duration.ofSeconds(3).toNanos();
+      long renewedFor = System.nanoTime() + Duration.ofSeconds(5).toNanos();
       while (System.nanoTime() < renewedFor) {
         assertTrue(reader.lookup("/abandoned").open());
         Thread.sleep(100);

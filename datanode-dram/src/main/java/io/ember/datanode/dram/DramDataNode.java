@@ -33,6 +33,10 @@ public final class DramDataNode implements DataNode {
   private final DramRegion region;
   private final RpcServer server;
   private final String endpoint;
+
+  /** How errors name this node; made once, not per request. */
+  private final String describe;
+
   private final NameNodeLink link;
 
   /** The incarnation of this node's contents; reads and writes must name it. */
@@ -50,6 +54,7 @@ public final class DramDataNode implements DataNode {
     String bindHost = config.get(DramDataNodeKeys.BIND_HOST);
     InetSocketAddress bound = server.start(bindHost, config.get(DramDataNodeKeys.PORT));
     endpoint = new HostPort(advertisedHost(config, bindHost), bound.getPort()).toString();
+    describe = "data node at " + endpoint;
     // DRAM blocks need no deallocation: the name node frees them at once.
     link =
         new NameNodeLink(
@@ -201,11 +206,7 @@ public final class DramDataNode implements DataNode {
               // passed its check cannot land after the newer generation's first write.
               synchronized (g.lockFor(r.address())) {
                 g.checkWrite(
-                    r.blockId(),
-                    r.generation(),
-                    r.address(),
-                    r.data().readableBytes(),
-                    "data node at " + endpoint);
+                    r.blockId(), r.generation(), r.address(), r.data().readableBytes(), describe);
                 region.write(r.address(), r.data());
               }
             } finally {
@@ -218,12 +219,7 @@ public final class DramDataNode implements DataNode {
             Messages.BlockReadRequest r = Messages.BlockReadRequest.decode(in);
             checkServes(r.incarnation());
             generations(r.incarnation())
-                .checkRead(
-                    r.blockId(),
-                    r.generation(),
-                    r.address(),
-                    r.length(),
-                    "data node at " + endpoint);
+                .checkRead(r.blockId(), r.generation(), r.address(), r.length(), describe);
             return new Messages.DataResponse(region.read(r.address(), r.length()));
           }
         default:

@@ -36,7 +36,6 @@ import java.util.TreeMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
-import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -61,9 +60,6 @@ public final class RdmaController implements NvmfController {
   private final Map<Integer, IdentifyNamespace> namespaces = new TreeMap<>();
   private final List<RdmaQueue> queues = new ArrayList<>();
   private final ScheduledExecutorService keepAlive;
-
-  /** The periodic Keep Alive, or null when the target asked for none. */
-  private final ScheduledFuture<?> keepAliveTask;
 
   private final int maxTransfer;
   private volatile boolean closed;
@@ -149,20 +145,21 @@ public final class RdmaController implements NvmfController {
             });
     // A periodic task that throws is never run again: every failure is caught, so that one bad
     // Keep Alive does not end them all (and the target then drop the controller).
-    keepAliveTask =
-        kato <= 0
-            ? null
-            : keepAlive.scheduleAtFixedRate(
-                () -> {
-                  try {
-                    ctrl.keepAlive();
-                  } catch (IOException | RuntimeException e) {
-                    LOG.warn("Keep Alive to {} failed: {}", uri, e.toString());
-                  }
-                },
-                kato / 2,
-                kato / 2,
-                TimeUnit.MILLISECONDS);
+    if (kato > 0) {
+      // Stopped by keepAlive.shutdownNow() at close.
+      var unused =
+          keepAlive.scheduleAtFixedRate(
+              () -> {
+                try {
+                  ctrl.keepAlive();
+                } catch (IOException | RuntimeException e) {
+                  LOG.warn("Keep Alive to {} failed: {}", uri, e.toString());
+                }
+              },
+              kato / 2,
+              kato / 2,
+              TimeUnit.MILLISECONDS);
+    }
   }
 
   /**
@@ -252,9 +249,6 @@ public final class RdmaController implements NvmfController {
       return;
     }
     closed = true;
-    if (keepAliveTask != null) {
-      keepAliveTask.cancel(false);
-    }
     keepAlive.shutdownNow();
     for (RdmaQueue q : queues) {
       q.stop();
