@@ -1,5 +1,6 @@
 package io.ember.namenode;
 
+import io.ember.protocol.BlockLocation;
 import io.ember.protocol.Deferred;
 import io.ember.protocol.EmberConfig;
 import io.ember.protocol.EmberException;
@@ -7,10 +8,12 @@ import io.ember.protocol.EmberKeys;
 import io.ember.protocol.ErrorCode;
 import io.ember.protocol.Frame;
 import io.ember.protocol.FrameDecoder;
+import io.ember.protocol.HostPort;
 import io.ember.protocol.LifeCycle;
 import io.ember.protocol.Message;
 import io.ember.protocol.MessageType;
 import io.ember.protocol.Messages;
+import io.ember.protocol.RpcClients;
 import io.ember.protocol.RpcServer;
 import io.ember.protocol.RpcService;
 import io.ember.protocol.Wire;
@@ -32,6 +35,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.OptionalLong;
 import java.util.Queue;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
@@ -79,6 +83,12 @@ public final class NameNode implements AutoCloseable {
 
   /** Runs the periodic tasks: expiry of silent data nodes and of leases, checkpoints. */
   private final ScheduledExecutorService reaper;
+
+  /** Connections to data nodes, for lease recovery. */
+  private final RpcClients datanodeClients;
+
+  /** The tier name DRAM data nodes register with; they answer BLOCK_LENGTH. */
+  private static final String DRAM_TIER = "dram";
 
   /** The handler pool, or null when requests run on the network threads. */
   private final ExecutorService handlers;
@@ -188,16 +198,51 @@ public final class NameNode implements AutoCloseable {
     var unused =
         reaper.scheduleWithFixedDelay(
             state::expireDatanodes, period, period, TimeUnit.MILLISECONDS);
+    datanodeClients = new RpcClients(config, "namenode-datanodes", 1);
     long leaseTick = Math.max(25, Math.min(1000, state.leaseTimeoutMillis() / 4));
     unused =
         reaper.scheduleWithFixedDelay(
-            state::expireLeases, leaseTick, leaseTick, TimeUnit.MILLISECONDS);
+            () -> state.expireLeases(this::heldLength),
+            leaseTick,
+            leaseTick,
+            TimeUnit.MILLISECONDS);
     if (journal != null) {
       long tick = Math.max(100, Math.min(1000, checkpointIntervalNanos / 1_000_000 / 4));
       unused =
           reaper.scheduleWithFixedDelay(this::checkpointIfDue, tick, tick, TimeUnit.MILLISECONDS);
     }
     lifeCycle.started();
+  }
+
+  /**
+   * Asks a DRAM data node how many bytes a block holds from its start, for lease recovery. Other
+   * tiers cannot say: an NVMf target is written by clients directly, and keeps no lengths.
+   */
+  private CompletableFuture<OptionalLong> heldLength(BlockLocation block) {
+    HostPort at = HostPort.tryParse(block.endpoint(), 0);
+    if (!DRAM_TIER.equals(block.tier()) || at == null) {
+      return CompletableFuture.completedFuture(OptionalLong.empty());
+    }
+    String node = "data node " + block.datanodeId() + " (" + block.endpoint() + ")";
+    return datanodeClients
+        .get(at, node)
+        .thenCompose(
+            c ->
+                c.call(
+                    MessageType.BLOCK_LENGTH,
+                    Messages.BlockLengthRequest.of(block),
+                    Messages.BlockLengthResponse::decode))
+        .thenApply(r -> OptionalLong.of(r.length()))
+        .exceptionally(
+            e -> {
+              LOG.warn(
+                  "lease recovery: {} did not say what block {} holds ({}); the file is closed at"
+                      + " what its writer reported",
+                  node,
+                  block.blockId(),
+                  e.getCause() == null ? e.toString() : e.getCause().getMessage());
+              return OptionalLong.empty();
+            });
   }
 
   /** The state loaded at start-up, and the last journal record it holds. */
@@ -475,6 +520,7 @@ public final class NameNode implements AutoCloseable {
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
     }
+    datanodeClients.close();
     server.close();
     if (handlers != null) {
       // Queued requests are released unanswered (their connections are closed by now).

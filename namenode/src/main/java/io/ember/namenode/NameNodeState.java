@@ -27,8 +27,12 @@ import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.OptionalLong;
 import java.util.TreeMap;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
 import java.util.function.LongSupplier;
 import org.slf4j.Logger;
@@ -940,14 +944,51 @@ final class NameNodeState {
    * @return how many files it closed
    */
   int expireLeases() {
+    return expireLeases(block -> CompletableFuture.completedFuture(OptionalLong.empty()));
+  }
+
+  /**
+   * What a data node holds of a block: the bytes written from its start without a gap, or empty
+   * when it cannot say (its tier does not track it, or it did not answer).
+   */
+  interface HeldLengths {
+    CompletableFuture<OptionalLong> of(BlockLocation block);
+  }
+
+  /** How long lease recovery waits for data nodes to say what they hold. */
+  static final Duration HELD_LENGTH_WAIT = Duration.ofSeconds(10);
+
+  /**
+   * Closes the open files of writers whose leases expired, each at the length its data nodes hold:
+   * from the block where the length its writer last reported ends, the bytes {@code held} says each
+   * block holds, block after block while they are full. A block whose data node cannot say ends the
+   * count there, and a file is never closed short of the length its writer reported. Blocks past
+   * the length are freed.
+   *
+   * @return how many files it closed
+   */
+  int expireLeases(HeldLengths held) {
     long now = clock.getAsLong();
     List<String> expired = new ArrayList<>();
+    Map<Long, List<BlockLocation>> toAsk = new HashMap<>();
+    Map<Long, Long> reported = new HashMap<>();
     lock.readLock().lock();
     try {
       leases.forEach(
           (holder, lease) -> {
             if (now - lease.renewedNanos > leaseTimeoutNanos) {
               expired.add(holder);
+              for (long id : lease.files) {
+                Inode.File f = files.get(id);
+                if (f != null && f.open) {
+                  List<BlockLocation> tail = new ArrayList<>();
+                  for (int i = (int) (f.reportedLength / blockSize); i < f.blocks.size(); i++) {
+                    tail.add(location(f, i));
+                  }
+                  toAsk.put(id, tail);
+                  reported.put(id, f.reportedLength);
+                }
+              }
             }
           });
     } finally {
@@ -956,6 +997,9 @@ final class NameNodeState {
     if (expired.isEmpty()) {
       return 0;
     }
+    // Asked without the lock: a data node that is slow to answer holds up only this recovery.
+    Map<Long, Long> heldLength = new HashMap<>();
+    toAsk.forEach((id, tail) -> heldLength.put(id, heldFrom(tail, reported.get(id), held)));
     int closed = 0;
     lock.writeLock().lock();
     try {
@@ -972,7 +1016,10 @@ final class NameNodeState {
           if (f == null || !f.open) {
             continue;
           }
-          long length = Math.min(f.reportedLength, (long) f.blocks.size() * blockSize);
+          long length =
+              Math.min(
+                  Math.max(f.reportedLength, heldLength.getOrDefault(id, 0L)),
+                  (long) f.blocks.size() * blockSize);
           long when = System.currentTimeMillis();
           closeLocked(f, length, when);
           f.recovered = true;
@@ -985,11 +1032,13 @@ final class NameNodeState {
               });
           closed++;
           LOG.warn(
-              "lease of {} expired (not renewed for {} s): {} closed at {} bytes",
+              "lease of {} expired (not renewed for {} s): {} closed at {} bytes, what its data"
+                  + " nodes held (its writer had reported {})",
               holder,
               leaseTimeoutNanos / 1_000_000_000.0,
               pathOf(f),
-              length);
+              length,
+              f.reportedLength);
         }
         leases.remove(holder);
       }
@@ -998,6 +1047,44 @@ final class NameNodeState {
       lock.writeLock().unlock();
     }
     return closed;
+  }
+
+  /**
+   * The bytes {@code tail}'s blocks hold from the first one's start, counted while each is full;
+   * never less than {@code reported}.
+   */
+  private long heldFrom(List<BlockLocation> tail, long reported, HeldLengths held) {
+    if (tail.isEmpty()) {
+      return reported;
+    }
+    List<CompletableFuture<OptionalLong>> answers = new ArrayList<>();
+    for (BlockLocation b : tail) {
+      answers.add(
+          b.lost()
+              ? CompletableFuture.completedFuture(OptionalLong.empty())
+              : held.of(b).exceptionally(e -> OptionalLong.empty()));
+    }
+    long deadline = System.nanoTime() + HELD_LENGTH_WAIT.toNanos();
+    long length = (long) tail.get(0).index() * blockSize;
+    for (int i = 0; i < tail.size(); i++) {
+      OptionalLong h;
+      try {
+        h = answers.get(i).get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+      } catch (TimeoutException | ExecutionException e) {
+        h = OptionalLong.empty();
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        break;
+      }
+      if (h.isEmpty()) {
+        break;
+      }
+      length += Math.min(h.getAsLong(), blockSize);
+      if (h.getAsLong() < blockSize) {
+        break;
+      }
+    }
+    return Math.max(length, reported);
   }
 
   private boolean journalWritable() {

@@ -21,7 +21,8 @@ public enum MessageType {
   ABANDON_FILE(23),
   // Data node.
   BLOCK_WRITE(40),
-  BLOCK_READ(41);
+  BLOCK_READ(41),
+  BLOCK_LENGTH(42);
 
   private static final MessageType[] BY_CODE = new MessageType[128];
 

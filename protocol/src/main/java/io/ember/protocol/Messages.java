@@ -689,6 +689,54 @@ public final class Messages {
     }
   }
 
+  /**
+   * BLOCK_LENGTH: how many bytes from its start block {@code blockId} of generation {@code
+   * generation}, at {@code address}, holds without a gap. The name node asks when it closes a file
+   * whose writer's lease expired. Refused, like {@link BlockReadRequest}, by a data node whose
+   * contents are not {@code incarnation}, or whose block there is of a newer generation.
+   */
+  public record BlockLengthRequest(long incarnation, long blockId, long generation, long address)
+      implements Message {
+    /** The length of {@code block}. */
+    public static BlockLengthRequest of(BlockLocation block) {
+      return new BlockLengthRequest(
+          block.incarnation(), block.blockId(), block.generation(), block.address());
+    }
+
+    @Override
+    public void encode(ByteBuf out) {
+      out.writeLong(incarnation);
+      out.writeLong(blockId);
+      out.writeLong(generation);
+      out.writeLong(address);
+    }
+
+    /** Reads the body. */
+    public static BlockLengthRequest decode(ByteBuf in) throws MalformedFrameException {
+      long incarnation = Wire.readLong(in, "incarnation");
+      long blockId = Wire.readLong(in, "block id");
+      long generation = Wire.readLong(in, "generation");
+      long address = Wire.readLong(in, "address", 0, Long.MAX_VALUE);
+      Wire.expectEnd(in, "BLOCK_LENGTH");
+      return new BlockLengthRequest(incarnation, blockId, generation, address);
+    }
+  }
+
+  /** The answer to BLOCK_LENGTH: bytes held from the block's start. */
+  public record BlockLengthResponse(long length) implements Message {
+    @Override
+    public void encode(ByteBuf out) {
+      out.writeLong(length);
+    }
+
+    /** Reads the body. */
+    public static BlockLengthResponse decode(ByteBuf in) throws MalformedFrameException {
+      long length = Wire.readLong(in, "length", 0, Long.MAX_VALUE);
+      Wire.expectEnd(in, "BLOCK_LENGTH response");
+      return new BlockLengthResponse(length);
+    }
+  }
+
   /** A body that is only bytes, sent without a copy; the frame writer releases it. */
   public record DataResponse(ByteBuf data) implements Message {
     @Override

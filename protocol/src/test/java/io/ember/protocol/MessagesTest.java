@@ -93,6 +93,13 @@ class MessagesTest {
             new Messages.BlockReadRequest(-3L, 17, 9, 4096, 512),
             (Decoder) Messages.BlockReadRequest::decode
           },
+          new Object[] {
+            new Messages.BlockLengthRequest(-3L, 17, 9, 4096),
+            (Decoder) Messages.BlockLengthRequest::decode
+          },
+          new Object[] {
+            new Messages.BlockLengthResponse(65536), (Decoder) Messages.BlockLengthResponse::decode
+          },
           new Object[] {STATUS, (Decoder) NodeStatus::decode},
           new Object[] {BLOCK, (Decoder) BlockLocation::decode});
 

@@ -2,6 +2,7 @@ package io.ember.datanode.dram;
 
 import io.ember.protocol.EmberException;
 import io.ember.protocol.ErrorCode;
+import java.util.concurrent.atomic.AtomicIntegerArray;
 import java.util.concurrent.atomic.AtomicLongArray;
 
 /**
@@ -15,6 +16,13 @@ final class BlockGenerations {
   private final long incarnation;
   private final int blockSize;
   private final AtomicLongArray generations;
+
+  /**
+   * Bytes from each slot's start written in its generation without a gap: what a writer that died
+   * had put there, for the name node's lease recovery.
+   */
+  private final AtomicIntegerArray held;
+
   private final Object[] stripes = new Object[64];
 
   /** The generations of the region's blocks under {@code incarnation}, none known yet. */
@@ -25,6 +33,7 @@ final class BlockGenerations {
     this.incarnation = incarnation;
     this.blockSize = blockSize;
     this.generations = new AtomicLongArray((int) (capacity / blockSize));
+    this.held = new AtomicIntegerArray(generations.length());
     for (int i = 0; i < stripes.length; i++) {
       stripes[i] = new Object();
     }
@@ -61,9 +70,40 @@ final class BlockGenerations {
         throw stale(blockId, generation, held, node);
       }
       if (generations.compareAndSet(slot, held, generation)) {
+        // Under the slot's lock (the caller's): no write of the old generation lands after this.
+        this.held.set(slot, 0);
         return;
       }
     }
+  }
+
+  /**
+   * Counts a write that {@link #checkWrite} let through and that is now in the region; call under
+   * the same lock. A write past a gap is not counted: bytes after a hole are not a prefix.
+   */
+  void wrote(long address, int length) {
+    int slot = (int) (address / blockSize);
+    int offset = (int) (address % blockSize);
+    int before = held.get(slot);
+    if (offset <= before && offset + length > before) {
+      held.set(slot, offset + length);
+    }
+  }
+
+  /**
+   * Bytes written without a gap from the start of block {@code blockId} of {@code generation} at
+   * {@code address}: 0 when none of that generation was written yet.
+   *
+   * @throws EmberException {@link ErrorCode#STALE_LOCATION} when the slot holds a newer generation;
+   *     {@link ErrorCode#OUT_OF_RANGE} when the address is not a block's start
+   */
+  int heldLength(long blockId, long generation, long address, String node) throws EmberException {
+    int slot = slot(blockId, address, blockSize);
+    long current = generations.get(slot);
+    if (current > generation) {
+      throw stale(blockId, generation, current, node);
+    }
+    return current == generation ? held.get(slot) : 0;
   }
 
   /**

@@ -207,7 +207,9 @@ public final class DramDataNode implements DataNode {
               synchronized (g.lockFor(r.address())) {
                 g.checkWrite(
                     r.blockId(), r.generation(), r.address(), r.data().readableBytes(), describe);
+                int length = r.data().readableBytes();
                 region.write(r.address(), r.data());
+                g.wrote(r.address(), length);
               }
             } finally {
               r.data().release();
@@ -221,6 +223,16 @@ public final class DramDataNode implements DataNode {
             generations(r.incarnation())
                 .checkRead(r.blockId(), r.generation(), r.address(), r.length(), describe);
             return new Messages.DataResponse(region.read(r.address(), r.length()));
+          }
+        case BLOCK_LENGTH:
+          {
+            Messages.BlockLengthRequest r = Messages.BlockLengthRequest.decode(in);
+            checkServes(r.incarnation());
+            BlockGenerations g = generations(r.incarnation());
+            synchronized (g.lockFor(r.address())) {
+              return new Messages.BlockLengthResponse(
+                  g.heldLength(r.blockId(), r.generation(), r.address(), describe));
+            }
           }
         default:
           throw new EmberException(

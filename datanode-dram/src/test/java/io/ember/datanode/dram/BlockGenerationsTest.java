@@ -1,0 +1,53 @@
+package io.ember.datanode.dram;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+
+import io.ember.protocol.EmberException;
+import io.ember.protocol.ErrorCode;
+import org.junit.jupiter.api.Test;
+
+/** The bytes a block holds without a gap, as lease recovery asks for them. */
+class BlockGenerationsTest {
+  private static final int BLOCK = 1024;
+
+  private static void write(BlockGenerations g, long gen, long address, int length)
+      throws EmberException {
+    g.checkWrite(1, gen, address, length, "test");
+    g.wrote(address, length);
+  }
+
+  @Test
+  void countsWhatWasWrittenFromTheStartWithoutAGap() throws EmberException {
+    BlockGenerations g = new BlockGenerations(7, 4 * BLOCK, BLOCK);
+    long block = 2 * BLOCK;
+    assertEquals(0, g.heldLength(1, 5, block, "test"), "nothing written yet");
+    write(g, 5, block, 100);
+    write(g, 5, block + 100, 50);
+    assertEquals(150, g.heldLength(1, 5, block, "test"));
+    // Bytes after a hole are not part of what the block holds from its start.
+    write(g, 5, block + 400, 10);
+    assertEquals(150, g.heldLength(1, 5, block, "test"));
+    // A rewrite inside what is held does not shorten it.
+    write(g, 5, block, 10);
+    assertEquals(150, g.heldLength(1, 5, block, "test"));
+    write(g, 5, block + 150, BLOCK - 150);
+    assertEquals(BLOCK, g.heldLength(1, 5, block, "test"));
+  }
+
+  @Test
+  void aNewGenerationStartsEmptyAndAnOldOneIsRefused() throws EmberException {
+    BlockGenerations g = new BlockGenerations(7, 4 * BLOCK, BLOCK);
+    write(g, 5, 0, 300);
+    // The block went to another file: its first write starts the count again.
+    write(g, 6, 0, 20);
+    assertEquals(20, g.heldLength(1, 6, 0, "test"));
+    // Asked about a generation not written yet: nothing of it is here.
+    assertEquals(0, g.heldLength(1, 9, 0, "test"));
+    EmberException stale = assertThrows(EmberException.class, () -> g.heldLength(1, 5, 0, "test"));
+    assertEquals(ErrorCode.STALE_LOCATION, stale.code());
+    EmberException notAStart =
+        assertThrows(EmberException.class, () -> g.heldLength(1, 6, 10, "test"));
+    assertEquals(ErrorCode.OUT_OF_RANGE, notAStart.code());
+  }
+}
