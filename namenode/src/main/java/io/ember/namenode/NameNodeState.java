@@ -1319,7 +1319,13 @@ final class NameNodeState {
         dn.reported = false;
         dn.lastHeartbeatNanos = now;
       }
-      nextInodeId = Math.max(nextInodeId, System.currentTimeMillis() << 20);
+      // A journal that was not forced (sync=batch, none) can lose its last changes, though
+      // clients and data nodes saw them: numbers handed out again would name another file's
+      // inode, and a DRAM data node refuses a block whose generation is older than one it held.
+      long fresh = System.currentTimeMillis() << 20;
+      nextInodeId = Math.max(nextInodeId, fresh);
+      nextBlockId = Math.max(nextBlockId, fresh);
+      nextGeneration = Math.max(nextGeneration, fresh);
       // Writers of files open at the crash get a whole lease timeout to renew.
       leases.clear();
       for (Inode.File f : files.values()) {

@@ -344,6 +344,79 @@ class JournalTest {
   }
 
   @Test
+  void leaseRecoveryKeepsWhatTheDataNodesHoldPastTheReportedLength() throws Exception {
+    NameNodeState live = newState();
+    live.leaseTimeout(Duration.ofSeconds(5));
+    live.register(StorageClass.DRAM, "dram", "127.0.0.1:1", 64L * BS, false, 11);
+    NodeStatus f = live.create("/full", NodeType.FILE, StorageClass.DRAM, false, "w");
+    NodeStatus g = live.create("/gap", NodeType.FILE, StorageClass.DRAM, false, "w");
+    List<Long> asked = new ArrayList<>();
+    for (int i = 0; i < 3; i++) {
+      live.allocateBlock(f.id(), i);
+      live.allocateBlock(g.id(), i);
+    }
+    live.renewLease(
+        "w",
+        List.of(
+            new io.ember.protocol.Messages.WrittenLength(f.id(), BS + 7),
+            new io.ember.protocol.Messages.WrittenLength(g.id(), BS + 7)));
+    List<BlockLocation> gBlocks = live.getBlocks(g.id(), 0, 3);
+    clock.addAndGet(Duration.ofSeconds(6).toNanos());
+    assertEquals(
+        2,
+        live.expireLeases(
+            block -> {
+              asked.add(block.blockId());
+              if (block.blockId() == gBlocks.get(2).blockId()) {
+                // Its data node did not answer: the count stops before this block.
+                return CompletableFuture.failedFuture(new IOException("unreachable"));
+              }
+              // Each of the last two blocks is full up to 100 bytes into the third.
+              return CompletableFuture.completedFuture(
+                  java.util.OptionalLong.of(block.index() == 1 ? BS : 100));
+            }));
+    // Blocks before the reported length are not asked about.
+    assertEquals(4, asked.size());
+    assertEquals(2L * BS + 100, live.lookup("/full").length());
+    assertEquals(2L * BS, live.lookup("/gap").length());
+    assertEquals(2, live.lookup("/gap").blockCount()); // the unconfirmed third went back
+  }
+
+  @Test
+  void blockNumbersLostWithTheJournalsTailAreNotHandedOutAgain() throws Exception {
+    // sync=batch or none can lose the last changes, though data nodes saw their blocks: a DRAM
+    // data node refuses a write naming an older generation than the one its block holds.
+    Checkpoints.write(dir, 0, newState()::save);
+    Journal j = Journal.open(dir, Journal.Sync.ALWAYS, 1);
+    NameNodeState live = journaled(j);
+    live.register(StorageClass.DRAM, "dram", "127.0.0.1:1", 64L * BS, false, 11);
+    NodeStatus kept = live.create("/kept", NodeType.FILE, StorageClass.DRAM, false, "w");
+    live.allocateBlock(kept.id(), 0);
+    live.takeLogged().get(60, TimeUnit.SECONDS);
+    Path segment = Journal.segments(dir).get(0);
+    byte[] beforeTheLoss = Files.readAllBytes(segment);
+    NodeStatus lost = live.create("/lost", NodeType.FILE, StorageClass.DRAM, false, "w");
+    long lostGeneration = 0;
+    long lostBlock = 0;
+    for (int i = 0; i < 3; i++) {
+      BlockLocation b = live.allocateBlock(lost.id(), i);
+      lostGeneration = Math.max(lostGeneration, b.generation());
+      lostBlock = Math.max(lostBlock, b.blockId());
+    }
+    live.takeLogged().get(60, TimeUnit.SECONDS);
+    j.close();
+    Files.write(segment, beforeTheLoss);
+
+    NameNodeState back = restored();
+    assertThrows(EmberException.class, () -> back.lookup("/lost"));
+    back.register(StorageClass.DRAM, "dram", "127.0.0.1:1", 64L * BS, false, 11);
+    NodeStatus next = back.create("/next", NodeType.FILE, StorageClass.DRAM, false, "w");
+    BlockLocation b = back.allocateBlock(next.id(), 0);
+    assertTrue(b.generation() > lostGeneration, b.generation() + " <= " + lostGeneration);
+    assertTrue(b.blockId() > lostBlock, b.blockId() + " <= " + lostBlock);
+  }
+
+  @Test
   void anAbandonedFileIsGoneAfterARestartToo() throws Exception {
     Checkpoints.write(dir, 0, newState()::save);
     Journal j = Journal.open(dir, Journal.Sync.ALWAYS, 1);
