@@ -58,6 +58,10 @@ class LeaseTest {
         sc, u -> u.freeBlocks() == freeBlocks, "all " + freeBlocks + " blocks free", DEADLINE);
   }
 
+  private static long freeBlocks(EmberClient c, StorageClass sc) throws EmberException {
+    return c.df().stream().filter(u -> u.storageClass().equals(sc)).findFirst().get().freeBlocks();
+  }
+
   private static void awaitGone(EmberClient c, String path) throws Exception {
     long deadline = System.nanoTime() + DEADLINE.toNanos();
     while (true) {
@@ -129,12 +133,7 @@ class LeaseTest {
     out.write(written);
     out.flush();
     try (EmberClient reader = cluster.newClient()) {
-      long free =
-          reader.df().stream()
-              .filter(u -> u.storageClass().equals(StorageClass.DRAM))
-              .findFirst()
-              .get()
-              .freeBlocks();
+      long free = freeBlocks(reader, StorageClass.DRAM);
       // The writer reports what its data nodes acknowledged; stat shows it, and its holder.
       long reportedBy = System.nanoTime() + DEADLINE.toNanos();
       while (reader.lookup("/abandoned").acknowledgedLength() < written.length) {
@@ -171,14 +170,9 @@ class LeaseTest {
     cluster = start("6s", "4m");
     byte[] written = data(2 * BLOCK + 100, 4);
     try (EmberClient reader = cluster.newClient()) {
-      long free =
-          reader.df().stream()
-              .filter(u -> u.storageClass().equals(StorageClass.DRAM))
-              .findFirst()
-              .get()
-              .freeBlocks();
+      long free = freeBlocks(reader, StorageClass.DRAM);
       String path = null;
-      for (int attempt = 0; attempt < 5 && path == null; attempt++) {
+      for (int attempt = 0; attempt < 10 && path == null; attempt++) {
         String p = "/died-" + attempt;
         EmberClient writer = cluster.newClient();
         EmberOutputStream out = writer.create(p, CreateOptions.DEFAULT);
@@ -188,8 +182,8 @@ class LeaseTest {
         if (reader.lookup(p).acknowledgedLength() < written.length) {
           path = p;
         } else {
-          // A renewal carried the length before the writer stopped: not the case under test.
-          awaitClosed(reader, p);
+          // A renewal carried the length before the writer stopped (the first one goes out at
+          // the create, and can be late on a loaded machine): not the case under test.
           reader.delete(p, false);
         }
       }

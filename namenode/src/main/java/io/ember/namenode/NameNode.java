@@ -87,7 +87,10 @@ public final class NameNode implements AutoCloseable {
   /** Connections to data nodes, for lease recovery. */
   private final RpcClients datanodeClients;
 
-  /** The tier name DRAM data nodes register with; they answer BLOCK_LENGTH. */
+  /**
+   * The tier name DRAM data nodes register with (the DRAM tier's name; the name node does not
+   * depend on the tier's client code); they answer BLOCK_LENGTH.
+   */
   private static final String DRAM_TIER = "dram";
 
   /** The handler pool, or null when requests run on the network threads. */
@@ -175,9 +178,14 @@ public final class NameNode implements AutoCloseable {
                   }
                 });
     server = new RpcServer("name node", config, new Service());
+    RpcClients clients = null;
     try {
+      clients = new RpcClients(config, "namenode-datanodes", 1);
       address = server.start(host, port);
     } catch (EmberException | RuntimeException e) {
+      if (clients != null) {
+        clients.close();
+      }
       if (handlers != null) {
         handlers.shutdownNow();
       }
@@ -187,6 +195,7 @@ public final class NameNode implements AutoCloseable {
       }
       throw e;
     }
+    datanodeClients = clients;
     reaper =
         Executors.newSingleThreadScheduledExecutor(
             r -> {
@@ -198,11 +207,17 @@ public final class NameNode implements AutoCloseable {
     var unused =
         reaper.scheduleWithFixedDelay(
             state::expireDatanodes, period, period, TimeUnit.MILLISECONDS);
-    datanodeClients = new RpcClients(config, "namenode-datanodes", 1);
     long leaseTick = Math.max(25, Math.min(1000, state.leaseTimeoutMillis() / 4));
     unused =
         reaper.scheduleWithFixedDelay(
-            () -> state.expireLeases(this::heldLength),
+            () -> {
+              try {
+                state.expireLeases(this::heldLength);
+              } catch (RuntimeException e) {
+                // Thrown out of a periodic task, it would end lease recovery for good.
+                LOG.error("name node: lease recovery failed; tried again at the next tick", e);
+              }
+            },
             leaseTick,
             leaseTick,
             TimeUnit.MILLISECONDS);
@@ -233,15 +248,15 @@ public final class NameNode implements AutoCloseable {
                     Messages.BlockLengthRequest.of(block),
                     Messages.BlockLengthResponse::decode))
         .thenApply(r -> OptionalLong.of(r.length()))
-        .exceptionally(
-            e -> {
-              LOG.warn(
-                  "lease recovery: {} did not say what block {} holds ({}); the file is closed at"
-                      + " what its writer reported",
-                  node,
-                  block.blockId(),
-                  e.getCause() == null ? e.toString() : e.getCause().getMessage());
-              return OptionalLong.empty();
+        .whenComplete(
+            (r, e) -> {
+              if (e != null) {
+                LOG.info(
+                    "lease recovery: {} did not say what block {} holds ({}); asked again",
+                    node,
+                    block.blockId(),
+                    e.getCause() == null ? e.toString() : e.getCause().getMessage());
+              }
             });
   }
 

@@ -71,6 +71,9 @@ final class NameNodeState {
   /** Generation stamps only grow, so a slot's newest allocation has the largest. */
   private long nextGeneration = 1;
 
+  /** How far past the numbers it restored a restarted name node starts numbering, at least. */
+  static final long LOST_TAIL_MARGIN = 1L << 20;
+
   private int nextDatanodeId = 1;
 
   private static final CompletableFuture<Void> DONE = CompletableFuture.completedFuture(null);
@@ -948,22 +951,23 @@ final class NameNodeState {
   }
 
   /**
-   * What a data node holds of a block: the bytes written from its start without a gap, or empty
-   * when it cannot say (its tier does not track it, or it did not answer).
+   * What a data node holds of a block: the bytes written from its start without a gap; empty when
+   * its tier cannot say; failed when its data node did not answer.
    */
   interface HeldLengths {
     CompletableFuture<OptionalLong> of(BlockLocation block);
   }
 
-  /** How long lease recovery waits for data nodes to say what they hold. */
+  /** How long one round of lease recovery waits for data nodes to say what they hold. */
   static final Duration HELD_LENGTH_WAIT = Duration.ofSeconds(10);
 
   /**
    * Closes the open files of writers whose leases expired, each at the length its data nodes hold:
    * from the block where the length its writer last reported ends, the bytes {@code held} says each
-   * block holds, block after block while they are full. A block whose data node cannot say ends the
-   * count there, and a file is never closed short of the length its writer reported. Blocks past
-   * the length are freed.
+   * block holds, block after block while they are full. A file is never closed short of the length
+   * its writer reported. A data node that does not answer (and is not lost) holds its files open
+   * until the next round, for up to one more lease timeout; after that, or where a tier cannot say,
+   * the count ends at that block. Blocks past the length are freed.
    *
    * @return how many files it closed
    */
@@ -971,7 +975,6 @@ final class NameNodeState {
     long now = clock.getAsLong();
     List<String> expired = new ArrayList<>();
     Map<Long, List<BlockLocation>> toAsk = new HashMap<>();
-    Map<Long, Long> reported = new HashMap<>();
     lock.readLock().lock();
     try {
       leases.forEach(
@@ -986,7 +989,6 @@ final class NameNodeState {
                     tail.add(location(f, i));
                   }
                   toAsk.put(id, tail);
-                  reported.put(id, f.reportedLength);
                 }
               }
             }
@@ -997,30 +999,53 @@ final class NameNodeState {
     if (expired.isEmpty()) {
       return 0;
     }
-    // Asked without the lock: a data node that is slow to answer holds up only this recovery.
-    Map<Long, Long> heldLength = new HashMap<>();
-    toAsk.forEach((id, tail) -> heldLength.put(id, heldFrom(tail, reported.get(id), held)));
+    // Every question goes out at once, and all share one wait, without the lock.
+    Map<Long, List<CompletableFuture<OptionalLong>>> asked = new HashMap<>();
+    toAsk.forEach((id, tail) -> asked.put(id, ask(tail, held)));
+    long deadline = System.nanoTime() + HELD_LENGTH_WAIT.toNanos();
+    Map<Long, Held> heldLength = new HashMap<>();
+    try {
+      for (Map.Entry<Long, List<CompletableFuture<OptionalLong>>> e : asked.entrySet()) {
+        heldLength.put(e.getKey(), heldFrom(toAsk.get(e.getKey()), e.getValue(), deadline));
+      }
+    } catch (InterruptedException e) {
+      // The name node is closing: nothing is closed on half an answer.
+      Thread.currentThread().interrupt();
+      return 0;
+    } finally {
+      asked.values().forEach(fs -> fs.forEach(f -> f.cancel(false)));
+    }
     int closed = 0;
     lock.writeLock().lock();
     try {
       if (journal != null && !journalWritable()) {
         return 0; // tried again once the journal can be written
       }
+      long at = clock.getAsLong();
       for (String holder : expired) {
         Lease lease = leases.get(holder);
-        if (lease == null || clock.getAsLong() - lease.renewedNanos <= leaseTimeoutNanos) {
+        if (lease == null || at - lease.renewedNanos <= leaseTimeoutNanos) {
           continue;
         }
+        boolean waitsForAnswers = false;
         for (Long id : new ArrayList<>(lease.files)) {
           Inode.File f = files.get(id);
           if (f == null || !f.open) {
             continue;
           }
+          Held fromDataNodes = heldLength.get(id);
+          if (fromDataNodes != null
+              && !fromDataNodes.answered()
+              && at - lease.renewedNanos <= 2 * leaseTimeoutNanos) {
+            waitsForAnswers = true;
+            continue;
+          }
           long length =
               Math.min(
-                  Math.max(f.reportedLength, heldLength.getOrDefault(id, 0L)),
+                  Math.max(f.reportedLength, fromDataNodes == null ? 0 : fromDataNodes.length()),
                   (long) f.blocks.size() * blockSize);
           long when = System.currentTimeMillis();
+          long reportedLength = f.reportedLength;
           closeLocked(f, length, when);
           f.recovered = true;
           log(
@@ -1032,15 +1057,21 @@ final class NameNodeState {
               });
           closed++;
           LOG.warn(
-              "lease of {} expired (not renewed for {} s): {} closed at {} bytes, what its data"
-                  + " nodes held (its writer had reported {})",
+              "lease of {} expired (not renewed for {} s): {} closed at {} bytes ({})",
               holder,
               leaseTimeoutNanos / 1_000_000_000.0,
               pathOf(f),
               length,
-              f.reportedLength);
+              fromDataNodes == null || fromDataNodes.length() <= reportedLength
+                  ? "what its writer reported"
+                      + (fromDataNodes != null && !fromDataNodes.answered()
+                          ? "; a data node did not answer"
+                          : "")
+                  : "its writer had reported " + reportedLength + "; the rest its data nodes held");
         }
-        leases.remove(holder);
+        if (!waitsForAnswers) {
+          leases.remove(holder);
+        }
       }
     } finally {
       var unused = takeLogged();
@@ -1049,32 +1080,51 @@ final class NameNodeState {
     return closed;
   }
 
-  /**
-   * The bytes {@code tail}'s blocks hold from the first one's start, counted while each is full;
-   * never less than {@code reported}.
-   */
-  private long heldFrom(List<BlockLocation> tail, long reported, HeldLengths held) {
-    if (tail.isEmpty()) {
-      return reported;
-    }
+  /** Asks what each block of {@code tail} holds; a lost data node cannot say. */
+  private static List<CompletableFuture<OptionalLong>> ask(
+      List<BlockLocation> tail, HeldLengths held) {
     List<CompletableFuture<OptionalLong>> answers = new ArrayList<>();
     for (BlockLocation b : tail) {
-      answers.add(
-          b.lost()
-              ? CompletableFuture.completedFuture(OptionalLong.empty())
-              : held.of(b).exceptionally(e -> OptionalLong.empty()));
+      CompletableFuture<OptionalLong> answer;
+      if (b.lost()) {
+        answer = CompletableFuture.completedFuture(OptionalLong.empty());
+      } else {
+        try {
+          answer = held.of(b);
+        } catch (RuntimeException e) {
+          answer = CompletableFuture.failedFuture(e);
+        }
+      }
+      answers.add(answer);
     }
-    long deadline = System.nanoTime() + HELD_LENGTH_WAIT.toNanos();
+    return answers;
+  }
+
+  /**
+   * Bytes counted from the data nodes' answers; {@code answered} is false when the count stopped at
+   * a data node that did not answer.
+   */
+  private record Held(long length, boolean answered) {}
+
+  /**
+   * The bytes {@code tail}'s blocks hold from the first one's start, counted while each is full and
+   * up to the first block whose data node did not answer by {@code deadline}.
+   */
+  private Held heldFrom(
+      List<BlockLocation> tail, List<CompletableFuture<OptionalLong>> answers, long deadline)
+      throws InterruptedException {
+    if (tail.isEmpty()) {
+      return new Held(0, true);
+    }
     long length = (long) tail.get(0).index() * blockSize;
-    for (int i = 0; i < tail.size(); i++) {
+    for (CompletableFuture<OptionalLong> answer : answers) {
       OptionalLong h;
       try {
-        h = answers.get(i).get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
-      } catch (TimeoutException | ExecutionException e) {
-        h = OptionalLong.empty();
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-        break;
+        h = answer.get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+      } catch (TimeoutException
+          | ExecutionException
+          | java.util.concurrent.CancellationException e) {
+        return new Held(length, false);
       }
       if (h.isEmpty()) {
         break;
@@ -1084,7 +1134,7 @@ final class NameNodeState {
         break;
       }
     }
-    return Math.max(length, reported);
+    return new Held(length, true);
   }
 
   private boolean journalWritable() {
@@ -1322,10 +1372,13 @@ final class NameNodeState {
       // A journal that was not forced (sync=batch, none) can lose its last changes, though
       // clients and data nodes saw them: numbers handed out again would name another file's
       // inode, and a DRAM data node refuses a block whose generation is older than one it held.
+      // The clock (numbers are never reused while it moves forward) and a margin of a million
+      // past the last number kept (so a clock stepped back, or a restart within a millisecond,
+      // still clears as many lost allocations as that).
       long fresh = System.currentTimeMillis() << 20;
-      nextInodeId = Math.max(nextInodeId, fresh);
-      nextBlockId = Math.max(nextBlockId, fresh);
-      nextGeneration = Math.max(nextGeneration, fresh);
+      nextInodeId = Math.max(nextInodeId + LOST_TAIL_MARGIN, fresh);
+      nextBlockId = Math.max(nextBlockId + LOST_TAIL_MARGIN, fresh);
+      nextGeneration = Math.max(nextGeneration + LOST_TAIL_MARGIN, fresh);
       // Writers of files open at the crash get a whole lease timeout to renew.
       leases.clear();
       for (Inode.File f : files.values()) {

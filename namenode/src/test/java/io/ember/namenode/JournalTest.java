@@ -361,25 +361,56 @@ class JournalTest {
             new io.ember.protocol.Messages.WrittenLength(f.id(), BS + 7),
             new io.ember.protocol.Messages.WrittenLength(g.id(), BS + 7)));
     List<BlockLocation> gBlocks = live.getBlocks(g.id(), 0, 3);
+    NameNodeState.HeldLengths held =
+        block -> {
+          asked.add(block.blockId());
+          if (block.blockId() == gBlocks.get(2).blockId()) {
+            // Its data node does not answer: the file waits for it, up to one more timeout.
+            return CompletableFuture.failedFuture(new IOException("unreachable"));
+          }
+          // Each of the last two blocks is full up to 100 bytes into the third.
+          return CompletableFuture.completedFuture(
+              java.util.OptionalLong.of(block.index() == 1 ? BS : 100));
+        };
     clock.addAndGet(Duration.ofSeconds(6).toNanos());
-    assertEquals(
-        2,
-        live.expireLeases(
-            block -> {
-              asked.add(block.blockId());
-              if (block.blockId() == gBlocks.get(2).blockId()) {
-                // Its data node did not answer: the count stops before this block.
-                return CompletableFuture.failedFuture(new IOException("unreachable"));
-              }
-              // Each of the last two blocks is full up to 100 bytes into the third.
-              return CompletableFuture.completedFuture(
-                  java.util.OptionalLong.of(block.index() == 1 ? BS : 100));
-            }));
+    assertEquals(1, live.expireLeases(held));
     // Blocks before the reported length are not asked about.
     assertEquals(4, asked.size());
     assertEquals(2L * BS + 100, live.lookup("/full").length());
+    assertTrue(live.lookup("/gap").open());
+    clock.addAndGet(Duration.ofSeconds(5).toNanos());
+    assertEquals(1, live.expireLeases(held));
+    // The count stopped at the block whose data node never answered.
     assertEquals(2L * BS, live.lookup("/gap").length());
     assertEquals(2, live.lookup("/gap").blockCount()); // the unconfirmed third went back
+  }
+
+  @Test
+  void aDataNodeThatDoesNotAnswerHoldsRecoveryUpToOneMoreTimeout() throws Exception {
+    NameNodeState live = newState();
+    live.leaseTimeout(Duration.ofSeconds(5));
+    live.register(StorageClass.DRAM, "dram", "127.0.0.1:1", 64L * BS, false, 11);
+    NodeStatus f = live.create("/f", NodeType.FILE, StorageClass.DRAM, false, "w");
+    live.allocateBlock(f.id(), 0);
+    live.allocateBlock(f.id(), 1);
+    live.renewLease("w", List.of(new io.ember.protocol.Messages.WrittenLength(f.id(), 9)));
+    NameNodeState.HeldLengths silent =
+        block -> CompletableFuture.failedFuture(new IOException("no answer"));
+    clock.addAndGet(Duration.ofSeconds(6).toNanos());
+    assertEquals(0, live.expireLeases(silent));
+    assertTrue(live.lookup("/f").open());
+    // A throwing asker is a data node that did not answer, not the end of lease recovery.
+    assertEquals(
+        0,
+        live.expireLeases(
+            block -> {
+              throw new IllegalStateException("broken");
+            }));
+    clock.addAndGet(Duration.ofSeconds(5).toNanos());
+    // Two timeouts without a renewal: closed at what its writer reported.
+    assertEquals(1, live.expireLeases(silent));
+    assertEquals(9, live.lookup("/f").length());
+    assertEquals(1, live.lookup("/f").blockCount());
   }
 
   @Test

@@ -2,6 +2,9 @@ package io.ember.datanode.dram;
 
 import io.ember.protocol.EmberException;
 import io.ember.protocol.ErrorCode;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicIntegerArray;
 import java.util.concurrent.atomic.AtomicLongArray;
 
@@ -22,6 +25,12 @@ final class BlockGenerations {
    * had put there, for the name node's lease recovery.
    */
   private final AtomicIntegerArray held;
+
+  /**
+   * Per slot, writes that landed past a gap in {@link #held} (start to end), until the gap fills.
+   * Each slot's map is used under its stripe lock only.
+   */
+  private final Map<Integer, TreeMap<Integer, Integer>> ahead = new ConcurrentHashMap<>();
 
   private final Object[] stripes = new Object[64];
 
@@ -72,6 +81,7 @@ final class BlockGenerations {
       if (generations.compareAndSet(slot, held, generation)) {
         // Under the slot's lock (the caller's): no write of the old generation lands after this.
         this.held.set(slot, 0);
+        ahead.remove(slot);
         return;
       }
     }
@@ -79,15 +89,35 @@ final class BlockGenerations {
 
   /**
    * Counts a write that {@link #checkWrite} let through and that is now in the region; call under
-   * the same lock. A write past a gap is not counted: bytes after a hole are not a prefix.
+   * the same lock. A write past a gap is kept aside until the gap is filled: a client's writes to
+   * one block can arrive out of order.
    */
   void wrote(long address, int length) {
     int slot = (int) (address / blockSize);
-    int offset = (int) (address % blockSize);
+    int start = (int) (address % blockSize);
+    int end = start + length;
     int before = held.get(slot);
-    if (offset <= before && offset + length > before) {
-      held.set(slot, offset + length);
+    if (start > before) {
+      TreeMap<Integer, Integer> waiting = ahead.computeIfAbsent(slot, s -> new TreeMap<>());
+      waiting.merge(start, end, Math::max);
+      return;
     }
+    if (end <= before) {
+      return;
+    }
+    TreeMap<Integer, Integer> waiting = ahead.get(slot);
+    if (waiting != null) {
+      for (Map.Entry<Integer, Integer> next = waiting.firstEntry();
+          next != null && next.getKey() <= end;
+          next = waiting.firstEntry()) {
+        end = Math.max(end, next.getValue());
+        waiting.pollFirstEntry();
+      }
+      if (waiting.isEmpty()) {
+        ahead.remove(slot);
+      }
+    }
+    held.set(slot, end);
   }
 
   /**

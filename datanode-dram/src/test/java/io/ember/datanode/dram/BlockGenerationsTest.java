@@ -36,6 +36,29 @@ class BlockGenerationsTest {
   }
 
   @Test
+  void writesThatArriveOutOfOrderCountOnceTheGapFills() throws EmberException {
+    BlockGenerations g = new BlockGenerations(7, 4 * BLOCK, BLOCK);
+    // A client's writes to one block, sent last first.
+    write(g, 5, 600, 200);
+    write(g, 5, 300, 300);
+    write(g, 5, 900, 10);
+    assertEquals(0, g.heldLength(1, 5, 0, "test"));
+    write(g, 5, 0, 200);
+    assertEquals(200, g.heldLength(1, 5, 0, "test"));
+    // Overlapping what is held and reaching the writes set aside: all of them join, up to the
+    // next gap (800 to 900).
+    write(g, 5, 100, 250);
+    assertEquals(800, g.heldLength(1, 5, 0, "test"));
+    write(g, 5, 800, 100);
+    assertEquals(910, g.heldLength(1, 5, 0, "test"));
+    // A new generation forgets what the old one set aside.
+    write(g, 5, 950, 10);
+    write(g, 6, 0, 20);
+    write(g, 6, 20, 920);
+    assertEquals(940, g.heldLength(1, 6, 0, "test"));
+  }
+
+  @Test
   void aNewGenerationStartsEmptyAndAnOldOneIsRefused() throws EmberException {
     BlockGenerations g = new BlockGenerations(7, 4 * BLOCK, BLOCK);
     write(g, 5, 0, 300);
