@@ -279,6 +279,6 @@ class EmberFileSystemTest {
     c.set("ember.rpc.connect-timeout", "1s");
     URI nowhere = URI.create("ember://127.0.0.1:" + port + "/");
     IOException e = assertThrows(IOException.class, () -> FileSystem.newInstance(nowhere, c));
-    assertTrue(e.getMessage().contains("name node 127.0.0.1:" + port), e.getMessage());
+    assertTrue(e.getMessage().contains("name node at 127.0.0.1:" + port), e.getMessage());
   }
 }

@@ -368,7 +368,7 @@ class FailureTest {
                 EmberClient.connect(
                     EmberConfig.defaults().with(EmberKeys.NAMENODE_ADDRESS, "127.0.0.1:" + port)));
     assertEquals(ErrorCode.UNREACHABLE, e.code());
-    assertTrue(e.getMessage().contains("name node 127.0.0.1:" + port), e.getMessage());
+    assertTrue(e.getMessage().contains("name node at 127.0.0.1:" + port), e.getMessage());
   }
 
   @Test

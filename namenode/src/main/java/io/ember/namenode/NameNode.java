@@ -238,7 +238,7 @@ public final class NameNode implements AutoCloseable {
     if (!DRAM_TIER.equals(block.tier()) || at == null) {
       return CompletableFuture.completedFuture(OptionalLong.empty());
     }
-    String node = "data node " + block.datanodeId() + " (" + block.endpoint() + ")";
+    String node = "data node " + block.datanodeId();
     return datanodeClients
         .get(at, node)
         .thenCompose(

@@ -149,7 +149,7 @@ public final class RpcClients implements AutoCloseable {
             result.completeExceptionally(
                 new EmberException(
                     ErrorCode.UNREACHABLE,
-                    "cannot reach " + peer + ": " + f.cause().getMessage(),
+                    "cannot connect to the " + peerKind + " at " + address + ": " + why(f.cause()),
                     f.cause()));
           }
         });
@@ -165,14 +165,40 @@ public final class RpcClients implements AutoCloseable {
                 return CompletableFuture.failedFuture(
                     new EmberException(
                         ErrorCode.UNREACHABLE,
-                        "cannot reach "
-                            + peer
-                            + ": no connection within "
+                        "cannot connect to the "
+                            + peerKind
+                            + " at "
+                            + address
+                            + ": no answer within "
                             + connectTimeoutMillis
                             + " ms"));
               }
               return CompletableFuture.failedFuture(cause);
             });
+  }
+
+  /**
+   * Why a connection could not be opened, in words a person can act on (the transport's own message
+   * names system calls and error numbers).
+   */
+  static String why(Throwable cause) {
+    if (cause instanceof java.net.UnknownHostException) {
+      return "unknown host";
+    }
+    if (cause instanceof io.netty.channel.ConnectTimeoutException) {
+      return "no answer (timed out)";
+    }
+    if (cause instanceof java.net.NoRouteToHostException) {
+      return "no route to host";
+    }
+    String m = String.valueOf(cause.getMessage()).toLowerCase(java.util.Locale.ROOT);
+    if (m.contains("refused")) {
+      return "connection refused (is it running, on that port?)";
+    }
+    if (m.contains("unreachable")) {
+      return "network unreachable";
+    }
+    return String.valueOf(cause.getMessage());
   }
 
   /** Closes every connection and stops the network threads. Idempotent. */

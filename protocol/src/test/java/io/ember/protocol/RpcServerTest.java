@@ -431,7 +431,7 @@ class RpcServerTest {
             EmberException.class,
             () -> Futures.await(clients.open(new HostPort("127.0.0.1", port), "name node")));
     assertEquals(ErrorCode.UNREACHABLE, e.code());
-    assertTrue(e.getMessage().contains("name node 127.0.0.1:" + port), e.getMessage());
+    assertTrue(e.getMessage().contains("name node at 127.0.0.1:" + port), e.getMessage());
   }
 
   @Test
