@@ -209,14 +209,19 @@ public final class EmberClient implements AutoCloseable {
    * @return fails with NOT_FOUND or INVALID_PATH
    */
   public CompletableFuture<NodeStatus> lookupAsync(String path) {
-    return call(
-        MessageType.LOOKUP,
-        new Messages.PathRequest(path),
-        in -> {
-          NodeStatus s = NodeStatus.decode(in);
-          io.ember.protocol.Wire.expectEnd(in, "LOOKUP answer");
-          return s;
-        });
+    // Paths are checked here, before they are sent, so that a bad one gets the same clear error
+    // from every call rather than the name node's refusal of a malformed frame.
+    return normalized(path)
+        .thenCompose(
+            p ->
+                call(
+                    MessageType.LOOKUP,
+                    new Messages.PathRequest(p),
+                    in -> {
+                      NodeStatus s = NodeStatus.decode(in);
+                      io.ember.protocol.Wire.expectEnd(in, "LOOKUP answer");
+                      return s;
+                    }));
   }
 
   /**
@@ -226,7 +231,7 @@ public final class EmberClient implements AutoCloseable {
    */
   public CompletableFuture<List<DirEntry>> listAsync(String path) {
     List<DirEntry> all = new ArrayList<>();
-    return listFrom(path, "", all);
+    return normalized(path).thenCompose(p -> listFrom(p, "", all));
   }
 
   private CompletableFuture<List<DirEntry>> listFrom(
@@ -251,8 +256,13 @@ public final class EmberClient implements AutoCloseable {
    * @return fails with NOT_FOUND, DIRECTORY_NOT_EMPTY or INVALID_ARGUMENT (the root)
    */
   public CompletableFuture<Void> deleteAsync(String path, boolean recursive) {
-    return call(
-        MessageType.DELETE, new Messages.DeleteRequest(path, recursive), ResponseDecoder.EMPTY);
+    return normalized(path)
+        .thenCompose(
+            p ->
+                call(
+                    MessageType.DELETE,
+                    new Messages.DeleteRequest(p, recursive),
+                    ResponseDecoder.EMPTY));
   }
 
   /**
@@ -262,8 +272,9 @@ public final class EmberClient implements AutoCloseable {
    * @return fails with NOT_FOUND, ALREADY_EXISTS, PARENT_NOT_FOUND or RENAME_INTO_ITSELF
    */
   public CompletableFuture<Void> renameAsync(String source, String target) {
-    return call(
-        MessageType.RENAME, new Messages.RenameRequest(source, target), ResponseDecoder.EMPTY);
+    return normalized(source)
+        .thenCombine(normalized(target), Messages.RenameRequest::new)
+        .thenCompose(r -> call(MessageType.RENAME, r, ResponseDecoder.EMPTY));
   }
 
   /** Capacity and use per storage class. */

@@ -47,7 +47,7 @@ import picocli.CommandLine.ParentCommand;
     subcommands = {
       FsCommand.Ls.class, FsCommand.Mkdir.class, FsCommand.Put.class, FsCommand.Get.class,
       FsCommand.Cat.class, FsCommand.Rm.class, FsCommand.Mv.class, FsCommand.Stat.class,
-      FsCommand.Df.class
+      FsCommand.Df.class, CommandLine.HelpCommand.class
     })
 final class FsCommand implements Runnable {
   private static final DateTimeFormatter TIME =
@@ -59,8 +59,22 @@ final class FsCommand implements Runnable {
       names = "--namenode",
       paramLabel = "HOST:PORT",
       scope = CommandLine.ScopeType.INHERIT,
-      description = "the name node (default 127.0.0.1:9060)")
+      converter = NameNodeAddress.class,
+      description =
+          "the name node, HOST[:PORT] (default 127.0.0.1:9060; the port is 9060 when left out)")
   String namenode;
+
+  /** Refuses an address that is not HOST[:PORT] as a usage error, before anything connects. */
+  static final class NameNodeAddress implements CommandLine.ITypeConverter<String> {
+    @Override
+    public String convert(String value) {
+      if (io.ember.protocol.HostPort.tryParse(value, EmberKeys.DEFAULT_NAMENODE_PORT) == null) {
+        throw new CommandLine.TypeConversionException(
+            "'" + value + "' is not HOST[:PORT] (e.g. 127.0.0.1:9060)");
+      }
+      return value;
+    }
+  }
 
   @CommandLine.Spec CommandLine.Model.CommandSpec spec;
 
@@ -110,7 +124,10 @@ final class FsCommand implements Runnable {
     }
   }
 
-  @Command(name = "ls", description = "List directories, or show files.")
+  @Command(
+      name = "ls",
+      mixinStandardHelpOptions = true,
+      description = "List directories, or show files.")
   static final class Ls extends Sub {
     @Option(
         names = {"-R", "--recursive"},
@@ -167,11 +184,11 @@ final class FsCommand implements Runnable {
           st.isFile() ? st.storageClass().displayName() : "-",
           st.length(),
           TIME.format(Instant.ofEpochMilli(st.modificationTime())),
-          path);
+          Paths.escape(path));
     }
   }
 
-  @Command(name = "mkdir", description = "Create directories.")
+  @Command(name = "mkdir", mixinStandardHelpOptions = true, description = "Create directories.")
   static final class Mkdir extends Sub {
     @Option(names = "-p", description = "create parents; no error if the directory exists")
     boolean parents;
@@ -202,7 +219,10 @@ final class FsCommand implements Runnable {
     }
   }
 
-  @Command(name = "put", description = "Copy local files (or - for standard input) into Ember.")
+  @Command(
+      name = "put",
+      mixinStandardHelpOptions = true,
+      description = "Copy local files (or - for standard input) into Ember.")
   static final class Put extends Sub {
     @Option(
         names = "--storage-class",
@@ -236,6 +256,10 @@ final class FsCommand implements Runnable {
         return;
       }
       for (String src : sources) {
+        if (!src.equals("-") && Files.isDirectory(Path.of(src))) {
+          error(src + ": is a local directory (put copies files)");
+          continue;
+        }
         String target =
             dstIsDir
                 ? Paths.child(
@@ -245,14 +269,54 @@ final class FsCommand implements Runnable {
           if (force) {
             deleteIfFile(client, target);
           }
-          try (EmberOutputStream out =
-              client.createBuffered(target, new CreateOptions(sc, parents))) {
-            in.transferTo(out);
-          }
+          copyIn(client, in, src, target, new CreateOptions(sc, parents));
         } catch (java.nio.file.NoSuchFileException e) {
           error(src + ": no such local file");
+        } catch (java.nio.file.AccessDeniedException e) {
+          error(src + ": permission denied");
         } catch (EmberException e) {
           error(e.getMessage());
+        } catch (IOException e) {
+          error(src + ": " + EmberCli.oneLine(e));
+        }
+      }
+    }
+
+    /**
+     * Writes {@code in} to a new file at {@code target}; if reading or writing fails, the file is
+     * deleted, so a failed put leaves nothing behind.
+     */
+    private void copyIn(
+        EmberClient client, InputStream in, String src, String target, CreateOptions options)
+        throws IOException {
+      EmberOutputStream out = client.createBuffered(target, options);
+      boolean done = false;
+      try {
+        try {
+          in.transferTo(out);
+        } catch (IOException e) {
+          if (e instanceof EmberException) {
+            throw e;
+          }
+          throw new IOException("reading " + src + " failed: " + EmberCli.oneLine(e), e);
+        }
+        out.close();
+        done = true;
+      } finally {
+        if (!done) {
+          try {
+            out.close();
+          } catch (IOException ignored) {
+            // Failing already: the delete below is what matters.
+          }
+          try {
+            client.delete(target, false);
+          } catch (EmberException e) {
+            // NOT_FOUND: the writer gave the file up itself.
+            if (e.code() != ErrorCode.NOT_FOUND) {
+              error(target + ": left behind after the failure (" + e.getMessage() + ")");
+            }
+          }
         }
       }
     }
@@ -270,7 +334,13 @@ final class FsCommand implements Runnable {
     }
   }
 
-  @Command(name = "get", description = "Copy an Ember file to a local file (- for stdout).")
+  @Command(
+      name = "get",
+      mixinStandardHelpOptions = true,
+      description = {
+        "Copy an Ember file to a local file (- for stdout), or into a local directory.",
+        "Never overwrites: an existing local file is an error."
+      })
   static final class Get extends Sub {
     @Parameters(index = "0", paramLabel = "SRC")
     String src;
@@ -293,6 +363,11 @@ final class FsCommand implements Runnable {
         error(target + ": local file exists");
         return;
       }
+      Path parent = target.toAbsolutePath().getParent();
+      if (!Files.isDirectory(parent)) {
+        error(parent + ": no such local directory");
+        return;
+      }
       Path tmp = Files.createTempFile(target.toAbsolutePath().getParent(), ".ember-get", ".tmp");
       try {
         try (OutputStream out = Files.newOutputStream(tmp)) {
@@ -305,7 +380,10 @@ final class FsCommand implements Runnable {
     }
   }
 
-  @Command(name = "cat", description = "Print files (or multifiles) to standard output.")
+  @Command(
+      name = "cat",
+      mixinStandardHelpOptions = true,
+      description = "Print files (or multifiles) to standard output.")
   static final class Cat extends Sub {
     @Parameters(paramLabel = "PATH", arity = "1..*")
     List<String> paths;
@@ -324,7 +402,10 @@ final class FsCommand implements Runnable {
     }
   }
 
-  @Command(name = "rm", description = "Delete files and directories.")
+  @Command(
+      name = "rm",
+      mixinStandardHelpOptions = true,
+      description = "Delete files and directories.")
   static final class Rm extends Sub {
     @Option(
         names = {"-r", "-R"},
@@ -355,7 +436,10 @@ final class FsCommand implements Runnable {
     }
   }
 
-  @Command(name = "mv", description = "Rename; a directory target receives the sources.")
+  @Command(
+      name = "mv",
+      mixinStandardHelpOptions = true,
+      description = "Rename; a directory target receives the sources.")
   static final class Mv extends Sub {
     @Parameters(paramLabel = "SRC... DST", arity = "2..*")
     List<String> args;
@@ -380,7 +464,10 @@ final class FsCommand implements Runnable {
     }
   }
 
-  @Command(name = "stat", description = "Show an entry's status and its blocks.")
+  @Command(
+      name = "stat",
+      mixinStandardHelpOptions = true,
+      description = "Show an entry's status and its blocks.")
   static final class Stat extends Sub {
     @Parameters(paramLabel = "PATH", arity = "1..*")
     List<String> paths;
@@ -430,8 +517,12 @@ final class FsCommand implements Runnable {
 
   @Command(name = "df", description = "Show capacity and use per storage class.")
   static final class Df extends Sub {
+    // -h is human-readable sizes here, as in hdfs dfs -df -h: help is --help only.
     @Option(names = "-h", description = "sizes in KiB, MiB, GiB")
     boolean human;
+
+    @Option(names = "--help", usageHelp = true, description = "Show this help message and exit.")
+    boolean help;
 
     @Override
     void apply(EmberClient client) throws IOException {

@@ -22,14 +22,16 @@ import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 /**
- * {@code ember local}: a name node and a DRAM data node in this process on loopback; with {@code
- * --demo}, writes, lists and reads back a few files, verifies them, and exits.
+ * {@code ember local}: a name node, a DRAM data node and an NVMf data node (over an embedded
+ * NVMe/TCP target) in this process on loopback; with {@code --demo}, writes, lists and reads back a
+ * few files, verifies them, and exits.
  */
 @Command(
     name = "local",
     mixinStandardHelpOptions = true,
     description =
-        "Run a local cluster (name node + DRAM data node) on loopback until Ctrl-C; "
+        "Run a local cluster (name node, DRAM data node, NVMf data node over an embedded"
+            + " NVMe/TCP target) on loopback until Ctrl-C; "
             + "--demo writes and reads a few files and exits.")
 final class LocalCommand implements Callable<Integer> {
   @Mixin ConfigOptions options;

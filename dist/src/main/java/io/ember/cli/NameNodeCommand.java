@@ -18,7 +18,9 @@ final class NameNodeCommand implements Callable<Integer> {
 
   @picocli.CommandLine.Spec picocli.CommandLine.Model.CommandSpec spec;
 
-  @Option(names = "--host", description = "address to listen on (default: ${DEFAULT-VALUE})")
+  @Option(
+      names = "--host",
+      description = "address to listen on (default: ember.namenode.bind-host, 0.0.0.0)")
   String host;
 
   @Option(names = "--port", description = "port to listen on (default 9060; 0: any free port)")

@@ -217,14 +217,90 @@ class EmberCliTest {
     Result r = run("fs", "--namenode", "127.0.0.1:" + port, "ls", "/");
     assertEquals(1, r.code());
     assertTrue(
-        r.err().startsWith("ember fs ls: cannot reach name node 127.0.0.1:" + port), r.err());
+        r.err()
+            .startsWith(
+                "ember fs ls: cannot connect to the name node at 127.0.0.1:"
+                    + port
+                    + ": connection refused"),
+        r.err());
     assertEquals(1, r.err().lines().count(), r.err());
+    Result unknown = run("fs", "--namenode", "no-such-host.invalid:9060", "ls", "/");
+    assertEquals(1, unknown.code());
+    assertTrue(
+        unknown
+            .err()
+            .startsWith(
+                "ember fs ls: cannot connect to the name node at no-such-host.invalid:9060:"
+                    + " unknown host"),
+        unknown.err());
+    // An address that is not HOST[:PORT] is a usage error, found before anything connects.
+    Result badAddress = run("fs", "--namenode", "127.0.0.1:abc", "ls", "/");
+    assertEquals(EmberCli.USAGE_ERROR, badAddress.code(), badAddress.err());
+    assertTrue(badAddress.err().contains("'127.0.0.1:abc' is not HOST[:PORT]"), badAddress.err());
 
     Result badSetting =
         run("fs", "--namenode", "127.0.0.1:" + port, "-D", "ember.rpc.timout=1s", "ls");
     assertEquals(1, badSetting.code());
     assertTrue(
         badSetting.err().contains("unknown setting(s) [ember.rpc.timout]"), badSetting.err());
+  }
+
+  @Test
+  void everyCommandHasHelp() {
+    for (String cmd : List.of("ls", "mkdir", "put", "get", "cat", "rm", "mv", "stat", "df")) {
+      Result help = fs(cmd, "--help");
+      assertEquals(0, help.code(), cmd + ": " + help.err());
+      assertTrue(help.out().startsWith("Usage: ember fs " + cmd), help.out());
+      Result viaHelp = fs("help", cmd);
+      assertEquals(0, viaHelp.code(), cmd + ": " + viaHelp.err());
+      assertEquals(help.out(), viaHelp.out());
+    }
+    assertTrue(fs("ls", "-h").out().contains("-R, --recursive"));
+    assertTrue(fs("put", "--help").out().contains("--storage-class=CLASS"));
+    assertTrue(fs("get", "--help").out().contains("Never overwrites"));
+    assertTrue(run("--help").out().contains("NVMf data node"), run("--help").out());
+    assertTrue(run("local", "--help").out().contains("NVMf data node"));
+    Result namenodeHelp = run("namenode", "--help");
+    assertTrue(!namenodeHelp.out().contains("null"), namenodeHelp.out());
+  }
+
+  @Test
+  void badLocalAndRemotePathsAreOneClearLineAndLeaveNothingBehind(@TempDir Path tmp)
+      throws Exception {
+    Path dir = Files.createDirectory(tmp.resolve("a-directory"));
+    Result putDir = fs("put", dir.toString(), "/from-dir");
+    assertEquals(1, putDir.code());
+    assertEquals(
+        "ember fs put: " + dir + ": is a local directory (put copies files)", putDir.err().strip());
+    assertEquals(1, fs("stat", "/from-dir").code(), "nothing left behind");
+
+    Path file = Files.write(tmp.resolve("f"), new byte[] {1, 2, 3});
+    assertEquals(0, fs("put", file.toString(), "/for-get").code());
+    Path missing = tmp.resolve("no-dir").resolve("f");
+    Result get = fs("get", "/for-get", missing.toString());
+    assertEquals(1, get.code());
+    assertEquals(
+        "ember fs get: " + missing.getParent() + ": no such local directory", get.err().strip());
+    assertEquals(0, fs("rm", "/for-get").code());
+
+    // Checked on the client, with the same words for every command.
+    String longPath = "/" + "a".repeat(5000);
+    for (String cmd : List.of("cat", "ls", "stat", "rm")) {
+      Result r = fs(cmd, longPath);
+      assertEquals(1, r.code(), cmd);
+      assertTrue(r.err().startsWith("ember fs " + cmd + ": invalid path '/aaa"), r.err());
+      assertTrue(r.err().contains("longer than 4096 bytes"), r.err());
+    }
+
+    Result newline = fs("mkdir", "/a\nb");
+    assertEquals(1, newline.code());
+    assertEquals(
+        "ember fs mkdir: invalid path '/a\\nb': control character U+000A in a name",
+        newline.err().strip());
+    Result tab = fs("put", file.toString(), "/t\tab");
+    assertEquals(1, tab.code());
+    assertTrue(tab.err().contains("control character U+0009"), tab.err());
+    assertEquals(1, tab.err().lines().count(), tab.err());
   }
 
   @Test

@@ -9,10 +9,10 @@ import java.util.List;
  *
  * <p>A path is absolute and {@code /}-separated. Repeated and trailing slashes are folded away
  * ({@code //a//b/} is {@code /a/b}). A component may not be empty, {@code .} or {@code ..}, may not
- * hold NUL or an unpaired UTF-16 surrogate, and may be at most {@value #MAX_NAME_BYTES} UTF-8
- * bytes; the whole path at most {@value #MAX_PATH_BYTES}. Names are compared as exact code point
- * sequences: no case folding and no Unicode normalisation, so any two distinct names are distinct
- * entries.
+ * hold NUL, another control character (U+0001 to U+001F, U+007F) or an unpaired UTF-16 surrogate,
+ * and may be at most {@value #MAX_NAME_BYTES} UTF-8 bytes; the whole path at most {@value
+ * #MAX_PATH_BYTES}. Names are compared as exact code point sequences: no case folding and no
+ * Unicode normalisation, so any two distinct names are distinct entries.
  */
 public final class Paths {
   /** Longest component, in UTF-8 bytes. */
@@ -103,6 +103,12 @@ public final class Paths {
       if (c == 0) {
         throw invalid(path, "NUL character in a name");
       }
+      if (c < 0x20 || c == 0x7f) {
+        // A newline or tab in a name breaks every line-oriented listing (ls, scripts).
+        throw invalid(
+            path,
+            String.format(java.util.Locale.ROOT, "control character U+%04X in a name", (int) c));
+      }
       if (Character.isHighSurrogate(c)) {
         if (i + 1 >= name.length() || !Character.isLowSurrogate(name.charAt(i + 1))) {
           throw invalid(path, "unpaired UTF-16 surrogate in a name");
@@ -117,13 +123,40 @@ public final class Paths {
     }
   }
 
+  /**
+   * {@code text} with control characters written as {@code \n}, {@code \t} or {@code \xNN}, so that
+   * a name printed on a terminal or in a listing stays on its line.
+   */
+  public static String escape(String text) {
+    StringBuilder out = null;
+    for (int i = 0; i < text.length(); i++) {
+      char c = text.charAt(i);
+      if (c >= 0x20 && c != 0x7f) {
+        if (out != null) {
+          out.append(c);
+        }
+        continue;
+      }
+      if (out == null) {
+        out = new StringBuilder(text.length() + 8).append(text, 0, i);
+      }
+      switch (c) {
+        case '\n' -> out.append("\\n");
+        case '\t' -> out.append("\\t");
+        case '\r' -> out.append("\\r");
+        default -> out.append(String.format(java.util.Locale.ROOT, "\\x%02x", (int) c));
+      }
+    }
+    return out == null ? text : out.toString();
+  }
+
   private static int utf8Length(String s) {
     return s.getBytes(StandardCharsets.UTF_8).length;
   }
 
   private static EmberException invalid(String path, String why) {
     String shown =
-        path == null ? "null" : path.length() > 200 ? path.substring(0, 200) + "..." : path;
+        path == null ? "null" : escape(path.length() > 200 ? path.substring(0, 200) + "..." : path);
     return new EmberException(ErrorCode.INVALID_PATH, "invalid path '" + shown + "': " + why);
   }
 }

@@ -20,10 +20,32 @@ class PathsTest {
   }
 
   @ParameterizedTest
-  @ValueSource(strings = {"", "a/b", "relative", "/a/./b", "/a/../b", "/..", "/.", "/a\0b"})
+  @ValueSource(
+      strings = {
+        "",
+        "a/b",
+        "relative",
+        "/a/./b",
+        "/a/../b",
+        "/..",
+        "/.",
+        "/a\0b",
+        "/a\nb",
+        "/tab\there",
+        "/bell\u0007",
+        "/del\u007f"
+      })
   void refusesBadPaths(String path) {
     EmberException e = assertThrows(EmberException.class, () -> Paths.normalize(path));
     assertEquals(ErrorCode.INVALID_PATH, e.code());
+    // The message names the path on one line, control characters escaped.
+    assertEquals(1, e.getMessage().lines().count(), e.getMessage());
+  }
+
+  @Test
+  void aControlCharacterIsNamedInTheMessage() {
+    EmberException e = assertThrows(EmberException.class, () -> Paths.normalize("/a\nb"));
+    assertEquals("invalid path '/a\\nb': control character U+000A in a name", e.getMessage());
   }
 
   @Test
