@@ -88,6 +88,14 @@ public final class NameNodeLink implements AutoCloseable {
 
     /** The node could not serve its blocks for a while; storage that cannot tell forgets. */
     default void cannotVouch() {}
+
+    /**
+     * What the storage can say block by block of the contents it holds: each written slot and the
+     * generation written there; empty when it cannot tell (the stamp vouches for all or nothing).
+     */
+    default List<Messages.HeldBlock> heldBlocks() {
+      return List.of();
+    }
   }
 
   /**
@@ -97,6 +105,22 @@ public final class NameNodeLink implements AutoCloseable {
    */
   public static final class MemoryStamp implements Stamp {
     private volatile long incarnation;
+    private final java.util.function.Supplier<List<Messages.HeldBlock>> blocks;
+
+    /** A stamp whose storage reports no blocks. */
+    public MemoryStamp() {
+      this(List::of);
+    }
+
+    /** A stamp whose storage reports {@code blocks} (called on the heartbeat thread). */
+    public MemoryStamp(java.util.function.Supplier<List<Messages.HeldBlock>> blocks) {
+      this.blocks = blocks;
+    }
+
+    @Override
+    public List<Messages.HeldBlock> heldBlocks() {
+      return blocks.get();
+    }
 
     @Override
     public long held() {
@@ -183,6 +207,7 @@ public final class NameNodeLink implements AutoCloseable {
     if (held != 0) {
       try {
         registered(send(registration.reviving(held)));
+        reportBlocks(held);
         return;
       } catch (EmberException e) {
         if (e.code() != ErrorCode.UNKNOWN_DATANODE) {
@@ -196,6 +221,42 @@ public final class NameNodeLink implements AutoCloseable {
     long fresh = newIncarnation();
     stamp.record(fresh, held);
     registered(send(registration.withIncarnation(fresh)));
+  }
+
+  /**
+   * Tells the name node, which took this node back with contents it knew, which generation each
+   * written slot holds: one it does not know of means a block of its namespace was overwritten. A
+   * report that fails leaves the node unregistered, so the next beat registers and reports again.
+   */
+  private void reportBlocks(long incarnation) throws EmberException {
+    List<Messages.HeldBlock> blocks = stamp.heldBlocks();
+    int id = datanodeId;
+    try {
+      for (int from = 0; from < blocks.size(); from += Messages.BlockReportRequest.MAX_REPORTED) {
+        Messages.BlockReportRequest part =
+            new Messages.BlockReportRequest(
+                id,
+                incarnation,
+                blocks.subList(
+                    from,
+                    Math.min(blocks.size(), from + Messages.BlockReportRequest.MAX_REPORTED)));
+        Futures.await(
+            connections
+                .get(namenode, "name node")
+                .thenCompose(
+                    c ->
+                        c.call(
+                            MessageType.BLOCK_REPORT,
+                            part,
+                            io.ember.protocol.ResponseDecoder.EMPTY)));
+      }
+    } catch (EmberException e) {
+      datanodeId = -1;
+      throw e;
+    }
+    if (!blocks.isEmpty()) {
+      LOG.info("{}: reported {} written blocks to the name node", name, blocks.size());
+    }
   }
 
   private Messages.RegisterResponse send(Messages.RegisterRequest request) throws EmberException {

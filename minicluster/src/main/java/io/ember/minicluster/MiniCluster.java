@@ -272,6 +272,25 @@ public final class MiniCluster implements AutoCloseable {
     namenode = NameNode.start(config, "127.0.0.1", namenodeAddress.port());
   }
 
+  /** Something done to the name node's directory while the name node is stopped. */
+  public interface DirectoryAction {
+    void apply(java.nio.file.Path dir) throws java.io.IOException;
+  }
+
+  /**
+   * As {@link #restartNamenode()}, doing {@code whileStopped} to its directory in between: a test
+   * can keep a copy of the directory, or put an older copy back (a journal that lost its tail).
+   *
+   * @throws EmberException when the port cannot be bound again
+   * @throws java.io.IOException when {@code whileStopped} fails; the name node is not started
+   */
+  public void restartNamenode(DirectoryAction whileStopped)
+      throws EmberException, java.io.IOException {
+    namenode.close();
+    whileStopped.apply(java.nio.file.Path.of(config.get(NameNodeKeys.DIR)));
+    namenode = NameNode.start(config, "127.0.0.1", namenodeAddress.port());
+  }
+
   /**
    * Stops the name node, formats its directory and starts a new one on the same port: a name node
    * that forgot everything (its directory lost or replaced), to which data nodes must register as

@@ -184,4 +184,87 @@ class NameNodeRestartTest {
       }
     }
   }
+
+  @Test
+  void aBlockThatALostAllocationOverwroteReadsAsLostAndNothingElseIsHurt(
+      @org.junit.jupiter.api.io.TempDir java.nio.file.Path backup) throws Exception {
+    // One DRAM node of four blocks, so the second file must reuse the first one's block.
+    cluster = MiniCluster.builder().dramDatanodes(1).blockSize("64k").dramCapacity("256k").build();
+    try (EmberClient c = cluster.newClient()) {
+      write(c, "/x", data(BLOCK, 1), StorageClass.DRAM);
+      cluster.restartNamenode(dir -> copyTree(dir, backup));
+      cluster.awaitLiveDatanodes(StorageClass.DRAM, 1, DEADLINE);
+      c.delete("/x", false);
+      byte[] y = data(4 * BLOCK, 2);
+      writeOnceRegistered(c, "/y", y);
+      // The name node comes back from a journal that lost the delete and the second file, as
+      // sync=batch or none can after a power loss, while the data node kept their bytes.
+      cluster.restartNamenode(
+          dir -> {
+            deleteTree(dir);
+            copyTree(backup, dir);
+          });
+      cluster.awaitLiveDatanodes(StorageClass.DRAM, 1, DEADLINE);
+      long deadline = System.nanoTime() + DEADLINE.toNanos();
+      while (!c.blockLocations("/x").get(0).lost()) {
+        assertTrue(System.nanoTime() < deadline, "the block report did not mark /x's block lost");
+        Thread.sleep(20);
+      }
+      EmberException lost = assertThrows(EmberException.class, () -> readAll(c, "/x"));
+      assertEquals(ErrorCode.DATANODE_LOST, lost.code(), lost.getMessage());
+      assertThrows(EmberException.class, () -> c.lookup("/y"));
+      // The other three blocks are free, and new blocks are numbered so the node takes them.
+      byte[] z = data(3 * BLOCK, 3);
+      writeOnceRegistered(c, "/z", z);
+      assertArrayEquals(z, readAll(c, "/z"));
+      // Deleted, the overwritten block is an ordinary free block again.
+      c.delete("/x", false);
+      c.delete("/z", false);
+      write(c, "/w", y, StorageClass.DRAM);
+      assertArrayEquals(y, readAll(c, "/w"));
+    }
+  }
+
+  /**
+   * Writes a DRAM file, waiting for the data node to register again after a restart (until then it
+   * serves its blocks but takes no new ones).
+   */
+  private static void writeOnceRegistered(EmberClient c, String path, byte[] bytes)
+      throws Exception {
+    long deadline = System.nanoTime() + DEADLINE.toNanos();
+    while (true) {
+      try {
+        write(c, path, bytes, StorageClass.DRAM);
+        return;
+      } catch (EmberException e) {
+        if (e.code() != ErrorCode.NO_CAPACITY || System.nanoTime() > deadline) {
+          throw e;
+        }
+        Thread.sleep(20);
+      }
+    }
+  }
+
+  private static void copyTree(java.nio.file.Path from, java.nio.file.Path to) throws IOException {
+    try (var files = java.nio.file.Files.walk(from)) {
+      for (java.nio.file.Path p : (Iterable<java.nio.file.Path>) files::iterator) {
+        java.nio.file.Path target = to.resolve(from.relativize(p).toString());
+        if (java.nio.file.Files.isDirectory(p)) {
+          java.nio.file.Files.createDirectories(target);
+        } else {
+          java.nio.file.Files.copy(p, target, java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+        }
+      }
+    }
+  }
+
+  private static void deleteTree(java.nio.file.Path dir) throws IOException {
+    try (var files = java.nio.file.Files.walk(dir)) {
+      for (java.nio.file.Path p : files.sorted(java.util.Comparator.reverseOrder()).toList()) {
+        if (!p.equals(dir)) {
+          java.nio.file.Files.delete(p);
+        }
+      }
+    }
+  }
 }

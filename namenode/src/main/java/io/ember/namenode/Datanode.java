@@ -158,7 +158,28 @@ final class Datanode {
     }
   }
 
+  /**
+   * Slots whose block a block report found overwritten (a newer generation than the namespace's):
+   * their blocks read as lost until their files free them.
+   */
+  private final java.util.BitSet overwritten = new java.util.BitSet();
+
+  /** Marks the block at {@code slot} overwritten; false when it already was. */
+  boolean markOverwritten(long slot) {
+    int i = Math.toIntExact(slot);
+    if (overwritten.get(i)) {
+      return false;
+    }
+    overwritten.set(i);
+    return true;
+  }
+
+  boolean isOverwritten(long slot) {
+    return overwritten.get(Math.toIntExact(slot));
+  }
+
   void giveBack(long index) {
+    overwritten.clear(Math.toIntExact(index));
     if (trimOnFree) {
       toTrim.addLast(index);
     } else {

@@ -688,6 +688,13 @@ public final class NameNode implements AutoCloseable {
           datanodeConnections.put(r.datanodeId(), channel);
           return answer;
         }
+      case BLOCK_REPORT:
+        {
+          Messages.BlockReportRequest r = Messages.BlockReportRequest.decode(in);
+          checkHeartbeatConnection(r.datanodeId(), channel);
+          state.blockReport(r.datanodeId(), r.incarnation(), r.blocks());
+          return Message.EMPTY;
+        }
       default:
         throw new EmberException(
             ErrorCode.UNKNOWN_MESSAGE, type + " is not served by the name node");

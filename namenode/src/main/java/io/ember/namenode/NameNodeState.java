@@ -597,7 +597,7 @@ final class NameNodeState {
         dn.endpoint,
         b.address(),
         dn.blockSize,
-        dn.lost);
+        dn.lost || dn.isOverwritten(b.slot()));
   }
 
   // ---- data nodes ------------------------------------------------------------------------
@@ -741,6 +741,59 @@ final class NameNodeState {
 
   void heartbeat(int datanodeId) throws EmberException {
     heartbeat(datanodeId, List.of());
+  }
+
+  /**
+   * Takes part of a data node's block report: a block of the namespace whose slot the node says
+   * holds a newer generation was overwritten by an allocation this name node does not know (one a
+   * journal that was not forced lost), and is marked lost, so its file's readers get the lost
+   * block's error instead of the node's refusal. Numbering moves past every generation reported.
+   *
+   * @return how many blocks it marked lost
+   * @throws EmberException {@link ErrorCode#UNKNOWN_DATANODE} when the node is not live under
+   *     {@code incarnation}
+   */
+  int blockReport(int datanodeId, long incarnation, List<io.ember.protocol.Messages.HeldBlock> held)
+      throws EmberException {
+    lock.writeLock().lock();
+    try {
+      Datanode dn = live(datanodeId);
+      if (dn.incarnation != incarnation) {
+        throw new EmberException(
+            ErrorCode.UNKNOWN_DATANODE,
+            "data node " + datanodeId + " does not serve those contents: register again");
+      }
+      Map<Long, Block> bySlot = new HashMap<>();
+      Map<Long, Inode.File> owner = new HashMap<>();
+      for (Inode.File f : files.values()) {
+        for (Block b : f.blocks) {
+          if (b.datanode() == dn) {
+            bySlot.put(b.slot(), b);
+            owner.put(b.slot(), f);
+          }
+        }
+      }
+      int marked = 0;
+      for (io.ember.protocol.Messages.HeldBlock h : held) {
+        nextGeneration = Math.max(nextGeneration, h.generation() + 1);
+        long slot = h.address() / dn.blockSize;
+        Block b = bySlot.get(slot);
+        if (b != null && h.generation() > b.generation() && dn.markOverwritten(slot)) {
+          marked++;
+          LOG.warn(
+              "{}: block {} of {} was overwritten by an allocation the name node lost with its"
+                  + " journal's tail (generation {} there, {} expected); the block is lost",
+              dn.describe(),
+              owner.get(slot).blocks.indexOf(b),
+              pathOf(owner.get(slot)),
+              h.generation(),
+              b.generation());
+        }
+      }
+      return marked;
+    } finally {
+      lock.writeLock().unlock();
+    }
   }
 
   /**

@@ -448,6 +448,40 @@ class JournalTest {
   }
 
   @Test
+  void aBlockReportMarksBlocksOverwrittenByLostAllocationsAsLost() throws Exception {
+    NameNodeState live = newState();
+    int dn =
+        live.register(StorageClass.DRAM, "dram", "127.0.0.1:1", 64L * BS, false, 11).datanodeId();
+    NodeStatus f = live.create("/f", NodeType.FILE, StorageClass.DRAM, false, "w");
+    BlockLocation kept = live.allocateBlock(f.id(), 0);
+    BlockLocation overwritten = live.allocateBlock(f.id(), 1);
+    List<io.ember.protocol.Messages.HeldBlock> report =
+        List.of(
+            new io.ember.protocol.Messages.HeldBlock(kept.address(), kept.generation()),
+            new io.ember.protocol.Messages.HeldBlock(
+                overwritten.address(), overwritten.generation() + 1000),
+            // A slot no file holds: what a lost allocation wrote there is simply free space.
+            new io.ember.protocol.Messages.HeldBlock(40L * BS, overwritten.generation() + 2000));
+    EmberException wrongContents =
+        assertThrows(EmberException.class, () -> live.blockReport(dn, 12, report));
+    assertEquals(ErrorCode.UNKNOWN_DATANODE, wrongContents.code());
+    assertEquals(1, live.blockReport(dn, 11, report));
+    assertEquals(0, live.blockReport(dn, 11, report), "reported again: nothing new");
+    List<BlockLocation> blocks = live.getBlocks(f.id(), 0, 2);
+    assertFalse(blocks.get(0).lost());
+    assertTrue(blocks.get(1).lost());
+    // New blocks are numbered past every generation reported, so the node accepts their writes.
+    NodeStatus g = live.create("/g", NodeType.FILE, StorageClass.DRAM, false, "w");
+    assertTrue(live.allocateBlock(g.id(), 0).generation() > overwritten.generation() + 2000);
+    // Freed, the slot is an ordinary free block again.
+    live.delete("/f", false);
+    NodeStatus h = live.create("/h", NodeType.FILE, StorageClass.DRAM, false, "w");
+    for (int i = 0; i < 62; i++) {
+      assertFalse(live.allocateBlock(h.id(), i).lost(), "block " + i);
+    }
+  }
+
+  @Test
   void anAbandonedFileIsGoneAfterARestartToo() throws Exception {
     Checkpoints.write(dir, 0, newState()::save);
     Journal j = Journal.open(dir, Journal.Sync.ALWAYS, 1);

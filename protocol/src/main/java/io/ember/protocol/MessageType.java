@@ -19,6 +19,7 @@ public enum MessageType {
   OPEN(21),
   RENEW_LEASE(22),
   ABANDON_FILE(23),
+  BLOCK_REPORT(24),
   // Data node.
   BLOCK_WRITE(40),
   BLOCK_READ(41),

@@ -599,6 +599,49 @@ public final class Messages {
     return slots;
   }
 
+  /** A block a data node holds: its slot's address and the generation last written there. */
+  public record HeldBlock(long address, long generation) {}
+
+  /**
+   * BLOCK_REPORT: part of what data node {@code datanodeId}, serving contents {@code incarnation},
+   * holds: for each slot written since those contents began, the generation its last writes named.
+   * Sent after the node registers again with contents the name node knew (it restarted, or the node
+   * was lost for a while), in parts of at most {@link #MAX_REPORTED} blocks. The name node marks
+   * lost a block of its namespace whose slot holds a newer generation: an allocation it forgot (a
+   * journal tail that was never forced) reused the slot.
+   */
+  public record BlockReportRequest(int datanodeId, long incarnation, List<HeldBlock> blocks)
+      implements Message {
+    /** Most blocks in one report frame: 16 bytes each, well inside the smallest frame limit. */
+    public static final int MAX_REPORTED = 3000;
+
+    @Override
+    public void encode(ByteBuf out) {
+      out.writeInt(datanodeId);
+      out.writeLong(incarnation);
+      out.writeInt(blocks.size());
+      for (HeldBlock b : blocks) {
+        out.writeLong(b.address());
+        out.writeLong(b.generation());
+      }
+    }
+
+    /** Reads the body. */
+    public static BlockReportRequest decode(ByteBuf in) throws MalformedFrameException {
+      int id = Wire.readInt(in, "data node id", 0, Integer.MAX_VALUE);
+      long incarnation = Wire.readLong(in, "incarnation");
+      int n = Wire.readCount(in, "block count", MAX_REPORTED, 16);
+      List<HeldBlock> blocks = new ArrayList<>(n);
+      for (int i = 0; i < n; i++) {
+        long address = Wire.readLong(in, "address", 0, Long.MAX_VALUE);
+        long generation = Wire.readLong(in, "generation", 0, Long.MAX_VALUE);
+        blocks.add(new HeldBlock(address, generation));
+      }
+      Wire.expectEnd(in, "BLOCK_REPORT");
+      return new BlockReportRequest(id, incarnation, blocks);
+    }
+  }
+
   /**
    * BLOCK_WRITE: {@code data} goes to the data node's region at {@code address}, inside block
    * {@code blockId} of generation {@code generation}. The message owns one reference to {@code

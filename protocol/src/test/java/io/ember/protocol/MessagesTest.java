@@ -100,6 +100,13 @@ class MessagesTest {
           new Object[] {
             new Messages.BlockLengthResponse(65536), (Decoder) Messages.BlockLengthResponse::decode
           },
+          new Object[] {
+            new Messages.BlockReportRequest(
+                3,
+                -7L,
+                List.of(new Messages.HeldBlock(0, 5), new Messages.HeldBlock(65536, 1L << 40))),
+            (Decoder) Messages.BlockReportRequest::decode
+          },
           new Object[] {STATUS, (Decoder) NodeStatus::decode},
           new Object[] {BLOCK, (Decoder) BlockLocation::decode});
 

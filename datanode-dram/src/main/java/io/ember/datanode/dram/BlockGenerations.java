@@ -2,6 +2,9 @@ package io.ember.datanode.dram;
 
 import io.ember.protocol.EmberException;
 import io.ember.protocol.ErrorCode;
+import io.ember.protocol.Messages;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
@@ -134,6 +137,18 @@ final class BlockGenerations {
       throw stale(blockId, generation, current, node);
     }
     return current == generation ? held.get(slot) : 0;
+  }
+
+  /** Each slot written under this incarnation, with the generation written there last. */
+  List<Messages.HeldBlock> heldBlocks() {
+    List<Messages.HeldBlock> out = new ArrayList<>();
+    for (int slot = 0; slot < generations.length(); slot++) {
+      long g = generations.get(slot);
+      if (g != 0) {
+        out.add(new Messages.HeldBlock((long) slot * blockSize, g));
+      }
+    }
+    return out;
   }
 
   /**

@@ -20,6 +20,7 @@ import io.netty.channel.Channel;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.UnknownHostException;
+import java.util.List;
 
 /**
  * A DRAM data node: serves reads and writes of its off-heap region over Netty, registers the region
@@ -40,7 +41,7 @@ public final class DramDataNode implements DataNode {
   private final NameNodeLink link;
 
   /** The incarnation of this node's contents; reads and writes must name it. */
-  private final NameNodeLink.MemoryStamp stamp = new NameNodeLink.MemoryStamp();
+  private final NameNodeLink.MemoryStamp stamp = new NameNodeLink.MemoryStamp(this::heldBlocks);
 
   /** Blocks' generations, for one incarnation; made anew at the first request of another. */
   private volatile BlockGenerations generations;
@@ -190,6 +191,12 @@ public final class DramDataNode implements DataNode {
       }
       return g;
     }
+  }
+
+  /** The written slots of the contents this node serves, for the name node's block report. */
+  private List<Messages.HeldBlock> heldBlocks() {
+    BlockGenerations g = generations;
+    return g == null || g.incarnation() != stamp.held() ? List.of() : g.heldBlocks();
   }
 
   private final class Service implements RpcService {
