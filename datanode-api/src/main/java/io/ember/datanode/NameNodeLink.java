@@ -63,6 +63,10 @@ public final class NameNodeLink implements AutoCloseable {
   private volatile boolean suspended;
 
   private volatile int blockSize;
+
+  /** A block report is owed to the name node (heartbeat thread only). */
+  private boolean reportPending;
+
   private List<Long> trimmed = List.of();
 
   /**
@@ -207,8 +211,8 @@ public final class NameNodeLink implements AutoCloseable {
     if (held != 0) {
       try {
         registered(send(registration.reviving(held)));
-        reportBlocks(held);
-        return;
+        // Outside this try: a report that fails must not make the node give up its contents.
+        reportPending = true;
       } catch (EmberException e) {
         if (e.code() != ErrorCode.UNKNOWN_DATANODE) {
           throw e;
@@ -216,6 +220,10 @@ public final class NameNodeLink implements AutoCloseable {
         LOG.info(
             "{}: the name node does not know the contents it holds; registering as a new " + "node",
             name);
+      }
+      if (reportPending) {
+        reportIfPending();
+        return;
       }
     }
     long fresh = newIncarnation();
@@ -226,33 +234,47 @@ public final class NameNodeLink implements AutoCloseable {
   /**
    * Tells the name node, which took this node back with contents it knew, which generation each
    * written slot holds: one it does not know of means a block of its namespace was overwritten. A
-   * report that fails leaves the node unregistered, so the next beat registers and reports again.
+   * report that fails is sent again after the next heartbeat; the node stays registered.
    */
+  private void reportIfPending() {
+    if (!reportPending) {
+      return;
+    }
+    try {
+      reportBlocks(stamp.held());
+      reportPending = false;
+    } catch (EmberException e) {
+      if (e.code() == ErrorCode.UNKNOWN_MESSAGE) {
+        reportPending = false;
+        LOG.warn("{}: the name node takes no block reports ({})", name, e.getMessage());
+      } else {
+        LOG.info(
+            "{}: block report failed ({}); sent again after the next heartbeat",
+            name,
+            e.getMessage());
+      }
+    }
+  }
+
   private void reportBlocks(long incarnation) throws EmberException {
     List<Messages.HeldBlock> blocks = stamp.heldBlocks();
     int id = datanodeId;
-    try {
-      for (int from = 0; from < blocks.size(); from += Messages.BlockReportRequest.MAX_REPORTED) {
-        Messages.BlockReportRequest part =
-            new Messages.BlockReportRequest(
-                id,
-                incarnation,
-                blocks.subList(
-                    from,
-                    Math.min(blocks.size(), from + Messages.BlockReportRequest.MAX_REPORTED)));
-        Futures.await(
-            connections
-                .get(namenode, "name node")
-                .thenCompose(
-                    c ->
-                        c.call(
-                            MessageType.BLOCK_REPORT,
-                            part,
-                            io.ember.protocol.ResponseDecoder.EMPTY)));
-      }
-    } catch (EmberException e) {
-      datanodeId = -1;
-      throw e;
+    for (int from = 0; from < blocks.size(); from += Messages.BlockReportRequest.MAX_REPORTED) {
+      Messages.BlockReportRequest part =
+          new Messages.BlockReportRequest(
+              id,
+              incarnation,
+              blocks.subList(
+                  from, Math.min(blocks.size(), from + Messages.BlockReportRequest.MAX_REPORTED)));
+      Futures.await(
+          connections
+              .get(namenode, "name node")
+              .thenCompose(
+                  c ->
+                      c.call(
+                          MessageType.BLOCK_REPORT,
+                          part,
+                          io.ember.protocol.ResponseDecoder.EMPTY)));
     }
     if (!blocks.isEmpty()) {
       LOG.info("{}: reported {} written blocks to the name node", name, blocks.size());
@@ -327,6 +349,7 @@ public final class NameNodeLink implements AutoCloseable {
                               new Messages.HeartbeatRequest(id, report),
                               Messages.HeartbeatResponse::decode)));
       trimmed = r.toTrim().isEmpty() ? List.of() : new ArrayList<>(trimmer.apply(r.toTrim()));
+      reportIfPending();
     } catch (EmberException e) {
       if (e.code() == ErrorCode.UNKNOWN_DATANODE) {
         LOG.warn(

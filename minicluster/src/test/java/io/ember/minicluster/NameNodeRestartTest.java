@@ -188,10 +188,12 @@ class NameNodeRestartTest {
   @Test
   void aBlockThatALostAllocationOverwroteReadsAsLostAndNothingElseIsHurt(
       @org.junit.jupiter.api.io.TempDir java.nio.file.Path backup) throws Exception {
-    // One DRAM node of four blocks, so the second file must reuse the first one's block.
-    cluster = MiniCluster.builder().dramDatanodes(1).blockSize("64k").dramCapacity("256k").build();
+    // One DRAM node of five blocks, so the second file must reuse the first one's block.
+    cluster = MiniCluster.builder().dramDatanodes(1).blockSize("64k").dramCapacity("320k").build();
     try (EmberClient c = cluster.newClient()) {
       write(c, "/x", data(BLOCK, 1), StorageClass.DRAM);
+      byte[] keep = data(BLOCK - 5, 9);
+      write(c, "/keep", keep, StorageClass.DRAM);
       cluster.restartNamenode(dir -> copyTree(dir, backup));
       cluster.awaitLiveDatanodes(StorageClass.DRAM, 1, DEADLINE);
       c.delete("/x", false);
@@ -213,6 +215,7 @@ class NameNodeRestartTest {
       EmberException lost = assertThrows(EmberException.class, () -> readAll(c, "/x"));
       assertEquals(ErrorCode.DATANODE_LOST, lost.code(), lost.getMessage());
       assertThrows(EmberException.class, () -> c.lookup("/y"));
+      assertArrayEquals(keep, readAll(c, "/keep"));
       // The other three blocks are free, and new blocks are numbered so the node takes them.
       byte[] z = data(3 * BLOCK, 3);
       writeOnceRegistered(c, "/z", z);

@@ -773,6 +773,22 @@ final class NameNodeState {
           }
         }
       }
+      // A report is a sign of life: a long one must not let the node expire meanwhile.
+      dn.lastHeartbeatNanos = clock.getAsLong();
+      for (io.ember.protocol.Messages.HeldBlock h : held) {
+        if (h.address() % dn.blockSize != 0
+            || h.address() / dn.blockSize >= dn.blockCount
+            || h.generation() >= Long.MAX_VALUE / 2) {
+          throw new EmberException(
+              ErrorCode.INVALID_ARGUMENT,
+              "block report of data node "
+                  + datanodeId
+                  + ": no block of generation "
+                  + h.generation()
+                  + " at address "
+                  + h.address());
+        }
+      }
       int marked = 0;
       for (io.ember.protocol.Messages.HeldBlock h : held) {
         nextGeneration = Math.max(nextGeneration, h.generation() + 1);

@@ -465,6 +465,13 @@ class JournalTest {
     EmberException wrongContents =
         assertThrows(EmberException.class, () -> live.blockReport(dn, 12, report));
     assertEquals(ErrorCode.UNKNOWN_DATANODE, wrongContents.code());
+    EmberException notABlock =
+        assertThrows(
+            EmberException.class,
+            () ->
+                live.blockReport(
+                    dn, 11, List.of(new io.ember.protocol.Messages.HeldBlock(BS + 1, 3))));
+    assertEquals(ErrorCode.INVALID_ARGUMENT, notABlock.code());
     assertEquals(1, live.blockReport(dn, 11, report));
     assertEquals(0, live.blockReport(dn, 11, report), "reported again: nothing new");
     List<BlockLocation> blocks = live.getBlocks(f.id(), 0, 2);
@@ -476,7 +483,8 @@ class JournalTest {
     // Freed, the slot is an ordinary free block again.
     live.delete("/f", false);
     NodeStatus h = live.create("/h", NodeType.FILE, StorageClass.DRAM, false, "w");
-    for (int i = 0; i < 62; i++) {
+    // Every slot but /g's, the overwritten one among them.
+    for (int i = 0; i < 63; i++) {
       assertFalse(live.allocateBlock(h.id(), i).lost(), "block " + i);
     }
   }
