@@ -209,10 +209,10 @@ public final class NameNodeLink implements AutoCloseable {
   private void register() throws EmberException {
     long held = stamp.held();
     if (held != 0) {
+      boolean revived = false;
       try {
         registered(send(registration.reviving(held)));
-        // Outside this try: a report that fails must not make the node give up its contents.
-        reportPending = true;
+        revived = true;
       } catch (EmberException e) {
         if (e.code() != ErrorCode.UNKNOWN_DATANODE) {
           throw e;
@@ -221,10 +221,14 @@ public final class NameNodeLink implements AutoCloseable {
             "{}: the name node does not know the contents it holds; registering as a new " + "node",
             name);
       }
-      if (reportPending) {
+      if (revived) {
+        // Outside the try: a report that fails must not make the node give up its contents.
+        reportPending = true;
         reportIfPending();
         return;
       }
+      // A report owed for contents the name node no longer knows is owed no more.
+      reportPending = false;
     }
     long fresh = newIncarnation();
     stamp.record(fresh, held);
@@ -266,31 +270,25 @@ public final class NameNodeLink implements AutoCloseable {
               incarnation,
               blocks.subList(
                   from, Math.min(blocks.size(), from + Messages.BlockReportRequest.MAX_REPORTED)));
-      Futures.await(
-          connections
-              .get(namenode, "name node")
-              .thenCompose(
-                  c ->
-                      c.call(
-                          MessageType.BLOCK_REPORT,
-                          part,
-                          io.ember.protocol.ResponseDecoder.EMPTY)));
+      callNamenode(MessageType.BLOCK_REPORT, part, io.ember.protocol.ResponseDecoder.EMPTY);
     }
     if (!blocks.isEmpty()) {
       LOG.info("{}: reported {} written blocks to the name node", name, blocks.size());
     }
   }
 
-  private Messages.RegisterResponse send(Messages.RegisterRequest request) throws EmberException {
+  /** One call to the name node, waited for on this (the heartbeat) thread. */
+  private <T> T callNamenode(
+      MessageType type,
+      io.ember.protocol.Message body,
+      io.ember.protocol.ResponseDecoder<T> decoder)
+      throws EmberException {
     return Futures.await(
-        connections
-            .get(namenode, "name node")
-            .thenCompose(
-                c ->
-                    c.call(
-                        MessageType.REGISTER_DATANODE,
-                        request,
-                        Messages.RegisterResponse::decode)));
+        connections.get(namenode, "name node").thenCompose(c -> c.call(type, body, decoder)));
+  }
+
+  private Messages.RegisterResponse send(Messages.RegisterRequest request) throws EmberException {
+    return callNamenode(MessageType.REGISTER_DATANODE, request, Messages.RegisterResponse::decode);
   }
 
   private void registered(Messages.RegisterResponse r) {
@@ -339,15 +337,10 @@ public final class NameNodeLink implements AutoCloseable {
       int id = datanodeId;
       List<Long> report = trimmed;
       Messages.HeartbeatResponse r =
-          Futures.await(
-              connections
-                  .get(namenode, "name node")
-                  .thenCompose(
-                      c ->
-                          c.call(
-                              MessageType.HEARTBEAT,
-                              new Messages.HeartbeatRequest(id, report),
-                              Messages.HeartbeatResponse::decode)));
+          callNamenode(
+              MessageType.HEARTBEAT,
+              new Messages.HeartbeatRequest(id, report),
+              Messages.HeartbeatResponse::decode);
       trimmed = r.toTrim().isEmpty() ? List.of() : new ArrayList<>(trimmer.apply(r.toTrim()));
       reportIfPending();
     } catch (EmberException e) {
