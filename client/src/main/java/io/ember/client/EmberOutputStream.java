@@ -54,10 +54,8 @@ public final class EmberOutputStream extends OutputStream {
   private boolean closed;
 
   /** Bytes from the start of the file that the data nodes acknowledged. Guarded by this. */
-  private long acknowledged;
-
-  /** Acknowledged ranges past a write still in flight: start to end. Guarded by this. */
-  private final java.util.TreeMap<Long, Long> acknowledgedAhead = new java.util.TreeMap<>();
+  private final io.ember.protocol.ContiguousPrefix acknowledged =
+      new io.ember.protocol.ContiguousPrefix();
 
   /** Set by the lease renewer when the name node recovered this file's lease. */
   private volatile boolean leaseLost;
@@ -95,23 +93,12 @@ public final class EmberOutputStream extends OutputStream {
 
   /** Bytes from the start of the file the data nodes acknowledged (any thread). */
   synchronized long acknowledged() {
-    return acknowledged;
+    return acknowledged.prefix();
   }
 
   /** A write of bytes {@code start} to {@code end} completed (a network thread). */
   private synchronized void acknowledge(long start, long end) {
-    if (start != acknowledged) {
-      acknowledgedAhead.put(start, end);
-      return;
-    }
-    long upTo = end;
-    for (var next = acknowledgedAhead.firstEntry();
-        next != null && next.getKey() == upTo;
-        next = acknowledgedAhead.firstEntry()) {
-      upTo = next.getValue();
-      acknowledgedAhead.pollFirstEntry();
-    }
-    acknowledged = upTo;
+    acknowledged.add(start, end);
   }
 
   /** The name node recovered this file's lease: the stream fails from now on. */
@@ -252,6 +239,23 @@ public final class EmberOutputStream extends OutputStream {
   }
 
   /**
+   * Gives the file up instead of publishing it, for a writer whose source failed: bytes not yet
+   * sent are dropped, and the name node deletes the file and frees its blocks. Does nothing after
+   * {@link #close}. If the name node cannot be told, the file's lease frees it later.
+   */
+  public void abort() {
+    if (closed) {
+      return;
+    }
+    closed = true;
+    releaseBuffer();
+    if (failure == null) {
+      failure = new EmberException(ErrorCode.CLOSED, path + " was given up by its writer");
+    }
+    giveUp();
+  }
+
+  /**
    * After the first failure: the file is deleted so its blocks are free, unless the name node
    * already closed it (its lease was recovered).
    */
@@ -347,9 +351,9 @@ public final class EmberOutputStream extends OutputStream {
                           () -> {
                             client.metrics().bytesWritten.add(n);
                             client.metrics().blockWrites.increment();
+                            acknowledge(start, start + n);
                           });
                 });
-    var unused = done.thenRun(() -> acknowledge(start, start + n));
     InFlight sent = new InFlight(done, n);
     inFlight.add(sent);
     inFlightBytes += n;

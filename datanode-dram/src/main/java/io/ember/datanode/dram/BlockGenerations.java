@@ -1,14 +1,11 @@
 package io.ember.datanode.dram;
 
+import io.ember.protocol.ContiguousPrefix;
 import io.ember.protocol.EmberException;
 import io.ember.protocol.ErrorCode;
 import io.ember.protocol.Messages;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
-import java.util.TreeMap;
-import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.atomic.AtomicIntegerArray;
 import java.util.concurrent.atomic.AtomicLongArray;
 
 /**
@@ -24,16 +21,11 @@ final class BlockGenerations {
   private final AtomicLongArray generations;
 
   /**
-   * Bytes from each slot's start written in its generation without a gap: what a writer that died
-   * had put there, for the name node's lease recovery.
+   * What each slot holds from its start without a gap in its generation (null: nothing yet): what a
+   * writer that died had put there, for the name node's lease recovery. A slot's entry is used
+   * under its stripe lock only.
    */
-  private final AtomicIntegerArray held;
-
-  /**
-   * Per slot, writes that landed past a gap in {@link #held} (start to end), until the gap fills.
-   * Each slot's map is used under its stripe lock only.
-   */
-  private final Map<Integer, TreeMap<Integer, Integer>> ahead = new ConcurrentHashMap<>();
+  private final ContiguousPrefix[] written;
 
   private final Object[] stripes = new Object[64];
 
@@ -45,7 +37,7 @@ final class BlockGenerations {
     this.incarnation = incarnation;
     this.blockSize = blockSize;
     this.generations = new AtomicLongArray((int) (capacity / blockSize));
-    this.held = new AtomicIntegerArray(generations.length());
+    this.written = new ContiguousPrefix[generations.length()];
     for (int i = 0; i < stripes.length; i++) {
       stripes[i] = new Object();
     }
@@ -83,8 +75,7 @@ final class BlockGenerations {
       }
       if (generations.compareAndSet(slot, held, generation)) {
         // Under the slot's lock (the caller's): no write of the old generation lands after this.
-        this.held.set(slot, 0);
-        ahead.remove(slot);
+        written[slot] = null;
         return;
       }
     }
@@ -97,30 +88,11 @@ final class BlockGenerations {
    */
   void wrote(long address, int length) {
     int slot = (int) (address / blockSize);
-    int start = (int) (address % blockSize);
-    int end = start + length;
-    int before = held.get(slot);
-    if (start > before) {
-      TreeMap<Integer, Integer> waiting = ahead.computeIfAbsent(slot, s -> new TreeMap<>());
-      waiting.merge(start, end, Math::max);
-      return;
+    long start = address % blockSize;
+    if (written[slot] == null) {
+      written[slot] = new ContiguousPrefix();
     }
-    if (end <= before) {
-      return;
-    }
-    TreeMap<Integer, Integer> waiting = ahead.get(slot);
-    if (waiting != null) {
-      for (Map.Entry<Integer, Integer> next = waiting.firstEntry();
-          next != null && next.getKey() <= end;
-          next = waiting.firstEntry()) {
-        end = Math.max(end, next.getValue());
-        waiting.pollFirstEntry();
-      }
-      if (waiting.isEmpty()) {
-        ahead.remove(slot);
-      }
-    }
-    held.set(slot, end);
+    written[slot].add(start, start + length);
   }
 
   /**
@@ -136,7 +108,7 @@ final class BlockGenerations {
     if (current > generation) {
       throw stale(blockId, generation, current, node);
     }
-    return current == generation ? held.get(slot) : 0;
+    return current == generation && written[slot] != null ? (int) written[slot].prefix() : 0;
   }
 
   /** Each slot written under this incarnation, with the generation written there last. */

@@ -211,10 +211,9 @@ public final class DramDataNode implements DataNode {
               BlockGenerations g = generations(r.incarnation());
               // Checked and copied under the slot's lock: a write of an older generation that
               // passed its check cannot land after the newer generation's first write.
+              int length = r.data().readableBytes();
               synchronized (g.lockFor(r.address())) {
-                g.checkWrite(
-                    r.blockId(), r.generation(), r.address(), r.data().readableBytes(), describe);
-                int length = r.data().readableBytes();
+                g.checkWrite(r.blockId(), r.generation(), r.address(), length, describe);
                 region.write(r.address(), r.data());
                 g.wrote(r.address(), length);
               }
