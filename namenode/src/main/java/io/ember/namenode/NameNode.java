@@ -19,7 +19,6 @@ import io.ember.protocol.RpcService;
 import io.ember.protocol.Wire;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.Channel;
-import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.channel.ChannelPipeline;
@@ -427,10 +426,7 @@ public final class NameNode implements AutoCloseable {
   }
 
   private static boolean isOurs(Path p) {
-    String name = p.getFileName().toString();
-    return Checkpoints.seqOf(p) >= 0
-        || Journal.segmentSeq(p) >= 0
-        || (name.startsWith("checkpoint-") && name.endsWith(".tmp"));
+    return Checkpoints.seqOf(p) >= 0 || Journal.segmentSeq(p) >= 0 || Checkpoints.isTemporary(p);
   }
 
   private void checkpointIfDue() {
@@ -824,43 +820,14 @@ public final class NameNode implements AutoCloseable {
     /** What the RPC server does with an answer or an error, here off its thread. */
     private void respond(Frame frame) {
       MessageType type = MessageType.fromCode(frame.type());
-      long requestId = frame.requestId();
       Message answer;
       try {
         answer = durable(channel, type, frame.payload());
       } catch (EmberException | RuntimeException e) {
-        reply(type, requestId, null, e, false);
+        RpcServer.replyError(channel, "name node", frame.type(), frame.requestId(), e);
         return;
       }
-      if (answer instanceof Deferred deferred) {
-        // The reply is the only use of the completion, and reply() reports its own failures.
-        @SuppressWarnings("FutureReturnValueIgnored")
-        var unused = deferred.answer().whenComplete((m, e) -> reply(type, requestId, m, e, true));
-      } else {
-        reply(type, requestId, answer, null, false);
-      }
-    }
-
-    private void reply(
-        MessageType type, long requestId, Message answer, Throwable error, boolean flush) {
-      int flags = Frame.FLAG_RESPONSE;
-      Throwable cause =
-          error instanceof java.util.concurrent.CompletionException && error.getCause() != null
-              ? error.getCause()
-              : error;
-      if (cause instanceof EmberException e) {
-        answer = new Messages.ErrorReply(e.code(), e.getMessage());
-        flags |= Frame.FLAG_ERROR;
-      } else if (cause != null) {
-        LOG.error("name node: internal error on request type {}", type, cause);
-        answer = new Messages.ErrorReply(ErrorCode.INTERNAL, "name node internal error: " + cause);
-        flags |= Frame.FLAG_ERROR;
-      }
-      // An answer that cannot be written leaves its caller waiting: close, so it fails at once.
-      (flush
-              ? Frame.writeAndFlush(channel, type, flags, requestId, answer)
-              : Frame.write(channel, type, flags, requestId, answer))
-          .addListener(ChannelFutureListener.CLOSE_ON_FAILURE);
+      RpcServer.reply(channel, "name node", frame.type(), frame.requestId(), answer);
     }
   }
 }

@@ -15,7 +15,6 @@ import io.netty.channel.socket.SocketChannel;
 import io.netty.util.concurrent.GlobalEventExecutor;
 import java.net.BindException;
 import java.net.InetSocketAddress;
-import java.util.concurrent.CompletionException;
 import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -164,40 +163,10 @@ public final class RpcServer implements AutoCloseable {
       try {
         answer = answer(ch, frame);
       } catch (EmberException | RuntimeException e) {
-        reply(ch, frame.type(), frame.requestId(), null, e, false);
+        replyError(ch, name, frame.type(), frame.requestId(), e);
         return;
       }
-      if (answer instanceof Deferred deferred) {
-        int type = frame.type();
-        long requestId = frame.requestId();
-        // The reply is the only use of the completion, and reply() reports its own failures.
-        @SuppressWarnings("FutureReturnValueIgnored")
-        var unused =
-            deferred.answer().whenComplete((m, e) -> reply(ch, type, requestId, m, e, true));
-      } else {
-        reply(ch, frame.type(), frame.requestId(), answer, null, false);
-      }
-    }
-
-    private void reply(
-        Channel ch, int type, long requestId, Message answer, Throwable error, boolean flush) {
-      int replyFlags = Frame.FLAG_RESPONSE;
-      Throwable cause =
-          error instanceof CompletionException && error.getCause() != null
-              ? error.getCause()
-              : error;
-      if (cause instanceof EmberException e) {
-        answer = new Messages.ErrorReply(e.code(), e.getMessage());
-        replyFlags |= Frame.FLAG_ERROR;
-      } else if (cause != null) {
-        LOG.error("{}: internal error on request type {}", name, type, cause);
-        answer = new Messages.ErrorReply(ErrorCode.INTERNAL, name + " internal error: " + cause);
-        replyFlags |= Frame.FLAG_ERROR;
-      }
-      // A reply that cannot be written leaves the client waiting for it until its timeout:
-      // closing the connection fails its calls at once.
-      Frame.write(ch, type, replyFlags, requestId, answer, flush)
-          .addListener(ChannelFutureListener.CLOSE_ON_FAILURE);
+      reply(ch, name, frame.type(), frame.requestId(), answer);
     }
 
     private Message answer(Channel ch, Frame frame) throws EmberException {
@@ -285,5 +254,52 @@ public final class RpcServer implements AutoCloseable {
           cause.toString());
       ctx.close().addListener(ChannelListeners.LOG_CLOSE_FAILURE);
     }
+  }
+
+  /**
+   * Sends {@code answer} to request {@code requestId} of {@code type} on {@code ch}: at once, or
+   * once a {@link Deferred} answer completes (flushed then, as nothing else flushes it). A reply
+   * that cannot be written closes the connection, so the caller fails at once rather than at its
+   * timeout.
+   *
+   * @param server how errors and logs name this server, e.g. "name node"
+   */
+  public static void reply(Channel ch, String server, int type, long requestId, Message answer) {
+    if (answer instanceof Deferred deferred) {
+      // The reply is the only use of the completion, and write() reports its own failures.
+      @SuppressWarnings("FutureReturnValueIgnored")
+      var unused =
+          deferred.answer().whenComplete((m, e) -> write(ch, server, type, requestId, m, e, true));
+    } else {
+      write(ch, server, type, requestId, answer, null, false);
+    }
+  }
+
+  /** Sends {@code error} as the reply to request {@code requestId}; see {@link #reply}. */
+  public static void replyError(
+      Channel ch, String server, int type, long requestId, Throwable error) {
+    write(ch, server, type, requestId, null, error, false);
+  }
+
+  private static void write(
+      Channel ch,
+      String server,
+      int type,
+      long requestId,
+      Message answer,
+      Throwable error,
+      boolean flush) {
+    int replyFlags = Frame.FLAG_RESPONSE;
+    Throwable cause = error == null ? null : EmberException.unwrap(error);
+    if (cause instanceof EmberException e) {
+      answer = new Messages.ErrorReply(e.code(), e.getMessage());
+      replyFlags |= Frame.FLAG_ERROR;
+    } else if (cause != null) {
+      LOG.error("{}: internal error on request type {}", server, type, cause);
+      answer = new Messages.ErrorReply(ErrorCode.INTERNAL, server + " internal error: " + cause);
+      replyFlags |= Frame.FLAG_ERROR;
+    }
+    Frame.write(ch, type, replyFlags, requestId, answer, flush)
+        .addListener(ChannelFutureListener.CLOSE_ON_FAILURE);
   }
 }
