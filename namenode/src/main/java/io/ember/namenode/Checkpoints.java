@@ -17,7 +17,6 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
 import java.util.zip.CRC32C;
-import java.util.zip.CheckedInputStream;
 import java.util.zip.CheckedOutputStream;
 
 /**
@@ -42,8 +41,21 @@ final class Checkpoints {
   }
 
   static String name(long seq) {
-    return String.format(Locale.ROOT, "%s%020d", PREFIX, seq);
+    return numberedName(PREFIX, seq);
   }
+
+  /** A file named {@code prefix} and {@code number} in 20 digits, so names sort as numbers. */
+  static String numberedName(String prefix, long number) {
+    return String.format(Locale.ROOT, "%s%020d", prefix, number);
+  }
+
+  /** Whether {@code file} is a checkpoint being written, left behind if the writer died. */
+  static boolean isTemporary(Path file) {
+    String n = file.getFileName().toString();
+    return n.startsWith(PREFIX) && n.endsWith(TEMPORARY);
+  }
+
+  private static final String TEMPORARY = ".tmp";
 
   /** The sequence number a checkpoint file is of, or -1 when it is not a checkpoint. */
   static long seqOf(Path file) {
@@ -85,7 +97,7 @@ final class Checkpoints {
   /** Writes the checkpoint of record {@code seq} atomically; returns its path. */
   static Path write(Path dir, long seq, Body body) throws IOException {
     Path target = dir.resolve(name(seq));
-    Path tmp = dir.resolve(name(seq) + ".tmp");
+    Path tmp = dir.resolve(name(seq) + TEMPORARY);
     try (FileChannel ch =
             FileChannel.open(
                 tmp,
@@ -144,10 +156,9 @@ final class Checkpoints {
     if ((int) crc.getValue() != stored) {
       throw new IOException("checkpoint " + file + " fails its CRC32C");
     }
+    // Read again only once the whole file checks out, so the loader never sees damaged bytes.
     try (DataInputStream in =
-        new DataInputStream(
-            new CheckedInputStream(
-                new BufferedInputStream(Files.newInputStream(file), 1 << 16), new CRC32C()))) {
+        new DataInputStream(new BufferedInputStream(Files.newInputStream(file), 1 << 16))) {
       byte[] magic = new byte[MAGIC.length];
       in.readFully(magic);
       if (!Arrays.equals(magic, MAGIC)) {

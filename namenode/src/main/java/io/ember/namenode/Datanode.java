@@ -117,11 +117,7 @@ final class Datanode {
     cooling.clear();
     for (long slot = 0; slot < nextFresh; slot++) {
       if (!owned.get(Math.toIntExact(slot))) {
-        if (trimOnFree) {
-          toTrim.addLast(slot);
-        } else {
-          freed.addLast(slot);
-        }
+        giveBack(slot);
       }
     }
   }

@@ -86,6 +86,11 @@ final class Journal implements AutoCloseable {
 
   private record Waiter(long seq, CompletableFuture<Void> done) {}
 
+  private static final CompletableFuture<Void> DONE = CompletableFuture.completedFuture(null);
+
+  /** Checksums records as they are appended; guarded by this. */
+  private final CRC32C crc = new CRC32C();
+
   private Journal(Path dir, Sync sync, long nextSeq) throws IOException {
     this.dir = dir;
     this.sync = sync;
@@ -133,7 +138,7 @@ final class Journal implements AutoCloseable {
   }
 
   static String segmentName(long firstSeq) {
-    return String.format(Locale.ROOT, "%s%020d", PREFIX, firstSeq);
+    return Checkpoints.numberedName(PREFIX, firstSeq);
   }
 
   /** The first sequence number of a segment's file name, or -1 when it is not a segment. */
@@ -176,7 +181,7 @@ final class Journal implements AutoCloseable {
       bigger.put(pending);
       pending = bigger;
     }
-    CRC32C crc = new CRC32C();
+    crc.reset();
     crc.update(payload);
     int headerAt = pending.position();
     pending.putInt(payload.length).putLong(seq).putInt((int) crc.getValue());
@@ -189,7 +194,7 @@ final class Journal implements AutoCloseable {
     notifyAll();
     if (sync == Sync.NONE) {
       // Nothing is promised beyond the process: the answer need not wait for the write.
-      return CompletableFuture.completedFuture(null);
+      return DONE;
     }
     CompletableFuture<Void> done = new CompletableFuture<>();
     waiters.add(new Waiter(seq, done));
@@ -199,7 +204,7 @@ final class Journal implements AutoCloseable {
   /** Completes once every record appended so far is as durable as {@link Sync} asks. */
   synchronized CompletableFuture<Void> barrier() {
     if (pending.position() == 0 && !writing && failure == null) {
-      return CompletableFuture.completedFuture(null);
+      return DONE;
     }
     CompletableFuture<Void> done = new CompletableFuture<>();
     waiters.add(new Waiter(nextSeq - 1, done));
@@ -317,10 +322,9 @@ final class Journal implements AutoCloseable {
   }
 
   private synchronized void written(int length, long lastSeq) {
-    // Records appended while the batch was written moved to the front.
-    ByteBuffer rest = pending.duplicate().flip().position(length).slice();
-    pending.clear();
-    pending.put(rest);
+    // Records appended while the batch was written move to the front.
+    pending.flip().position(length);
+    pending.compact();
     goodLength += length;
     writing = false;
     if (failure != null) {
@@ -458,6 +462,7 @@ final class Journal implements AutoCloseable {
    */
   static Replayed replay(Path dir, long afterSeq, RecordSink sink) throws IOException {
     List<Path> segments = segments(dir);
+    CRC32C crc = new CRC32C();
     long expected = afterSeq + 1;
     long count = 0;
     long dropped = 0;
@@ -502,7 +507,7 @@ final class Journal implements AutoCloseable {
           long seq = bytes.getLong(at + 4);
           int payloadCrc = bytes.getInt(at + 12);
           int headerCrc = bytes.getInt(at + 16);
-          CRC32C crc = new CRC32C();
+          crc.reset();
           crc.update(bytes.array(), at, 16);
           if ((int) crc.getValue() != headerCrc) {
             if (allZero(bytes, at)) {

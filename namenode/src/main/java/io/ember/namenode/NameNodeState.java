@@ -693,17 +693,7 @@ final class NameNodeState {
       }
       int id = nextDatanodeId++;
       Datanode dn = registerNewLocked(id, sc, tier, endpoint, blocks, trimOnFree, incarnation);
-      log(
-          EDIT_REGISTER,
-          out -> {
-            out.writeInt(id);
-            out.writeInt(sc.id());
-            writeString(out, tier);
-            writeString(out, endpoint);
-            out.writeLong(blocks);
-            out.writeBoolean(trimOnFree);
-            out.writeLong(incarnation);
-          });
+      log(EDIT_REGISTER, out -> writeIdentity(out, dn));
       LOG.info(
           "registered {}: {} blocks of {} ({})", dn.describe(), blocks, sc.displayName(), tier);
       return new RegisterResponse(id, blockSize, blocks);
@@ -763,13 +753,16 @@ final class NameNodeState {
             ErrorCode.UNKNOWN_DATANODE,
             "data node " + datanodeId + " does not serve those contents: register again");
       }
-      Map<Long, Block> bySlot = new HashMap<>();
-      Map<Long, Inode.File> owner = new HashMap<>();
+      record Owned(Inode.File file, int index) {
+        Block block() {
+          return file.blocks.get(index);
+        }
+      }
+      Map<Long, Owned> bySlot = new HashMap<>();
       for (Inode.File f : files.values()) {
-        for (Block b : f.blocks) {
-          if (b.datanode() == dn) {
-            bySlot.put(b.slot(), b);
-            owner.put(b.slot(), f);
+        for (int i = 0; i < f.blocks.size(); i++) {
+          if (f.blocks.get(i).datanode() == dn) {
+            bySlot.put(f.blocks.get(i).slot(), new Owned(f, i));
           }
         }
       }
@@ -793,17 +786,19 @@ final class NameNodeState {
       for (io.ember.protocol.Messages.HeldBlock h : held) {
         nextGeneration = Math.max(nextGeneration, h.generation() + 1);
         long slot = h.address() / dn.blockSize;
-        Block b = bySlot.get(slot);
-        if (b != null && h.generation() > b.generation() && dn.markOverwritten(slot)) {
+        Owned owned = bySlot.get(slot);
+        if (owned != null
+            && h.generation() > owned.block().generation()
+            && dn.markOverwritten(slot)) {
           marked++;
           LOG.warn(
               "{}: block {} of {} was overwritten by an allocation the name node lost with its"
                   + " journal's tail (generation {} there, {} expected); the block is lost",
               dn.describe(),
-              owner.get(slot).blocks.indexOf(b),
-              pathOf(owner.get(slot)),
+              owned.index(),
+              pathOf(owned.file()),
               h.generation(),
-              b.generation());
+              owned.block().generation());
         }
       }
       return marked;
@@ -1293,6 +1288,33 @@ final class NameNodeState {
     LOGGED.set(journal.append(bytes.toByteArray()));
   }
 
+  /**
+   * What a registration says of a data node, as the journal's registration record and the
+   * checkpoint's data node entries both hold it.
+   */
+  private static void writeIdentity(DataOutputStream out, Datanode dn) throws IOException {
+    out.writeInt(dn.id);
+    out.writeInt(dn.storageClass.id());
+    writeString(out, dn.tier);
+    writeString(out, dn.endpoint);
+    out.writeLong(dn.blockCount);
+    out.writeBoolean(dn.trimOnFree);
+    out.writeLong(dn.incarnation);
+  }
+
+  /** A data node as {@link #writeIdentity} wrote it, last heard from at {@code nowNanos}. */
+  private Datanode readIdentity(DataInputStream in, long nowNanos) throws IOException {
+    int id = in.readInt();
+    StorageClass sc = new StorageClass(in.readInt());
+    String tier = readString(in);
+    String endpoint = readString(in);
+    long blocks = in.readLong();
+    boolean trimOnFree = in.readBoolean();
+    long incarnation = in.readLong();
+    return new Datanode(
+        id, sc, tier, endpoint, blockSize, blocks, trimOnFree, incarnation, nowNanos);
+  }
+
   static void writeString(DataOutputStream out, String s) throws IOException {
     byte[] b = s.getBytes(StandardCharsets.UTF_8);
     out.writeInt(b.length);
@@ -1381,15 +1403,16 @@ final class NameNodeState {
           unlink(file, in.readLong());
         }
         case EDIT_REGISTER -> {
-          int id = in.readInt();
-          StorageClass sc = new StorageClass(in.readInt());
-          String tier = readString(in);
-          String endpoint = readString(in);
-          long blocks = in.readLong();
-          boolean trimOnFree = in.readBoolean();
-          long incarnation = in.readLong();
-          registerNewLocked(id, sc, tier, endpoint, blocks, trimOnFree, incarnation);
-          nextDatanodeId = Math.max(nextDatanodeId, id + 1);
+          Datanode read = readIdentity(in, clock.getAsLong());
+          registerNewLocked(
+              read.id,
+              read.storageClass,
+              read.tier,
+              read.endpoint,
+              read.blockCount,
+              read.trimOnFree,
+              read.incarnation);
+          nextDatanodeId = Math.max(nextDatanodeId, read.id + 1);
         }
         default -> throw new IOException("unknown edit " + op);
       }
@@ -1496,13 +1519,7 @@ final class NameNodeState {
     out.writeInt(nextDatanodeId);
     out.writeInt(datanodes.size());
     for (Datanode dn : datanodes.values()) {
-      out.writeInt(dn.id);
-      out.writeInt(dn.storageClass.id());
-      writeString(out, dn.tier);
-      writeString(out, dn.endpoint);
-      out.writeLong(dn.blockCount);
-      out.writeBoolean(dn.trimOnFree);
-      out.writeLong(dn.incarnation);
+      writeIdentity(out, dn);
       out.writeBoolean(dn.superseded);
       out.writeLong(dn.highWater());
     }
@@ -1562,18 +1579,10 @@ final class NameNodeState {
       int nodes = in.readInt();
       long now = clock.getAsLong();
       for (int i = 0; i < nodes; i++) {
-        int id = in.readInt();
-        StorageClass sc = new StorageClass(in.readInt());
-        String tier = readString(in);
-        String endpoint = readString(in);
-        long blocks = in.readLong();
-        boolean trimOnFree = in.readBoolean();
-        long incarnation = in.readLong();
-        Datanode dn =
-            new Datanode(id, sc, tier, endpoint, blockSize, blocks, trimOnFree, incarnation, now);
+        Datanode dn = readIdentity(in, now);
         dn.superseded = in.readBoolean();
         dn.restoreTaken(in.readLong() - 1);
-        datanodes.put(id, dn);
+        datanodes.put(dn.id, dn);
       }
       long rootId = in.readLong();
       root = new Inode.Dir(rootId, "", StorageClass.DRAM, in.readLong(), false);
