@@ -20,7 +20,6 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
@@ -47,17 +46,7 @@ public final class JournalBench implements Callable<Integer> {
       description = "client threads creating files (default ${DEFAULT-VALUE})")
   int[] threads;
 
-  @Option(
-      names = "--seconds",
-      defaultValue = "5",
-      description = "seconds per round (default ${DEFAULT-VALUE})")
-  int seconds;
-
-  @Option(
-      names = "--rounds",
-      defaultValue = "5",
-      description = "rounds per figure; the median is reported (default ${DEFAULT-VALUE})")
-  int rounds;
+  @CommandLine.Mixin RoundOptions round;
 
   @Option(
       names = "--warmup",
@@ -89,7 +78,7 @@ public final class JournalBench implements Callable<Integer> {
   public Integer call() throws Exception {
     PrintWriter out = spec.commandLine().getOut();
     progress = spec.commandLine().getErr();
-    if (rounds < 1 || seconds < 1 || warmupSeconds < 0 || files < 0) {
+    if (round.rounds < 1 || round.seconds < 1 || warmupSeconds < 0 || files < 0) {
       throw new CommandLine.ParameterException(
           spec.commandLine(), "--rounds and --seconds must be positive");
     }
@@ -124,8 +113,8 @@ public final class JournalBench implements Callable<Integer> {
         }
       }
       for (int t : threads) {
-        double[][] rates = new double[MODES.length][rounds];
-        for (int r = 0; r < rounds; r++) {
+        double[][] rates = new double[MODES.length][round.rounds];
+        for (int r = 0; r < round.rounds; r++) {
           for (int k = 0; k < MODES.length; k++) {
             int i = r % 2 == 0 ? k : MODES.length - 1 - k;
             rates[i][r] = round(clients.get(i), t, t + "-" + r);
@@ -135,7 +124,7 @@ public final class JournalBench implements Callable<Integer> {
                     "%d threads, round %d/%d, sync=%s: %.0f files/s",
                     t,
                     r + 1,
-                    rounds,
+                    round.rounds,
                     MODES[i],
                     rates[i][r]));
           }
@@ -164,9 +153,9 @@ public final class JournalBench implements Callable<Integer> {
     out.println(
         "ratio: files created and closed per second against sync=none with the same threads, in"
             + " the same run; medians of "
-            + rounds
+            + round.rounds
             + " round(s) of "
-            + seconds
+            + round.seconds
             + " s.");
     if (files > 0) {
       restart(out, overrides);
@@ -193,7 +182,7 @@ public final class JournalBench implements Callable<Integer> {
               () -> {
                 try {
                   go.await();
-                  long end = start[0] + TimeUnit.SECONDS.toNanos(seconds);
+                  long end = start[0] + TimeUnit.SECONDS.toNanos(round.seconds);
                   long n = 0;
                   while (System.nanoTime() - end < 0) {
                     c.create(dir + "/f-" + id + "-" + n, CreateOptions.DEFAULT).close();
@@ -236,8 +225,9 @@ public final class JournalBench implements Callable<Integer> {
         for (int d = 0; d < dirs; d++) {
           client.createDirectory("/r/d" + d, true);
         }
-        Semaphore window = new Semaphore(256);
-        AtomicInteger done = new AtomicInteger();
+        // Creates in flight at once: enough to keep the name node busy, few enough to bound memory.
+        int inFlight = 256;
+        Semaphore window = new Semaphore(inFlight);
         AtomicReference<Throwable> failure = new AtomicReference<>();
         long started = System.nanoTime();
         for (int i = 0; i < files; i++) {
@@ -251,7 +241,6 @@ public final class JournalBench implements Callable<Integer> {
                     if (e != null) {
                       failure.compareAndSet(null, e);
                     }
-                    done.incrementAndGet();
                     window.release();
                   });
           if (i % 100_000 == 0 && i > 0) {
@@ -264,7 +253,7 @@ public final class JournalBench implements Callable<Integer> {
                     i / ((System.nanoTime() - started) / 1e9)));
           }
         }
-        window.acquire(256);
+        window.acquire(inFlight);
         if (failure.get() != null) {
           throw new IllegalStateException("creating files failed", failure.get());
         }

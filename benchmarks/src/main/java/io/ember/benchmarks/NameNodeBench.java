@@ -76,17 +76,7 @@ public final class NameNodeBench implements Callable<Integer> {
       description = "DRAM data nodes heartbeating to each name node (default ${DEFAULT-VALUE})")
   int datanodes;
 
-  @Option(
-      names = "--seconds",
-      defaultValue = "5",
-      description = "seconds per round (default ${DEFAULT-VALUE})")
-  int seconds;
-
-  @Option(
-      names = "--rounds",
-      defaultValue = "5",
-      description = "rounds per figure; the median is reported (default ${DEFAULT-VALUE})")
-  int rounds;
+  @CommandLine.Mixin RoundOptions round;
 
   @Option(
       names = "--warmup",
@@ -155,8 +145,8 @@ public final class NameNodeBench implements Callable<Integer> {
   public Integer call() throws Exception {
     PrintWriter out = spec.commandLine().getOut();
     progress = spec.commandLine().getErr();
-    if (rounds < 1
-        || seconds < 1
+    if (round.rounds < 1
+        || round.seconds < 1
         || clients < 1
         || datanodes < 0
         || warmupSeconds < 0
@@ -191,10 +181,10 @@ public final class NameNodeBench implements Callable<Integer> {
         }
       }
       for (int t : threads) {
-        double[][] rates = new double[modes.size()][rounds];
+        double[][] rates = new double[modes.size()][round.rounds];
         List<List<Long>> beats = new ArrayList<>();
         modes.forEach(m -> beats.add(new ArrayList<>()));
-        for (int r = 0; r < rounds; r++) {
+        for (int r = 0; r < round.rounds; r++) {
           for (int k = 0; k < modes.size(); k++) {
             int i = r % 2 == 0 ? k : modes.size() - 1 - k;
             Mode m = modes.get(i);
@@ -207,7 +197,7 @@ public final class NameNodeBench implements Callable<Integer> {
                     "%d threads, round %d/%d, %s: %.0f creates/s",
                     t,
                     r + 1,
-                    rounds,
+                    round.rounds,
                     m.name(),
                     rates[i][r]));
           }
@@ -249,9 +239,9 @@ public final class NameNodeBench implements Callable<Integer> {
     out.println(
         "ratio: creates/s against the network threads (ember.namenode.handler-threads=0)"
             + " with the same client threads, in the same run; medians of "
-            + rounds
+            + round.rounds
             + " round(s) of "
-            + seconds
+            + round.seconds
             + " s. Heartbeat: round trips of a probe data node's heartbeats (every 100 ms)"
             + " during the rounds.");
     out.flush();
@@ -280,7 +270,7 @@ public final class NameNodeBench implements Callable<Integer> {
               () -> {
                 try {
                   go.await();
-                  long end = start[0] + TimeUnit.SECONDS.toNanos(seconds);
+                  long end = start[0] + TimeUnit.SECONDS.toNanos(round.seconds);
                   long n = 0;
                   while (System.nanoTime() - end < 0) {
                     c.createAsync(dir + "/f-" + id + "-" + n, NodeType.FILE, CreateOptions.DEFAULT)

@@ -284,41 +284,22 @@ final class FsCommand implements Runnable {
 
     /**
      * Writes {@code in} to a new file at {@code target}; if reading or writing fails, the file is
-     * deleted, so a failed put leaves nothing behind.
+     * given up, so a failed put leaves nothing behind.
      */
-    private void copyIn(
+    private static void copyIn(
         EmberClient client, InputStream in, String src, String target, CreateOptions options)
         throws IOException {
       EmberOutputStream out = client.createBuffered(target, options);
-      boolean done = false;
       try {
-        try {
-          in.transferTo(out);
-        } catch (IOException e) {
-          if (e instanceof EmberException) {
-            throw e;
-          }
-          throw new IOException("reading " + src + " failed: " + EmberCli.oneLine(e), e);
+        in.transferTo(out);
+      } catch (IOException e) {
+        out.abort();
+        if (e instanceof EmberException) {
+          throw e;
         }
-        out.close();
-        done = true;
-      } finally {
-        if (!done) {
-          try {
-            out.close();
-          } catch (IOException ignored) {
-            // Failing already: the delete below is what matters.
-          }
-          try {
-            client.delete(target, false);
-          } catch (EmberException e) {
-            // NOT_FOUND: the writer gave the file up itself.
-            if (e.code() != ErrorCode.NOT_FOUND) {
-              error(target + ": left behind after the failure (" + e.getMessage() + ")");
-            }
-          }
-        }
+        throw new IOException("reading " + src + " failed: " + EmberCli.oneLine(e), e);
       }
+      out.close();
     }
 
     private static void deleteIfFile(EmberClient client, String path) throws EmberException {
@@ -368,7 +349,7 @@ final class FsCommand implements Runnable {
         error(parent + ": no such local directory");
         return;
       }
-      Path tmp = Files.createTempFile(target.toAbsolutePath().getParent(), ".ember-get", ".tmp");
+      Path tmp = Files.createTempFile(parent, ".ember-get", ".tmp");
       try {
         try (OutputStream out = Files.newOutputStream(tmp)) {
           copyOut(client, src, out);

@@ -274,7 +274,7 @@ public final class MiniCluster implements AutoCloseable {
 
   /** Something done to the name node's directory while the name node is stopped. */
   public interface DirectoryAction {
-    void apply(java.nio.file.Path dir) throws java.io.IOException;
+    void apply(Path dir) throws IOException;
   }
 
   /**
@@ -282,12 +282,11 @@ public final class MiniCluster implements AutoCloseable {
    * can keep a copy of the directory, or put an older copy back (a journal that lost its tail).
    *
    * @throws EmberException when the port cannot be bound again
-   * @throws java.io.IOException when {@code whileStopped} fails; the name node is not started
+   * @throws IOException when {@code whileStopped} fails; the name node is not started
    */
-  public void restartNamenode(DirectoryAction whileStopped)
-      throws EmberException, java.io.IOException {
+  public void restartNamenode(DirectoryAction whileStopped) throws IOException {
     namenode.close();
-    whileStopped.apply(java.nio.file.Path.of(config.get(NameNodeKeys.DIR)));
+    whileStopped.apply(Path.of(config.get(NameNodeKeys.DIR)));
     namenode = NameNode.start(config, "127.0.0.1", namenodeAddress.port());
   }
 
