@@ -1,5 +1,6 @@
 package io.ember.minicluster;
 
+import static io.ember.minicluster.TestFiles.data;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
@@ -19,7 +20,6 @@ import io.ember.protocol.Messages.ClassUsage;
 import java.io.InputStream;
 import java.time.Duration;
 import java.util.List;
-import java.util.Random;
 import java.util.function.Predicate;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -61,12 +61,6 @@ abstract class DataNodeFailureTest {
             .set(EmberKeys.CONNECT_TIMEOUT, "20s")
             .build();
     return cluster;
-  }
-
-  private static byte[] data(int n, long seed) {
-    byte[] b = new byte[n];
-    new Random(seed).nextBytes(b);
-    return b;
   }
 
   private void write(EmberClient c, String path, byte[] data) throws Exception {

@@ -1,5 +1,6 @@
 package io.ember.minicluster;
 
+import static io.ember.minicluster.TestFiles.data;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
@@ -27,7 +28,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
-import java.util.Random;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
@@ -77,12 +77,6 @@ class FailureTest {
         assertNotEquals(ErrorCode.TIMEOUT, ee.code(), e.toString());
       }
     }
-  }
-
-  private static byte[] data(int n, long seed) {
-    byte[] b = new byte[n];
-    new Random(seed).nextBytes(b);
-    return b;
   }
 
   private static void write(EmberClient c, String path, byte[] data) throws Exception {

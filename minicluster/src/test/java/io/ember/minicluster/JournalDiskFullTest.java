@@ -1,5 +1,6 @@
 package io.ember.minicluster;
 
+import static io.ember.minicluster.TestFiles.data;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -18,7 +19,6 @@ import java.io.OutputStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.Random;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Assumptions;
@@ -52,12 +52,6 @@ class JournalDiskFullTest {
     p.getInputStream().transferTo(OutputStream.nullOutputStream());
     assertTrue(p.waitFor(60, TimeUnit.SECONDS));
     return p.exitValue();
-  }
-
-  private static byte[] data(int n, long seed) {
-    byte[] b = new byte[n];
-    new Random(seed).nextBytes(b);
-    return b;
   }
 
   private static void write(EmberClient c, String path, byte[] bytes) throws IOException {

@@ -1,5 +1,7 @@
 package io.ember.minicluster;
 
+import static io.ember.minicluster.TestFiles.data;
+import static io.ember.minicluster.TestFiles.readAll;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -39,23 +41,11 @@ class NameNodeRestartTest {
     }
   }
 
-  private static byte[] data(int n, long seed) {
-    byte[] b = new byte[n];
-    new Random(seed).nextBytes(b);
-    return b;
-  }
-
   private static void write(EmberClient c, String path, byte[] bytes, StorageClass sc)
       throws IOException {
     try (EmberOutputStream out =
         c.create(path, CreateOptions.DEFAULT.withStorageClass(sc).withCreateParents(true))) {
       out.write(bytes);
-    }
-  }
-
-  private static byte[] readAll(EmberClient c, String path) throws IOException {
-    try (EmberInputStream in = c.open(path)) {
-      return in.readAllBytes();
     }
   }
 

@@ -1,5 +1,6 @@
 package io.ember.minicluster;
 
+import static io.ember.minicluster.TestFiles.data;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -26,7 +27,6 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Random;
 import java.util.function.BooleanSupplier;
 import java.util.function.Predicate;
 import org.junit.jupiter.api.AfterEach;
@@ -46,12 +46,6 @@ class NvmfTierClusterTest {
       cluster.close();
     }
     targets.forEach(NvmfTarget::close);
-  }
-
-  private static byte[] data(int n, long seed) {
-    byte[] b = new byte[n];
-    new Random(seed).nextBytes(b);
-    return b;
   }
 
   private static ClassUsage usage(EmberClient c, StorageClass sc) throws EmberException {

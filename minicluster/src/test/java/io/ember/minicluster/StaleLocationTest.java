@@ -1,5 +1,7 @@
 package io.ember.minicluster;
 
+import static io.ember.minicluster.TestFiles.data;
+import static io.ember.minicluster.TestFiles.readAll;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -18,7 +20,6 @@ import io.ember.protocol.StorageClass;
 import java.io.IOException;
 import java.time.Duration;
 import java.util.Arrays;
-import java.util.Random;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
@@ -40,22 +41,10 @@ class StaleLocationTest {
     }
   }
 
-  private static byte[] data(int n, long seed) {
-    byte[] b = new byte[n];
-    new Random(seed).nextBytes(b);
-    return b;
-  }
-
   private static void write(EmberClient c, String path, byte[] bytes, CreateOptions options)
       throws IOException {
     try (EmberOutputStream out = c.create(path, options)) {
       out.write(bytes);
-    }
-  }
-
-  private static byte[] readAll(EmberClient c, String path) throws IOException {
-    try (EmberInputStream in = c.open(path)) {
-      return in.readAllBytes();
     }
   }
 
