@@ -31,6 +31,27 @@ class MessagesTest {
             new Messages.CreateRequest("/a/b", NodeType.MULTIFILE, StorageClass.NVMF, true),
             (Decoder) Messages.CreateRequest::decode
           },
+          new Object[] {
+            new Messages.CreateRequest(
+                "/a/f", NodeType.FILE, StorageClass.DRAM, false, "ember-client@host-1", true),
+            (Decoder) Messages.CreateRequest::decode
+          },
+          new Object[] {
+            new Messages.CreateResponse(STATUS, BLOCK), (Decoder) Messages.CreateResponse::decode
+          },
+          new Object[] {
+            new Messages.RenewLeaseRequest(
+                "ember-client@host-1",
+                List.of(new Messages.WrittenLength(7, 1 << 20), new Messages.WrittenLength(9, 0))),
+            (Decoder) Messages.RenewLeaseRequest::decode
+          },
+          new Object[] {
+            new Messages.RenewLeaseResponse(60_000, List.of(7L, 11L)),
+            (Decoder) Messages.RenewLeaseResponse::decode
+          },
+          new Object[] {
+            new Messages.AbandonFileRequest(42), (Decoder) Messages.AbandonFileRequest::decode
+          },
           new Object[] {new Messages.PathRequest("/é/ü"), (Decoder) Messages.PathRequest::decode},
           new Object[] {
             new Messages.ListRequest("/d", "after", 10), (Decoder) Messages.ListRequest::decode
