@@ -257,23 +257,27 @@ class NameNodeCrashTest {
     }
   }
 
+  /** A name node on {@code dir}, any port, whose leases expire after 10 s (renewed every 2.5 s). */
+  private Process shortLeaseNamenode(Path log, Path dir) throws IOException {
+    return ember(
+        log,
+        "namenode",
+        "--dir",
+        dir.toString(),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        "0",
+        "-D",
+        "ember.namenode.lease-timeout=10s");
+  }
+
   @Test
   void aWriterKilledMidPutHasItsFileClosedAtWhatItsDataNodesAcknowledged(@TempDir Path tmp)
       throws Exception {
     Path dir = tmp.resolve("nn");
     Path nnLog = tmp.resolve("namenode.log");
-    Process nn =
-        ember(
-            nnLog,
-            "namenode",
-            "--dir",
-            dir.toString(),
-            "--host",
-            "127.0.0.1",
-            "--port",
-            "0",
-            "-D",
-            "ember.namenode.lease-timeout=2s");
+    Process nn = shortLeaseNamenode(nnLog, dir);
     // An unformatted directory is refused with what to do.
     awaitLine(nnLog, Pattern.compile("(run 'ember namenode --format' first)"), nn);
     assertTrue(nn.waitFor(PATIENCE_SECONDS, TimeUnit.SECONDS));
@@ -288,18 +292,7 @@ class NameNodeCrashTest {
         Files.readString(tmp.resolve("format2.log")).contains("add --force to wipe it"),
         Files.readString(tmp.resolve("format2.log")));
     Path nnLog2 = tmp.resolve("namenode-2.log");
-    nn =
-        ember(
-            nnLog2,
-            "namenode",
-            "--dir",
-            dir.toString(),
-            "--host",
-            "127.0.0.1",
-            "--port",
-            "0",
-            "-D",
-            "ember.namenode.lease-timeout=2s");
+    nn = shortLeaseNamenode(nnLog2, dir);
     String address =
         awaitLine(nnLog2, Pattern.compile("name node listening on (127\\.0\\.0\\.1:\\d+)"), nn);
     ember(

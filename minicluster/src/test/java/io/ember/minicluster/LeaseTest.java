@@ -1,5 +1,6 @@
 package io.ember.minicluster;
 
+import static io.ember.minicluster.TestFiles.data;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -16,7 +17,6 @@ import io.ember.protocol.Messages.ClassUsage;
 import io.ember.protocol.StorageClass;
 import java.io.IOException;
 import java.time.Duration;
-import java.util.Random;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
@@ -36,12 +36,6 @@ class LeaseTest {
     if (cluster != null) {
       cluster.close();
     }
-  }
-
-  private static byte[] data(int n, long seed) {
-    byte[] b = new byte[n];
-    new Random(seed).nextBytes(b);
-    return b;
   }
 
   private MiniCluster start(String leaseTimeout, String dramCapacity) throws EmberException {
@@ -126,7 +120,7 @@ class LeaseTest {
 
   @Test
   void aWriterThatStopsRenewingHasItsFileClosedAtWhatItsDataNodesHeld() throws Exception {
-    cluster = start("2s", "4m");
+    cluster = start("5s", "4m");
     EmberClient writer = cluster.newClient();
     byte[] written = data(2 * BLOCK + 100, 3);
     EmberOutputStream out = writer.create("/abandoned", CreateOptions.DEFAULT);
@@ -142,7 +136,7 @@ class LeaseTest {
       }
       assertEquals(writer.leaseHolder(), reader.lookup("/abandoned").leaseHolder());
       // A writer that keeps running keeps its lease, however long it takes.
-      long renewedFor = System.nanoTime() + Duration.ofSeconds(5).toNanos();
+      long renewedFor = System.nanoTime() + Duration.ofSeconds(8).toNanos();
       while (System.nanoTime() < renewedFor) {
         assertTrue(reader.lookup("/abandoned").open());
         Thread.sleep(100);
