@@ -115,6 +115,14 @@ final class LocalCommand implements Callable<Integer> {
                       + backing
                       + ")"
                   : ""));
+      if (cluster.namenode().httpAddress() != null) {
+        out.println(
+            "Status pages and metrics: http://"
+                + NameNodeCommand.hostForUrl(cluster.namenode().address())
+                + ":"
+                + cluster.namenode().httpAddress().getPort()
+                + "/");
+      }
       out.flush();
       if (demo) {
         runDemo(cluster, out, nvmf);

@@ -27,6 +27,14 @@ final class NameNodeCommand implements Callable<Integer> {
   Integer port;
 
   @Option(
+      names = "--http-port",
+      paramLabel = "PORT",
+      description =
+          "port of the status pages and /metrics: auto (the RPC port + 1, the default), off, or a"
+              + " port (0: any free port)")
+  String httpPort;
+
+  @Option(
       names = "--dir",
       paramLabel = "DIR",
       description =
@@ -53,6 +61,14 @@ final class NameNodeCommand implements Callable<Integer> {
     }
     if (dir != null) {
       config = config.with(NameNodeKeys.DIR, dir);
+    }
+    if (httpPort != null) {
+      try {
+        config = config.with(NameNodeKeys.HTTP_PORT, httpPort);
+      } catch (IllegalArgumentException e) {
+        throw new picocli.CommandLine.ParameterException(
+            spec.commandLine(), "--http-port: '" + httpPort + "' is not auto, off or a port");
+      }
     }
     if (force && !format) {
       throw new picocli.CommandLine.ParameterException(
@@ -87,8 +103,21 @@ final class NameNodeCommand implements Callable<Integer> {
               + nn.blockSize()
               + " bytes; "
               + keeps
-              + "); Ctrl-C stops");
+              + ")"
+              + (nn.httpAddress() == null
+                  ? ""
+                  : "; status pages and metrics at http://"
+                      + hostForUrl(nn.address())
+                      + ":"
+                      + nn.httpAddress().getPort()
+                      + "/")
+              + "; Ctrl-C stops");
     }
     return 0;
+  }
+
+  /** A host a browser on this machine can reach the server at. */
+  static String hostForUrl(java.net.InetSocketAddress bound) {
+    return bound.getAddress().isAnyLocalAddress() ? "localhost" : bound.getHostString();
   }
 }

@@ -202,6 +202,16 @@ final class Datanode {
     return next;
   }
 
+  /** Blocks freed but not yet trimmed, or trimmed but not yet confirmed. */
+  int trimmingCount() {
+    return toTrim.size() + trimming.size();
+  }
+
+  /** Blocks a block report found overwritten by an allocation the name node lost. */
+  int overwrittenCount() {
+    return overwritten.cardinality();
+  }
+
   String describe() {
     return "data node " + id + " (" + endpoint + ")";
   }

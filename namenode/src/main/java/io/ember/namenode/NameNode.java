@@ -1,5 +1,7 @@
 package io.ember.namenode;
 
+import io.ember.http.ServerMetrics;
+import io.ember.http.StatusServer;
 import io.ember.protocol.BlockLocation;
 import io.ember.protocol.Deferred;
 import io.ember.protocol.EmberConfig;
@@ -23,6 +25,8 @@ import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.channel.ChannelPipeline;
 import io.netty.util.AttributeKey;
+import io.prometheus.metrics.core.metrics.Counter;
+import io.prometheus.metrics.core.metrics.GaugeWithCallback;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.nio.channels.FileChannel;
@@ -33,6 +37,7 @@ import java.nio.file.StandardOpenOption;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.OptionalLong;
 import java.util.Queue;
@@ -115,6 +120,13 @@ public final class NameNode implements AutoCloseable {
   private volatile boolean closing;
   private final InetSocketAddress address;
 
+  private final ServerMetrics metrics = new ServerMetrics();
+
+  /** The status pages and metrics, or null when they are off. */
+  private final StatusServer http;
+
+  private final Counter leaseRecoveries;
+
   private NameNode(EmberConfig config, String host, int port) throws EmberException {
     lifeCycle.beginStart();
     long blockSize = config.get(EmberKeys.BLOCK_SIZE);
@@ -176,12 +188,37 @@ public final class NameNode implements AutoCloseable {
                     return t;
                   }
                 });
-    server = new RpcServer("name node", config, new Service());
+    leaseRecoveries =
+        Counter.builder()
+            .name("ember_namenode_lease_recoveries_total")
+            .help("files closed because their writer's lease expired")
+            .register(metrics.registry());
+    registerGauges(state, metrics);
+    server = new RpcServer("name node", config, metrics.meter(new Service()));
     RpcClients clients = null;
+    StatusServer httpServer = null;
     try {
       clients = new RpcClients(config, "namenode-datanodes", 1);
       address = server.start(host, port);
+      int httpPort = NameNodeKeys.httpPort(config.get(NameNodeKeys.HTTP_PORT), address.getPort());
+      if (httpPort >= 0) {
+        String journalText =
+            journal == null
+                ? "none (in memory)"
+                : dir + ", sync=" + config.get(NameNodeKeys.JOURNAL_SYNC);
+        NameNodeHttp pages = new NameNodeHttp(state, host + ":" + address.getPort(), journalText);
+        httpServer = new StatusServer("namenode", pages.routes(metrics));
+        InetSocketAddress httpAddress = httpServer.start(host, httpPort);
+        LOG.info(
+            "name node status pages and metrics at http://{}:{}/",
+            httpAddress.getHostString(),
+            httpAddress.getPort());
+      }
     } catch (EmberException | RuntimeException e) {
+      if (httpServer != null) {
+        httpServer.close();
+      }
+      server.close();
       if (clients != null) {
         clients.close();
       }
@@ -195,6 +232,7 @@ public final class NameNode implements AutoCloseable {
       throw e;
     }
     datanodeClients = clients;
+    http = httpServer;
     reaper =
         Executors.newSingleThreadScheduledExecutor(
             r -> {
@@ -211,7 +249,7 @@ public final class NameNode implements AutoCloseable {
         reaper.scheduleWithFixedDelay(
             () -> {
               try {
-                state.expireLeases(this::heldLength);
+                leaseRecoveries.inc(state.expireLeases(this::heldLength));
               } catch (RuntimeException e) {
                 // Thrown out of a periodic task, it would end lease recovery for good.
                 LOG.error("name node: lease recovery failed; tried again at the next tick", e);
@@ -257,6 +295,45 @@ public final class NameNode implements AutoCloseable {
                     e.getCause() == null ? e.toString() : e.getCause().getMessage());
               }
             });
+  }
+
+  /** The address of the status pages and {@code /metrics}, or null when they are off. */
+  public InetSocketAddress httpAddress() {
+    return http == null ? null : http.address();
+  }
+
+  private static void registerGauges(NameNodeState state, ServerMetrics metrics) {
+    GaugeWithCallback.builder()
+        .name("ember_namenode_files")
+        .help("files in the namespace")
+        .callback(cb -> cb.call(state.fileCount()))
+        .register(metrics.registry());
+    GaugeWithCallback.builder()
+        .name("ember_namenode_blocks")
+        .help("blocks of the live data nodes, by storage class and state (used or free)")
+        .labelNames("class", "state")
+        .callback(
+            cb -> {
+              for (Messages.ClassUsage u : state.usage()) {
+                String sc = u.storageClass().displayName().toLowerCase(Locale.ROOT);
+                cb.call((double) (u.totalBlocks() - u.freeBlocks()), sc, "used");
+                cb.call((double) u.freeBlocks(), sc, "free");
+              }
+            })
+        .register(metrics.registry());
+    GaugeWithCallback.builder()
+        .name("ember_namenode_datanodes")
+        .help("data nodes by storage class and state (live or lost)")
+        .labelNames("class", "state")
+        .callback(
+            cb -> {
+              for (Messages.ClassUsage u : state.usage()) {
+                String sc = u.storageClass().displayName().toLowerCase(Locale.ROOT);
+                cb.call(u.liveNodes(), sc, "live");
+                cb.call(u.lostNodes(), sc, "lost");
+              }
+            })
+        .register(metrics.registry());
   }
 
   /** The state loaded at start-up, and the last journal record it holds. */
@@ -532,6 +609,9 @@ public final class NameNode implements AutoCloseable {
       Thread.currentThread().interrupt();
     }
     datanodeClients.close();
+    if (http != null) {
+      http.close();
+    }
     server.close();
     if (handlers != null) {
       // Queued requests are released unanswered (their connections are closed by now).
@@ -820,10 +900,16 @@ public final class NameNode implements AutoCloseable {
     /** What the RPC server does with an answer or an error, here off its thread. */
     private void respond(Frame frame) {
       MessageType type = MessageType.fromCode(frame.type());
+      long start = System.nanoTime();
       Message answer;
       try {
-        answer = durable(channel, type, frame.payload());
-      } catch (EmberException | RuntimeException e) {
+        answer = metrics.answered(type, start, durable(channel, type, frame.payload()));
+      } catch (EmberException e) {
+        metrics.observe(type, start, e.code().name());
+        RpcServer.replyError(channel, "name node", frame.type(), frame.requestId(), e);
+        return;
+      } catch (RuntimeException e) {
+        metrics.observe(type, start, "INTERNAL");
         RpcServer.replyError(channel, "name node", frame.type(), frame.requestId(), e);
         return;
       }

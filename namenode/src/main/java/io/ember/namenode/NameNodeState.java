@@ -52,6 +52,7 @@ final class NameNodeState {
   private final ReentrantReadWriteLock lock = new ReentrantReadWriteLock();
   private Inode.Dir root;
   private final Map<Long, Inode.File> files = new HashMap<>();
+  private final RecentEvents events = new RecentEvents(100);
   private final Map<Integer, Datanode> datanodes = new LinkedHashMap<>();
 
   /** Live data nodes per class, in round-robin order for allocation. */
@@ -661,7 +662,7 @@ final class NameNodeState {
             if (known.lost) {
               known.revive(clock.getAsLong());
               liveByClass.computeIfAbsent(sc, k -> new ArrayList<>()).add(known);
-              LOG.warn(
+              warn(
                   "{} is back with the same contents; its blocks are available again",
                   known.describe());
             } else if (!known.reported) {
@@ -791,7 +792,7 @@ final class NameNodeState {
             && h.generation() > owned.block().generation()
             && dn.markOverwritten(slot)) {
           marked++;
-          LOG.warn(
+          warn(
               "{}: block {} of {} was overwritten by an allocation the name node lost with its"
                   + " journal's tail (generation {} there, {} expected); the block is lost",
               dn.describe(),
@@ -901,8 +902,73 @@ final class NameNodeState {
     }
     nextNode.put(dn.storageClass, 0);
     if (!replaying) {
-      LOG.warn("{} lost: {}; its blocks are unavailable", dn.describe(), why);
+      warn("{} lost: {}; its blocks are unavailable", dn.describe(), why);
     }
+  }
+
+  /** The cluster as the name node sees it now. */
+  ClusterReport report() {
+    lock.readLock().lock();
+    try {
+      long now = clock.getAsLong();
+      Map<String, long[]> byClass = new java.util.TreeMap<>();
+      List<ClusterReport.DatanodeRow> rows = new ArrayList<>();
+      for (Datanode dn : datanodes.values()) {
+        String state =
+            dn.superseded ? "replaced" : dn.lost ? "lost" : !dn.reported ? "unreported" : "live";
+        long capacity = dn.blockCount * dn.blockSize;
+        long free = state.equals("live") ? dn.freeBlocks(now) * dn.blockSize : 0;
+        long used = state.equals("live") ? capacity - free : 0;
+        rows.add(
+            new ClusterReport.DatanodeRow(
+                dn.id,
+                dn.storageClass.displayName(),
+                dn.tier,
+                dn.endpoint,
+                state,
+                dn.incarnation,
+                dn.blockSize,
+                capacity,
+                used,
+                free,
+                Math.max(0, (now - dn.lastHeartbeatNanos) / 1_000_000),
+                dn.trimmingCount(),
+                dn.overwrittenCount()));
+        long[] c = byClass.computeIfAbsent(dn.storageClass.displayName(), k -> new long[5]);
+        if (state.equals("live")) {
+          c[0]++;
+          c[2] += capacity;
+          c[3] += used;
+          c[4] += free;
+        } else if (state.equals("lost")) {
+          c[1]++;
+        }
+      }
+      List<ClusterReport.ClassRow> classes = new ArrayList<>();
+      byClass.forEach(
+          (name, c) ->
+              classes.add(
+                  new ClusterReport.ClassRow(name, (int) c[0], (int) c[1], c[2], c[3], c[4])));
+      long open = 0;
+      for (Lease lease : leases.values()) {
+        open += lease.files.size();
+      }
+      return new ClusterReport(files.size(), open, leases.size(), classes, rows);
+    } finally {
+      lock.readLock().unlock();
+    }
+  }
+
+  /** The latest warnings, newest last, for the status page. */
+  List<RecentEvents.Event> recentEvents() {
+    return events.list();
+  }
+
+  /** Logs a warning and keeps it for the status page. */
+  private void warn(String format, Object... args) {
+    String message = org.slf4j.helpers.MessageFormatter.arrayFormat(format, args).getMessage();
+    LOG.warn(message);
+    events.add(message);
   }
 
   List<ClassUsage> usage() {
@@ -1120,7 +1186,7 @@ final class NameNodeState {
                 out.writeLong(when);
               });
           closed++;
-          LOG.warn(
+          warn(
               "lease of {} expired (not renewed for {} s): {} closed at {} bytes ({})",
               holder,
               leaseTimeoutNanos / 1_000_000_000.0,
