@@ -87,6 +87,43 @@ public final class StatusServer implements AutoCloseable {
     }
   }
 
+  /** The HTTP port setting's default: the RPC port + 1, or any free port when that is 0. */
+  public static final String PORT_AUTO = "auto";
+
+  /** The HTTP port setting that turns the pages and metrics off. */
+  public static final String PORT_OFF = "off";
+
+  /**
+   * The port an HTTP port setting ({@link #PORT_AUTO}, {@link #PORT_OFF} or a number) asks for
+   * beside RPC port {@code rpcPort}: a port, 0 for any free one, or -1 for none.
+   *
+   * @throws IllegalArgumentException for a setting that is none of those
+   */
+  public static int port(String setting, int rpcPort) {
+    String v = setting.trim();
+    if (v.equals(PORT_OFF)) {
+      return -1;
+    }
+    if (v.equals(PORT_AUTO)) {
+      return rpcPort == 0 || rpcPort == 65535 ? 0 : rpcPort + 1;
+    }
+    int port = Integer.parseInt(v);
+    if (port < 0 || port > 65535) {
+      throw new IllegalArgumentException(port + " is not a port");
+    }
+    return port;
+  }
+
+  /** Whether {@link #port} takes {@code setting}. */
+  public static boolean validPort(String setting) {
+    try {
+      port(setting, 0);
+      return true;
+    } catch (IllegalArgumentException e) {
+      return false;
+    }
+  }
+
   private final String name;
   private final Map<String, Route> routes;
   private final LifeCycle lifeCycle;

@@ -180,6 +180,51 @@ class StatusPagesTest {
     assertTrue(after.containsKey("netty_direct_memory_used_bytes{}"));
   }
 
+  @Test
+  void dataNodesCountTheBytesWrittenAndReadExactly() throws Exception {
+    String written = "ember_datanode_written_bytes_total{tier=\"dram\"}";
+    String read = "ember_datanode_read_bytes_total{tier=\"dram\"}";
+    double writtenBefore = sumOverDatanodes(written);
+    double readBefore = sumOverDatanodes(read);
+    int size = (24 << 20) + 12345;
+    write("/bytes", size);
+    assertEquals(size, sumOverDatanodes(written) - writtenBefore);
+    assertEquals(size, TestFiles.readAll(client, "/bytes").length);
+    assertEquals(size, sumOverDatanodes(read) - readBefore);
+    for (var dn : cluster.datanodes()) {
+      String at = "http://127.0.0.1:" + dn.httpAddress().getPort();
+      HttpResponse<String> page =
+          http.send(
+              HttpRequest.newBuilder(URI.create(at + "/")).build(),
+              HttpResponse.BodyHandlers.ofString());
+      assertEquals(200, page.statusCode());
+      assertTrue(page.body().contains(dn.endpoint()), page.body());
+      JsonNode summary =
+          JSON.readTree(
+              http.send(
+                      HttpRequest.newBuilder(URI.create(at + "/api/summary")).build(),
+                      HttpResponse.BodyHandlers.ofString())
+                  .body());
+      assertEquals(16L << 20, summary.get("capacityBytes").asLong());
+      assertEquals(dn.datanodeId(), summary.get("datanodeId").asInt());
+    }
+  }
+
+  private double sumOverDatanodes(String series) throws Exception {
+    double sum = 0;
+    for (var dn : cluster.datanodes()) {
+      HttpResponse<String> r =
+          http.send(
+              HttpRequest.newBuilder(
+                      URI.create("http://127.0.0.1:" + dn.httpAddress().getPort() + "/metrics"))
+                  .build(),
+              HttpResponse.BodyHandlers.ofString());
+      assertEquals(200, r.statusCode());
+      sum += PrometheusText.parse(r.body()).getOrDefault(series, 0.0);
+    }
+    return sum;
+  }
+
   private Map<String, Double> metrics() throws Exception {
     HttpResponse<String> r = get("/metrics");
     assertEquals(200, r.statusCode());

@@ -200,7 +200,7 @@ public final class NameNode implements AutoCloseable {
     try {
       clients = new RpcClients(config, "namenode-datanodes", 1);
       address = server.start(host, port);
-      int httpPort = NameNodeKeys.httpPort(config.get(NameNodeKeys.HTTP_PORT), address.getPort());
+      int httpPort = StatusServer.port(config.get(NameNodeKeys.HTTP_PORT), address.getPort());
       if (httpPort >= 0) {
         String journalText =
             journal == null

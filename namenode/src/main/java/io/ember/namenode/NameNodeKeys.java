@@ -1,5 +1,6 @@
 package io.ember.namenode;
 
+import io.ember.http.StatusServer;
 import io.ember.protocol.ConfigKey;
 import io.ember.protocol.EmberKeys;
 import io.ember.protocol.StorageClass;
@@ -21,49 +22,14 @@ public final class NameNodeKeys {
           "address the name node listens on");
 
   /** The port the name node binds; 0 lets the OS pick. */
-  /** What {@link #HTTP_PORT} means by default: the RPC port + 1, or any free port after 0. */
-  public static final String HTTP_PORT_AUTO = "auto";
-
-  /** The value of {@link #HTTP_PORT} that turns the status pages and metrics off. */
-  public static final String HTTP_PORT_OFF = "off";
-
   public static final ConfigKey<String> HTTP_PORT =
       ConfigKey.ofString(
           "ember.namenode.http-port",
-          HTTP_PORT_AUTO,
-          NameNodeKeys::validHttpPort,
+          StatusServer.PORT_AUTO,
+          StatusServer::validPort,
           "auto, off or a port",
           "port of the status pages and /metrics (auto: the RPC port + 1, or any free port when"
               + " that is 0; 0: any free port; off: none)");
-
-  /**
-   * The port {@link #HTTP_PORT} asks for beside RPC port {@code rpcPort}, or -1 for none.
-   *
-   * @throws IllegalArgumentException for a value that is not auto, off or a port
-   */
-  public static int httpPort(String value, int rpcPort) {
-    String v = value.trim();
-    if (v.equals(HTTP_PORT_OFF)) {
-      return -1;
-    }
-    if (v.equals(HTTP_PORT_AUTO)) {
-      return rpcPort == 0 || rpcPort == 65535 ? 0 : rpcPort + 1;
-    }
-    int port = Integer.parseInt(v);
-    if (port < 0 || port > 65535) {
-      throw new IllegalArgumentException(port + " is not a port");
-    }
-    return port;
-  }
-
-  private static boolean validHttpPort(String value) {
-    try {
-      httpPort(value, 0);
-      return true;
-    } catch (IllegalArgumentException e) {
-      return false;
-    }
-  }
 
   public static final ConfigKey<Integer> PORT =
       ConfigKey.ofInt(

@@ -2,6 +2,9 @@ package io.ember.datanode.dram;
 
 import io.ember.datanode.DataNode;
 import io.ember.datanode.NameNodeLink;
+import io.ember.http.Page;
+import io.ember.http.ServerMetrics;
+import io.ember.http.StatusServer;
 import io.ember.protocol.EmberConfig;
 import io.ember.protocol.EmberException;
 import io.ember.protocol.EmberKeys;
@@ -17,10 +20,14 @@ import io.ember.protocol.StorageClass;
 import io.ember.tier.dram.DramTier;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.Channel;
+import io.prometheus.metrics.core.metrics.Counter;
+import io.prometheus.metrics.core.metrics.GaugeWithCallback;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.UnknownHostException;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 
 /**
  * A DRAM data node: serves reads and writes of its off-heap region over Netty, registers the region
@@ -48,10 +55,37 @@ public final class DramDataNode implements DataNode {
 
   private final LifeCycle lifeCycle = new LifeCycle("DRAM data node");
 
+  private final ServerMetrics metrics = new ServerMetrics();
+  private final String namenodeAddress;
+  private final Counter bytesWritten;
+  private final Counter bytesRead;
+
+  /** The status page and metrics, or null when they are off. */
+  private final StatusServer http;
+
   private DramDataNode(EmberConfig config) throws EmberException {
     lifeCycle.beginStart();
     region = new DramRegion(config.get(DramDataNodeKeys.CAPACITY));
-    server = new RpcServer("data node", config, new Service());
+    namenodeAddress = config.get(EmberKeys.NAMENODE_ADDRESS);
+    bytesWritten =
+        Counter.builder()
+            .name("ember_datanode_written_bytes_total")
+            .help("bytes clients wrote to this data node, by tier")
+            .labelNames("tier")
+            .register(metrics.registry());
+    bytesRead =
+        Counter.builder()
+            .name("ember_datanode_read_bytes_total")
+            .help("bytes clients read from this data node, by tier")
+            .labelNames("tier")
+            .register(metrics.registry());
+    GaugeWithCallback.builder()
+        .name("ember_datanode_capacity_bytes")
+        .help("bytes this data node offers, by tier")
+        .labelNames("tier")
+        .callback(cb -> cb.call((double) region.capacity(), TIER))
+        .register(metrics.registry());
+    server = new RpcServer("data node", config, metrics.meter(new Service()));
     String bindHost = config.get(DramDataNodeKeys.BIND_HOST);
     InetSocketAddress bound = server.start(bindHost, config.get(DramDataNodeKeys.PORT));
     endpoint = new HostPort(advertisedHost(config, bindHost), bound.getPort()).toString();
@@ -66,8 +100,79 @@ public final class DramDataNode implements DataNode {
             slots -> slots,
             () -> true,
             stamp);
+    int httpPort = StatusServer.port(config.get(DramDataNodeKeys.HTTP_PORT), bound.getPort());
+    StatusServer httpServer = null;
+    if (httpPort >= 0) {
+      httpServer = new StatusServer("datanode", routes());
+      try {
+        httpServer.start(bindHost, httpPort);
+      } catch (EmberException e) {
+        server.close();
+        throw e;
+      }
+    }
+    http = httpServer;
     link.start();
     lifeCycle.started();
+  }
+
+  /** What the status page and {@code /api/summary} show. */
+  record Summary(
+      String endpoint,
+      String tier,
+      int datanodeId,
+      long incarnation,
+      long capacityBytes,
+      int blocksWritten,
+      long bytesWritten,
+      long bytesRead,
+      String namenode) {}
+
+  private Summary summary() {
+    return new Summary(
+        endpoint,
+        TIER,
+        link.datanodeId(),
+        stamp.held(),
+        region.capacity(),
+        heldBlocks().size(),
+        (long) bytesWritten.labelValues(TIER).get(),
+        (long) bytesRead.labelValues(TIER).get(),
+        namenodeAddress);
+  }
+
+  private Map<String, StatusServer.Route> routes() {
+    Map<String, StatusServer.Route> routes = new LinkedHashMap<>();
+    routes.put(
+        "/",
+        q -> {
+          Summary s = summary();
+          return new Page(
+                  "Ember DRAM data node " + s.endpoint(),
+                  5,
+                  List.of(
+                      new String[] {"JSON", "/api/summary"}, new String[] {"Metrics", "/metrics"}))
+              .table(
+                  List.of("", ""),
+                  List.of(
+                      List.of("name node", s.namenode()),
+                      List.of(
+                          "registered as",
+                          s.datanodeId() < 0 ? "not yet" : "data node " + s.datanodeId()),
+                      List.of("capacity", Page.bytes(s.capacityBytes())),
+                      List.of("blocks written", Integer.toString(s.blocksWritten())),
+                      List.of("bytes written", Page.bytes(s.bytesWritten())),
+                      List.of("bytes read", Page.bytes(s.bytesRead()))))
+              .done();
+        });
+    routes.put("/api/summary", q -> Page.json(summary()));
+    routes.put("/metrics", metrics.route());
+    return routes;
+  }
+
+  /** The address of the status page and {@code /metrics}, or null when they are off. */
+  public InetSocketAddress httpAddress() {
+    return http == null ? null : http.address();
   }
 
   /**
@@ -134,6 +239,9 @@ public final class DramDataNode implements DataNode {
       return;
     }
     link.close();
+    if (http != null) {
+      http.close();
+    }
     server.close();
     lifeCycle.closed();
   }
@@ -217,6 +325,7 @@ public final class DramDataNode implements DataNode {
                 region.write(r.address(), r.data());
                 g.wrote(r.address(), length);
               }
+              bytesWritten.labelValues(TIER).inc(length);
             } finally {
               r.data().release();
             }
@@ -228,7 +337,10 @@ public final class DramDataNode implements DataNode {
             checkServes(r.incarnation());
             generations(r.incarnation())
                 .checkRead(r.blockId(), r.generation(), r.address(), r.length(), describe);
-            return new Messages.DataResponse(region.read(r.address(), r.length()));
+            Messages.DataResponse data =
+                new Messages.DataResponse(region.read(r.address(), r.length()));
+            bytesRead.labelValues(TIER).inc(r.length());
+            return data;
           }
         case BLOCK_LENGTH:
           {

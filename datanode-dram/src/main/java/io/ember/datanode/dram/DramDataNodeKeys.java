@@ -1,5 +1,6 @@
 package io.ember.datanode.dram;
 
+import io.ember.http.StatusServer;
 import io.ember.protocol.ConfigKey;
 import java.util.List;
 
@@ -39,6 +40,16 @@ public final class DramDataNodeKeys {
           "a host",
           "host clients connect to (default: the bind host, or this machine's address)");
 
+  public static final ConfigKey<String> HTTP_PORT =
+      ConfigKey.ofString(
+          "ember.datanode.http-port",
+          StatusServer.PORT_AUTO,
+          StatusServer::validPort,
+          "auto, off or a port",
+          "port of the data node's status page and /metrics (auto: the RPC port + 1, or any free"
+              + " port when that is 0; 0: any free port; off: none)");
+
   /** Every key of this class. */
-  public static final List<ConfigKey<?>> ALL = List.of(CAPACITY, BIND_HOST, PORT, ADVERTISE_HOST);
+  public static final List<ConfigKey<?>> ALL =
+      List.of(CAPACITY, BIND_HOST, PORT, ADVERTISE_HOST, HTTP_PORT);
 }
