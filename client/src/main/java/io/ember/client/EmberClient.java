@@ -283,6 +283,12 @@ public final class EmberClient implements AutoCloseable {
         .thenApply(Messages.DfResponse::classes);
   }
 
+  /** Every data node the name node knows, lost ones too; see {@link #datanodes()}. */
+  public CompletableFuture<List<Messages.DatanodeInfo>> datanodesAsync() {
+    return call(MessageType.DATANODES, Message.EMPTY, Messages.DatanodesResponse::decode)
+        .thenApply(Messages.DatanodesResponse::datanodes);
+  }
+
   // ---- namespace: blocking -------------------------------------------------------------------
 
   /**
@@ -485,6 +491,15 @@ public final class EmberClient implements AutoCloseable {
    */
   public List<ClassUsage> df() throws EmberException {
     return await(dfAsync());
+  }
+
+  /**
+   * Every data node the name node knows, with its state (live, lost, unreported, replaced) and use.
+   *
+   * @throws EmberException when the name node cannot be reached
+   */
+  public List<Messages.DatanodeInfo> datanodes() throws EmberException {
+    return await(datanodesAsync());
   }
 
   /**

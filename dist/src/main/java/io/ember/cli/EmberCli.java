@@ -19,6 +19,7 @@ import picocli.CommandLine.Command;
       NameNodeCommand.class,
       DataNodeCommand.class,
       FsCommand.class,
+      AdminCommand.class,
       BenchCommand.class,
       CommandLine.HelpCommand.class
     })

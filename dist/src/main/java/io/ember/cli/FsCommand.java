@@ -84,6 +84,11 @@ final class FsCommand implements Runnable {
   }
 
   EmberClient connect() throws IOException {
+    return connect(options, namenode);
+  }
+
+  /** A client of the name node at {@code namenode}, or the configured one when that is null. */
+  static EmberClient connect(ConfigOptions options, String namenode) throws IOException {
     EmberConfig config = options.load();
     if (namenode != null) {
       config = config.with(EmberKeys.NAMENODE_ADDRESS, namenode);

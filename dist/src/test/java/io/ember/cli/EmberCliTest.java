@@ -265,6 +265,37 @@ class EmberCliTest {
   }
 
   @Test
+  void adminReportAndDatanodesListEveryDataNode() throws Exception {
+    String at = cluster.namenodeAddress().toString();
+    Result datanodes = run("admin", "datanodes", "--namenode", at);
+    assertEquals(0, datanodes.code(), datanodes.err());
+    List<String> lines = datanodes.out().lines().toList();
+    assertEquals(3, lines.size(), datanodes.out());
+    assertTrue(lines.get(0).contains("state"), lines.get(0));
+    String dram = cluster.datanodes().get(0).endpoint();
+    String nvmf = cluster.nvmfDatanodes().get(0).endpoint();
+    assertTrue(
+        lines.stream().anyMatch(l -> l.contains(" live ") && l.endsWith(dram)), lines.toString());
+    assertTrue(
+        lines.stream().anyMatch(l -> l.contains(" live ") && l.endsWith(nvmf)), lines.toString());
+
+    Result report = run("admin", "--namenode", at, "report");
+    assertEquals(0, report.code(), report.err());
+    assertTrue(report.out().contains("Data nodes: 2 (2 live, 0 not)"), report.out());
+    assertTrue(report.out().contains("Data node 1: "), report.out());
+    long dramBytes = cluster.datanodes().get(0).capacity();
+    assertTrue(report.out().contains("  Capacity: " + dramBytes + " "), report.out());
+
+    Result down = run("admin", "report", "--namenode", "127.0.0.1:1");
+    assertEquals(1, down.code());
+    assertEquals(1, down.err().strip().lines().count(), down.err());
+    assertTrue(
+        down.err().startsWith("ember admin report: cannot connect to the name node"), down.err());
+    assertEquals(255, run("admin").code());
+    assertTrue(run("admin", "report", "--help").out().startsWith("Usage: ember admin report"));
+  }
+
+  @Test
   void badLocalAndRemotePathsAreOneClearLineAndLeaveNothingBehind(@TempDir Path tmp)
       throws Exception {
     Path dir = Files.createDirectory(tmp.resolve("a-directory"));

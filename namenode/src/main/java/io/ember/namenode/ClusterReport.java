@@ -37,6 +37,7 @@ record ClusterReport(
   record DatanodeRow(
       int id,
       String storageClass,
+      int storageClassId,
       String tier,
       String endpoint,
       String state,

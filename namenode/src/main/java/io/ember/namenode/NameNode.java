@@ -18,6 +18,7 @@ import io.ember.protocol.Messages;
 import io.ember.protocol.RpcClients;
 import io.ember.protocol.RpcServer;
 import io.ember.protocol.RpcService;
+import io.ember.protocol.StorageClass;
 import io.ember.protocol.Wire;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.Channel;
@@ -738,6 +739,29 @@ public final class NameNode implements AutoCloseable {
       case DF:
         Wire.expectEnd(in, "DF");
         return new Messages.DfResponse(state.usage());
+      case DATANODES:
+        {
+          Wire.expectEnd(in, "DATANODES");
+          List<Messages.DatanodeInfo> infos = new ArrayList<>();
+          for (ClusterReport.DatanodeRow d : state.report().datanodes()) {
+            infos.add(
+                new Messages.DatanodeInfo(
+                    d.id(),
+                    new StorageClass(d.storageClassId()),
+                    d.tier(),
+                    d.endpoint(),
+                    d.state(),
+                    d.incarnation(),
+                    d.blockSize(),
+                    d.capacityBytes(),
+                    d.usedBytes(),
+                    d.freeBytes(),
+                    d.lastHeartbeatMillisAgo(),
+                    d.trimmingBlocks(),
+                    d.overwrittenBlocks()));
+          }
+          return new Messages.DatanodesResponse(infos);
+        }
       case REGISTER_DATANODE:
         {
           Messages.RegisterRequest r = Messages.RegisterRequest.decode(in);

@@ -923,6 +923,7 @@ final class NameNodeState {
             new ClusterReport.DatanodeRow(
                 dn.id,
                 dn.storageClass.displayName(),
+                dn.storageClass.id(),
                 dn.tier,
                 dn.endpoint,
                 state,

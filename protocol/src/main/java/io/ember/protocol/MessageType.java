@@ -20,6 +20,8 @@ public enum MessageType {
   RENEW_LEASE(22),
   ABANDON_FILE(23),
   BLOCK_REPORT(24),
+  /** Every data node the name node knows, with its state and use: {@code ember admin}. */
+  DATANODES(25),
   // Data node.
   BLOCK_WRITE(40),
   BLOCK_READ(41),

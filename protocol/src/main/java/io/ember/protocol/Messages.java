@@ -453,6 +453,98 @@ public final class Messages {
     }
   }
 
+  /** Data nodes one DATANODES answer lists at most. */
+  public static final int MAX_DATANODES = 1 << 16;
+
+  /**
+   * One data node as the name node sees it.
+   *
+   * @param state {@code live}; {@code lost} (no heartbeat within the timeout); {@code unreported}
+   *     (known from the journal, not registered since the name node started); or {@code replaced}
+   *     (a newer node took its address)
+   * @param lastHeartbeatMillisAgo since its last heartbeat or registration
+   * @param trimmingBlocks freed blocks whose deallocation is not yet confirmed
+   * @param overwrittenBlocks blocks a block report found overwritten by allocations the name node
+   *     lost
+   */
+  public record DatanodeInfo(
+      int id,
+      StorageClass storageClass,
+      String tier,
+      String endpoint,
+      String state,
+      long incarnation,
+      int blockSize,
+      long capacityBytes,
+      long usedBytes,
+      long freeBytes,
+      long lastHeartbeatMillisAgo,
+      int trimmingBlocks,
+      int overwrittenBlocks) {
+    static final int MIN_BYTES = 4 + 1 + 4 + 4 + 4 + 8 + 4 + 8 + 8 + 8 + 8 + 4 + 4;
+  }
+
+  /** DATANODES answer: every data node the name node knows, lost ones too. */
+  public record DatanodesResponse(List<DatanodeInfo> datanodes) implements Message {
+    @Override
+    public void encode(ByteBuf out) {
+      out.writeInt(datanodes.size());
+      for (DatanodeInfo d : datanodes) {
+        out.writeInt(d.id());
+        out.writeByte(d.storageClass().id());
+        Wire.writeString(out, d.tier());
+        Wire.writeString(out, d.endpoint());
+        Wire.writeString(out, d.state());
+        out.writeLong(d.incarnation());
+        out.writeInt(d.blockSize());
+        out.writeLong(d.capacityBytes());
+        out.writeLong(d.usedBytes());
+        out.writeLong(d.freeBytes());
+        out.writeLong(d.lastHeartbeatMillisAgo());
+        out.writeInt(d.trimmingBlocks());
+        out.writeInt(d.overwrittenBlocks());
+      }
+    }
+
+    /** Reads the body. */
+    public static DatanodesResponse decode(ByteBuf in) throws MalformedFrameException {
+      int n = Wire.readCount(in, "data node count", MAX_DATANODES, DatanodeInfo.MIN_BYTES);
+      List<DatanodeInfo> nodes = new ArrayList<>(n);
+      for (int i = 0; i < n; i++) {
+        int id = Wire.readInt(in, "data node id", 0, Integer.MAX_VALUE);
+        StorageClass sc = new StorageClass(Wire.readByte(in, "storage class") & 0xff);
+        String tier = Wire.readString(in, "tier", 64);
+        String endpoint = Wire.readString(in, "endpoint", 1024);
+        String state = Wire.readString(in, "state", 32);
+        long incarnation = Wire.readLong(in, "incarnation");
+        int blockSize = Wire.readInt(in, "block size", 1, Integer.MAX_VALUE);
+        long capacity = Wire.readLong(in, "capacity", 0, Long.MAX_VALUE);
+        long used = Wire.readLong(in, "used bytes", 0, capacity);
+        long free = Wire.readLong(in, "free bytes", 0, capacity);
+        long ago = Wire.readLong(in, "heartbeat age", 0, Long.MAX_VALUE);
+        int trimming = Wire.readInt(in, "trimming blocks", 0, Integer.MAX_VALUE);
+        int overwritten = Wire.readInt(in, "overwritten blocks", 0, Integer.MAX_VALUE);
+        nodes.add(
+            new DatanodeInfo(
+                id,
+                sc,
+                tier,
+                endpoint,
+                state,
+                incarnation,
+                blockSize,
+                capacity,
+                used,
+                free,
+                ago,
+                trimming,
+                overwritten));
+      }
+      Wire.expectEnd(in, "DATANODES answer");
+      return new DatanodesResponse(nodes);
+    }
+  }
+
   /**
    * REGISTER_DATANODE: a data node offers {@code capacityBytes} of storage class {@code
    * storageClass}, reachable by clients of tier {@code tier} at {@code endpoint}. With {@code

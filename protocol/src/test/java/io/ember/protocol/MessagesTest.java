@@ -94,6 +94,39 @@ class MessagesTest {
             (Decoder) Messages.DfResponse::decode
           },
           new Object[] {
+            new Messages.DatanodesResponse(
+                List.of(
+                    new Messages.DatanodeInfo(
+                        3,
+                        StorageClass.DRAM,
+                        "dram",
+                        "h:1",
+                        "live",
+                        -9L,
+                        1 << 20,
+                        64L << 20,
+                        3L << 20,
+                        61L << 20,
+                        120,
+                        2,
+                        1),
+                    new Messages.DatanodeInfo(
+                        4,
+                        StorageClass.NVMF,
+                        "nvmf",
+                        "nvmf+tcp://h:4420/n/1",
+                        "lost",
+                        5L,
+                        1 << 20,
+                        1L << 30,
+                        0,
+                        0,
+                        99_000,
+                        0,
+                        0))),
+            (Decoder) Messages.DatanodesResponse::decode
+          },
+          new Object[] {
             new Messages.RegisterRequest(
                 StorageClass.DRAM, "dram", "h:1", 1L << 30, true, -77L, true),
             (Decoder) Messages.RegisterRequest::decode
