@@ -3,6 +3,9 @@ package io.ember.http;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
+import com.fasterxml.jackson.databind.module.SimpleModule;
+import com.fasterxml.jackson.databind.ser.std.ToStringSerializer;
+import io.ember.protocol.StorageClass;
 import java.util.List;
 import java.util.Locale;
 
@@ -11,8 +14,12 @@ import java.util.Locale;
  * needs nothing from the internet; and JSON for the API beside it.
  */
 public final class Page {
+  // Storage classes read as people name them (DRAM, NVMf), not as their number.
   private static final ObjectMapper JSON =
-      new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
+      new ObjectMapper()
+          .enable(SerializationFeature.INDENT_OUTPUT)
+          .registerModule(
+              new SimpleModule().addSerializer(StorageClass.class, ToStringSerializer.instance));
 
   private static final String STYLE =
       """

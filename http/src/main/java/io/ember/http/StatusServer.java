@@ -185,6 +185,37 @@ public final class StatusServer implements AutoCloseable {
     return (InetSocketAddress) serverChannel.localAddress();
   }
 
+  /**
+   * Starts a server named {@code name} answering {@code routes} as the HTTP port setting {@code
+   * setting} asks, beside a server whose RPC port was configured as {@code rpcPort} (0 when the OS
+   * chooses it): none when it is {@link #PORT_OFF}; with {@link #PORT_AUTO}, on the RPC port + 1,
+   * or on any free port when that one is taken (a status page is no reason for a server not to
+   * start).
+   *
+   * @return the running server, or null when the setting is off
+   * @throws EmberException {@link ErrorCode#UNREACHABLE} when an explicit port cannot be bound
+   */
+  public static StatusServer startAsConfigured(
+      String name, Map<String, Route> routes, String setting, String host, int rpcPort)
+      throws EmberException {
+    int port = port(setting, rpcPort);
+    if (port < 0) {
+      return null;
+    }
+    StatusServer server = new StatusServer(name, routes);
+    try {
+      server.start(host, port);
+    } catch (EmberException e) {
+      if (!setting.trim().equals(PORT_AUTO) || port == 0) {
+        throw e;
+      }
+      LOG.warn("{}; serving HTTP on a free port instead", e.getMessage());
+      server = new StatusServer(name, routes);
+      server.start(host, 0);
+    }
+    return server;
+  }
+
   /** The bound address; only after {@link #start}. */
   public InetSocketAddress address() {
     return (InetSocketAddress) serverChannel.localAddress();

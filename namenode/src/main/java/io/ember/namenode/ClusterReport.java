@@ -1,5 +1,6 @@
 package io.ember.namenode;
 
+import io.ember.protocol.Messages;
 import java.util.List;
 
 /**
@@ -13,7 +14,11 @@ import java.util.List;
  * @param datanodes every data node the name node knows, lost ones too
  */
 record ClusterReport(
-    long files, long openFiles, int writers, List<ClassRow> classes, List<DatanodeRow> datanodes) {
+    long files,
+    long openFiles,
+    int writers,
+    List<ClassRow> classes,
+    List<Messages.DatanodeInfo> datanodes) {
 
   /** Capacity and use of one storage class, over its live data nodes. */
   record ClassRow(
@@ -23,30 +28,4 @@ record ClusterReport(
       long capacityBytes,
       long usedBytes,
       long freeBytes) {}
-
-  /**
-   * One data node.
-   *
-   * @param state {@code live}; {@code lost} (no heartbeat within the timeout); {@code unreported}
-   *     (known from the journal, not yet registered since the name node started); or {@code
-   *     replaced} (a newer node took its address)
-   * @param lastHeartbeatMillisAgo since its last heartbeat or registration
-   * @param trimmingBlocks freed blocks whose trim is not yet confirmed
-   * @param overwrittenBlocks blocks found overwritten by allocations the name node lost
-   */
-  record DatanodeRow(
-      int id,
-      String storageClass,
-      int storageClassId,
-      String tier,
-      String endpoint,
-      String state,
-      long incarnation,
-      int blockSize,
-      long capacityBytes,
-      long usedBytes,
-      long freeBytes,
-      long lastHeartbeatMillisAgo,
-      int trimmingBlocks,
-      int overwrittenBlocks) {}
 }

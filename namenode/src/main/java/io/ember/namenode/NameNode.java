@@ -18,7 +18,6 @@ import io.ember.protocol.Messages;
 import io.ember.protocol.RpcClients;
 import io.ember.protocol.RpcServer;
 import io.ember.protocol.RpcService;
-import io.ember.protocol.StorageClass;
 import io.ember.protocol.Wire;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.Channel;
@@ -201,19 +200,19 @@ public final class NameNode implements AutoCloseable {
     try {
       clients = new RpcClients(config, "namenode-datanodes", 1);
       address = server.start(host, port);
-      int httpPort = StatusServer.port(config.get(NameNodeKeys.HTTP_PORT), address.getPort());
-      if (httpPort >= 0) {
-        String journalText =
-            journal == null
-                ? "none (in memory)"
-                : dir + ", sync=" + config.get(NameNodeKeys.JOURNAL_SYNC);
-        NameNodeHttp pages = new NameNodeHttp(state, host + ":" + address.getPort(), journalText);
-        httpServer = new StatusServer("namenode", pages.routes(metrics));
-        InetSocketAddress httpAddress = httpServer.start(host, httpPort);
+      String journalText =
+          journal == null
+              ? "none (in memory)"
+              : dir + ", sync=" + config.get(NameNodeKeys.JOURNAL_SYNC);
+      NameNodeHttp pages = new NameNodeHttp(state, host + ":" + address.getPort(), journalText);
+      httpServer =
+          StatusServer.startAsConfigured(
+              "namenode", pages.routes(metrics), config.get(NameNodeKeys.HTTP_PORT), host, port);
+      if (httpServer != null) {
         LOG.info(
             "name node status pages and metrics at http://{}:{}/",
-            httpAddress.getHostString(),
-            httpAddress.getPort());
+            httpServer.address().getHostString(),
+            httpServer.address().getPort());
       }
     } catch (EmberException | RuntimeException e) {
       if (httpServer != null) {
@@ -740,28 +739,8 @@ public final class NameNode implements AutoCloseable {
         Wire.expectEnd(in, "DF");
         return new Messages.DfResponse(state.usage());
       case DATANODES:
-        {
-          Wire.expectEnd(in, "DATANODES");
-          List<Messages.DatanodeInfo> infos = new ArrayList<>();
-          for (ClusterReport.DatanodeRow d : state.report().datanodes()) {
-            infos.add(
-                new Messages.DatanodeInfo(
-                    d.id(),
-                    new StorageClass(d.storageClassId()),
-                    d.tier(),
-                    d.endpoint(),
-                    d.state(),
-                    d.incarnation(),
-                    d.blockSize(),
-                    d.capacityBytes(),
-                    d.usedBytes(),
-                    d.freeBytes(),
-                    d.lastHeartbeatMillisAgo(),
-                    d.trimmingBlocks(),
-                    d.overwrittenBlocks()));
-          }
-          return new Messages.DatanodesResponse(infos);
-        }
+        Wire.expectEnd(in, "DATANODES");
+        return new Messages.DatanodesResponse(state.report().datanodes());
       case REGISTER_DATANODE:
         {
           Messages.RegisterRequest r = Messages.RegisterRequest.decode(in);

@@ -97,13 +97,13 @@ final class NameNodeHttp {
     page.table(List.of("class", "live", "lost", "capacity", "used", "free", "use"), classes);
     page.heading("Data nodes");
     List<List<String>> nodes = new ArrayList<>();
-    for (ClusterReport.DatanodeRow d : r.datanodes()) {
+    for (Messages.DatanodeInfo d : r.datanodes()) {
       nodes.add(
           List.of(
               Integer.toString(d.id()),
               Page.styled(d.state(), cssOf(d.state())),
               d.endpoint(),
-              d.storageClass(),
+              d.storageClass().displayName(),
               d.tier(),
               Page.bytes(d.capacityBytes()),
               Page.bytes(d.usedBytes()),

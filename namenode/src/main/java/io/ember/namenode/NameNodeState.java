@@ -912,7 +912,7 @@ final class NameNodeState {
     try {
       long now = clock.getAsLong();
       Map<String, long[]> byClass = new java.util.TreeMap<>();
-      List<ClusterReport.DatanodeRow> rows = new ArrayList<>();
+      List<io.ember.protocol.Messages.DatanodeInfo> rows = new ArrayList<>();
       for (Datanode dn : datanodes.values()) {
         String state =
             dn.superseded ? "replaced" : dn.lost ? "lost" : !dn.reported ? "unreported" : "live";
@@ -920,10 +920,9 @@ final class NameNodeState {
         long free = state.equals("live") ? dn.freeBlocks(now) * dn.blockSize : 0;
         long used = state.equals("live") ? capacity - free : 0;
         rows.add(
-            new ClusterReport.DatanodeRow(
+            new io.ember.protocol.Messages.DatanodeInfo(
                 dn.id,
-                dn.storageClass.displayName(),
-                dn.storageClass.id(),
+                dn.storageClass,
                 dn.tier,
                 dn.endpoint,
                 state,

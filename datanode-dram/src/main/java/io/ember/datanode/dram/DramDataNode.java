@@ -100,18 +100,18 @@ public final class DramDataNode implements DataNode {
             slots -> slots,
             () -> true,
             stamp);
-    int httpPort = StatusServer.port(config.get(DramDataNodeKeys.HTTP_PORT), bound.getPort());
-    StatusServer httpServer = null;
-    if (httpPort >= 0) {
-      httpServer = new StatusServer("datanode", routes());
-      try {
-        httpServer.start(bindHost, httpPort);
-      } catch (EmberException e) {
-        server.close();
-        throw e;
-      }
+    try {
+      http =
+          StatusServer.startAsConfigured(
+              "datanode",
+              routes(),
+              config.get(DramDataNodeKeys.HTTP_PORT),
+              bindHost,
+              config.get(DramDataNodeKeys.PORT));
+    } catch (EmberException e) {
+      server.close();
+      throw e;
     }
-    http = httpServer;
     link.start();
     lifeCycle.started();
   }
