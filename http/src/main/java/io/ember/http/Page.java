@@ -70,21 +70,25 @@ public final class Page {
     return this;
   }
 
+  /** A table cell of markup, made by {@link #link} or {@link #styled}: kept as it is. */
+  public record Markup(String html) {}
+
   /**
-   * Adds a table. Cells are escaped text, except a cell made by {@link #link} or {@link #styled},
-   * which is kept as markup; cells that look like numbers are right-aligned.
+   * Adds a table. A cell is text, escaped (and right-aligned when it looks like a number), or a
+   * {@link Markup}, kept as it is: no text, whatever it holds, becomes markup.
    */
-  public Page table(List<String> header, List<List<String>> rows) {
+  public Page table(List<String> header, List<? extends List<?>> rows) {
     html.append("<table><tr>");
     for (String h : header) {
       html.append("<th>").append(escape(h)).append("</th>");
     }
     html.append("</tr>\n");
-    for (List<String> row : rows) {
+    for (List<?> row : rows) {
       html.append("<tr>");
-      for (String cell : row) {
-        if (cell.startsWith(MARKUP)) {
-          html.append("<td>").append(cell, MARKUP.length(), cell.length()).append("</td>");
+      for (Object item : row) {
+        String cell = String.valueOf(item);
+        if (item instanceof Markup m) {
+          html.append("<td>").append(m.html()).append("</td>");
         } else if (!cell.isEmpty() && cell.matches("-?[0-9][0-9.,]*( ?[A-Za-z]+)?")) {
           html.append("<td class=\"num\">").append(escape(cell)).append("</td>");
         } else {
@@ -97,12 +101,9 @@ public final class Page {
     return this;
   }
 
-  // A cell that is markup, not text; a NUL cannot come from a path or a name in Ember.
-  private static final String MARKUP = "\0html:";
-
   /** A table cell that links {@code text} to {@code href}. */
-  public static String link(String text, String href) {
-    return MARKUP + anchor(text, href);
+  public static Markup link(String text, String href) {
+    return new Markup(anchor(text, href));
   }
 
   /** Markup of a link to {@code href} that reads {@code text}, for {@link #raw}. */
@@ -111,8 +112,8 @@ public final class Page {
   }
 
   /** A table cell of {@code text} in CSS class {@code cssClass}. */
-  public static String styled(String text, String cssClass) {
-    return MARKUP + "<span class=\"" + escape(cssClass) + "\">" + escape(text) + "</span>";
+  public static Markup styled(String text, String cssClass) {
+    return new Markup("<span class=\"" + escape(cssClass) + "\">" + escape(text) + "</span>");
   }
 
   /** The page, finished. */

@@ -260,6 +260,19 @@ public final class StatusServer implements AutoCloseable {
       } else {
         ctx.writeAndFlush(out).addListener(ChannelFutureListener.CLOSE);
       }
+      if (!ctx.channel().isWritable()) {
+        // A client that asks without reading the answers: stop reading its requests until it
+        // catches up, so its answers cannot pile up in memory.
+        ctx.channel().config().setAutoRead(false);
+      }
+    }
+
+    @Override
+    public void channelWritabilityChanged(ChannelHandlerContext ctx) {
+      if (ctx.channel().isWritable()) {
+        ctx.channel().config().setAutoRead(true);
+      }
+      ctx.fireChannelWritabilityChanged();
     }
 
     private Response answer(FullHttpRequest request) {

@@ -118,7 +118,11 @@ class StatusPagesTest {
     String page = get("/").body();
     assertTrue(page.contains("class=\"lost\">lost<"), page);
     assertTrue(page.contains("no heartbeat"), "the last warnings say why");
-    assertTrue(json("/api/events").get(0).get("message").asText().contains(killed));
+    JsonNode events = json("/api/events");
+    assertTrue(events.get(events.size() - 1).get("message").asText().contains(killed));
+    Map<String, Double> m = metrics();
+    assertEquals(1, m.get("ember_namenode_datanodes{class=\"dram\",state=\"lost\"}"));
+    assertEquals(1, m.get("ember_namenode_datanodes{class=\"dram\",state=\"live\"}"));
   }
 
   @Test
@@ -155,6 +159,16 @@ class StatusPagesTest {
                 .build(),
             HttpResponse.BodyHandlers.ofString());
     assertEquals(405, post.statusCode());
+    HttpResponse<String> head =
+        http.send(
+            HttpRequest.newBuilder(URI.create(base + "/"))
+                .method("HEAD", HttpRequest.BodyPublishers.noBody())
+                .build(),
+            HttpResponse.BodyHandlers.ofString());
+    assertEquals(200, head.statusCode());
+    assertEquals("", head.body());
+    assertTrue(
+        head.headers().firstValueAsLong("content-length").orElse(0) > 100, "a page's length");
     assertEquals("GET, HEAD", post.headers().firstValue("allow").orElse(""));
   }
 

@@ -308,30 +308,37 @@ public final class NameNode implements AutoCloseable {
         .help("files in the namespace")
         .callback(cb -> cb.call(state.fileCount()))
         .register(metrics.registry());
+    // From the same report as the status page and ember admin, so they never disagree.
     GaugeWithCallback.builder()
-        .name("ember_namenode_blocks")
-        .help("blocks of the live data nodes, by storage class and state (used or free)")
+        .name("ember_namenode_storage_bytes")
+        .help("bytes of the live data nodes, by storage class and state (used or free)")
         .labelNames("class", "state")
         .callback(
             cb -> {
-              for (Messages.ClassUsage u : state.usage()) {
-                String sc = u.storageClass().displayName().toLowerCase(Locale.ROOT);
-                cb.call((double) (u.totalBlocks() - u.freeBlocks()), sc, "used");
-                cb.call((double) u.freeBlocks(), sc, "free");
+              for (ClusterReport.ClassRow c : state.report().classes()) {
+                String sc = c.storageClass().toLowerCase(Locale.ROOT);
+                cb.call((double) c.usedBytes(), sc, "used");
+                cb.call((double) c.freeBytes(), sc, "free");
               }
             })
         .register(metrics.registry());
     GaugeWithCallback.builder()
         .name("ember_namenode_datanodes")
-        .help("data nodes by storage class and state (live or lost)")
+        .help("data nodes by storage class and state (live, lost, unreported, replaced)")
         .labelNames("class", "state")
         .callback(
             cb -> {
-              for (Messages.ClassUsage u : state.usage()) {
-                String sc = u.storageClass().displayName().toLowerCase(Locale.ROOT);
-                cb.call(u.liveNodes(), sc, "live");
-                cb.call(u.lostNodes(), sc, "lost");
+              Map<List<String>, Integer> counts =
+                  new java.util.TreeMap<>(
+                      java.util.Comparator.comparing((List<String> k) -> k.get(0))
+                          .thenComparing(k -> k.get(1)));
+              for (Messages.DatanodeInfo d : state.report().datanodes()) {
+                String sc = d.storageClass().displayName().toLowerCase(Locale.ROOT);
+                for (String st : List.of("live", "lost", "unreported", "replaced")) {
+                  counts.merge(List.of(sc, st), st.equals(d.state()) ? 1 : 0, Integer::sum);
+                }
               }
+              counts.forEach((k, n) -> cb.call(n, k.get(0), k.get(1)));
             })
         .register(metrics.registry());
   }

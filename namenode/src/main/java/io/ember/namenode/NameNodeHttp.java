@@ -96,7 +96,7 @@ final class NameNodeHttp {
     }
     page.table(List.of("class", "live", "lost", "capacity", "used", "free", "use"), classes);
     page.heading("Data nodes");
-    List<List<String>> nodes = new ArrayList<>();
+    List<List<Object>> nodes = new ArrayList<>();
     for (Messages.DatanodeInfo d : r.datanodes()) {
       nodes.add(
           List.of(
@@ -131,7 +131,7 @@ final class NameNodeHttp {
     if (events.isEmpty()) {
       page.paragraph("None since the name node started.");
     } else {
-      List<List<String>> rows = new ArrayList<>();
+      List<List<Object>> rows = new ArrayList<>();
       for (int i = events.size() - 1; i >= 0; i--) {
         rows.add(List.of(events.get(i).time(), events.get(i).message()));
       }
@@ -150,7 +150,7 @@ final class NameNodeHttp {
     }
     if (status.type() == NodeType.DIRECTORY) {
       Messages.ListResponse listed = list(path);
-      List<List<String>> rows = new ArrayList<>();
+      List<List<Object>> rows = new ArrayList<>();
       for (Messages.DirEntry e : listed.entries()) {
         String child = Paths.child(path, e.name());
         NodeStatus s = e.status();
@@ -182,7 +182,7 @@ final class NameNodeHttp {
               + (s.open() ? "; open for writing by " + s.leaseHolder() : "; closed")
               + ", modified "
               + Instant.ofEpochMilli(s.modificationTime()));
-      List<List<String>> rows = new ArrayList<>();
+      List<List<Object>> rows = new ArrayList<>();
       for (BlockLocation b : file.blocks()) {
         rows.add(
             List.of(

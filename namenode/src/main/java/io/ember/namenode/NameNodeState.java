@@ -647,6 +647,15 @@ final class NameNodeState {
       throw new EmberException(
           ErrorCode.INVALID_ARGUMENT, "a data node must name its tier and endpoint");
     }
+    // They are shown on status pages and in terminals: no control character may ride along.
+    if ((tier + endpoint).chars().anyMatch(c -> c < 0x20 || c == 0x7f)) {
+      throw new EmberException(
+          ErrorCode.INVALID_ARGUMENT,
+          "a data node's tier and endpoint must not hold control characters: "
+              + io.ember.protocol.Paths.escape(tier)
+              + " "
+              + io.ember.protocol.Paths.escape(endpoint));
+    }
     long blocks = capacityBytes / blockSize;
     lock.writeLock().lock();
     try {

@@ -150,6 +150,20 @@ class NameNodeStateTest {
   }
 
   @Test
+  void aDataNodeNameWithControlCharactersIsRefused() throws Exception {
+    // Endpoints and tiers are shown on status pages and in terminals.
+    for (String endpoint : new String[] {"\0html:<script>", "h:1\n", "h\u001b[2J:1"}) {
+      assertCode(
+          ErrorCode.INVALID_ARGUMENT,
+          () -> nn.register(StorageClass.DRAM, "dram", endpoint, 10L * BS));
+    }
+    assertCode(
+        ErrorCode.INVALID_ARGUMENT,
+        () -> nn.register(StorageClass.DRAM, "dr\tam", "h:1", 10L * BS));
+    assertEquals(0, nn.report().datanodes().size());
+  }
+
+  @Test
   void multifileHoldsOnlyFilesAndSumsClosedChildren() throws Exception {
     nn.register(StorageClass.DRAM, "dram", "h:1", 100L * BS);
     nn.create("/m", NodeType.MULTIFILE, StorageClass.DRAM, false);

@@ -108,7 +108,8 @@ public final class DramDataNode implements DataNode {
               config.get(DramDataNodeKeys.HTTP_PORT),
               bindHost,
               config.get(DramDataNodeKeys.PORT));
-    } catch (EmberException e) {
+    } catch (EmberException | RuntimeException e) {
+      link.close();
       server.close();
       throw e;
     }
