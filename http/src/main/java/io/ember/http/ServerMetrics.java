@@ -9,6 +9,8 @@ import io.netty.buffer.ByteBuf;
 import io.netty.buffer.PooledByteBufAllocator;
 import io.netty.channel.Channel;
 import io.netty.util.internal.PlatformDependent;
+import io.prometheus.metrics.core.datapoints.CounterDataPoint;
+import io.prometheus.metrics.core.datapoints.DistributionDataPoint;
 import io.prometheus.metrics.core.metrics.Counter;
 import io.prometheus.metrics.core.metrics.GaugeWithCallback;
 import io.prometheus.metrics.core.metrics.Histogram;
@@ -19,6 +21,8 @@ import io.prometheus.metrics.model.snapshots.MetricSnapshot;
 import io.prometheus.metrics.model.snapshots.MetricSnapshots;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * One server's Prometheus metrics: its own registry (several servers may share a JVM, as in {@code
@@ -59,6 +63,11 @@ public final class ServerMetrics {
   private final PrometheusRegistry registry = new PrometheusRegistry();
   private final Counter rpcCalls;
   private final Histogram rpcSeconds;
+
+  // Every answered request lands here: the series of each type are looked up once, on first use
+  // (made lazily so that /metrics lists only the types a server serves).
+  private final Map<MessageType, CounterDataPoint> okCalls = new ConcurrentHashMap<>();
+  private final Map<MessageType, DistributionDataPoint> latencies = new ConcurrentHashMap<>();
 
   /** Metrics of one server, with RPC metrics registered. */
   public ServerMetrics() {
@@ -143,9 +152,14 @@ public final class ServerMetrics {
    * Records a request of {@code type} begun at {@code startNanos} that ended with {@code outcome}.
    */
   public void observe(MessageType type, long startNanos, String outcome) {
-    String t = type.name();
-    rpcCalls.labelValues(t, outcome).inc();
-    rpcSeconds.labelValues(t).observe((System.nanoTime() - startNanos) / 1e9);
+    CounterDataPoint calls =
+        outcome.equals("OK")
+            ? okCalls.computeIfAbsent(type, t -> rpcCalls.labelValues(t.name(), outcome))
+            : rpcCalls.labelValues(type.name(), outcome);
+    calls.inc();
+    latencies
+        .computeIfAbsent(type, t -> rpcSeconds.labelValues(t.name()))
+        .observe((System.nanoTime() - startNanos) / 1e9);
   }
 
   /** This server's metrics and the process's, in Prometheus' text format. */

@@ -3,6 +3,7 @@ package io.ember.http;
 import io.ember.protocol.EmberException;
 import io.ember.protocol.ErrorCode;
 import io.ember.protocol.LifeCycle;
+import io.ember.protocol.RpcServer;
 import io.netty.bootstrap.ServerBootstrap;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.Channel;
@@ -31,7 +32,6 @@ import io.netty.handler.codec.http.QueryStringDecoder;
 import io.netty.handler.timeout.IdleStateEvent;
 import io.netty.handler.timeout.IdleStateHandler;
 import io.netty.util.concurrent.DefaultThreadFactory;
-import java.net.BindException;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.util.LinkedHashMap;
@@ -175,11 +175,7 @@ public final class StatusServer implements AutoCloseable {
       group.shutdownGracefully(0, 2, TimeUnit.SECONDS).awaitUninterruptibly(5, TimeUnit.SECONDS);
       lifeCycle.beginClose();
       lifeCycle.closed();
-      String why = e instanceof BindException ? "address in use or not local" : e.toString();
-      throw new EmberException(
-          ErrorCode.UNREACHABLE,
-          name + " cannot serve HTTP on " + host + ":" + port + ": " + why,
-          e);
+      throw RpcServer.bindFailed(name + " cannot serve HTTP", host, port, e);
     }
     lifeCycle.started();
     return (InetSocketAddress) serverChannel.localAddress();

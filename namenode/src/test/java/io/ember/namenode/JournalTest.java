@@ -146,6 +146,12 @@ class JournalTest {
         BS, List.of(StorageClass.DRAM, StorageClass.NVMF), Duration.ofSeconds(10), clock::get);
   }
 
+  /** A journal on a directory formatted for an empty namespace, as {@code --format} leaves it. */
+  private Journal formatted(Journal.Sync sync) throws IOException {
+    Checkpoints.write(dir, 0, newState()::save);
+    return Journal.open(dir, sync, 1);
+  }
+
   /** A state that journals, loaded from the formatted directory as a name node's is. */
   private NameNodeState journaled(Journal j) throws IOException {
     NameNodeState s = restored();
@@ -220,8 +226,7 @@ class JournalTest {
 
   @Test
   void aNamespaceComesBackFromCheckpointAndJournal() throws Exception {
-    Checkpoints.write(dir, 0, newState()::save);
-    Journal j = Journal.open(dir, Journal.Sync.ALWAYS, 1);
+    Journal j = formatted(Journal.Sync.ALWAYS);
     NameNodeState live = journaled(j);
     live.register(StorageClass.DRAM, "dram", "127.0.0.1:1", 64L * BS, false, 11);
     live.register(StorageClass.NVMF, "nvmf", "nvmf+tcp://t/n", 64L * BS, true, 12);
@@ -261,8 +266,7 @@ class JournalTest {
 
   @Test
   void anUnreportedDataNodeServesItsBlocksUntilItsTimeout() throws Exception {
-    Checkpoints.write(dir, 0, newState()::save);
-    Journal j = Journal.open(dir, Journal.Sync.NONE, 1);
+    Journal j = formatted(Journal.Sync.NONE);
     NameNodeState live = journaled(j);
     live.register(StorageClass.DRAM, "dram", "127.0.0.1:1", 64L * BS, false, 11);
     NodeStatus f = live.create("/f", NodeType.FILE, StorageClass.DRAM, false);
@@ -286,8 +290,7 @@ class JournalTest {
 
   @Test
   void anExpiredLeaseClosesTheFileAtTheReportedLengthAndSurvivesARestart() throws Exception {
-    Checkpoints.write(dir, 0, newState()::save);
-    Journal j = Journal.open(dir, Journal.Sync.ALWAYS, 1);
+    Journal j = formatted(Journal.Sync.ALWAYS);
     NameNodeState live = journaled(j);
     live.leaseTimeout(Duration.ofSeconds(5));
     live.register(StorageClass.DRAM, "dram", "127.0.0.1:1", 64L * BS, false, 11);
@@ -417,8 +420,7 @@ class JournalTest {
   void blockNumbersLostWithTheJournalsTailAreNotHandedOutAgain() throws Exception {
     // sync=batch or none can lose the last changes, though data nodes saw their blocks: a DRAM
     // data node refuses a write naming an older generation than the one its block holds.
-    Checkpoints.write(dir, 0, newState()::save);
-    Journal j = Journal.open(dir, Journal.Sync.ALWAYS, 1);
+    Journal j = formatted(Journal.Sync.ALWAYS);
     NameNodeState live = journaled(j);
     live.register(StorageClass.DRAM, "dram", "127.0.0.1:1", 64L * BS, false, 11);
     NodeStatus kept = live.create("/kept", NodeType.FILE, StorageClass.DRAM, false, "w");
@@ -491,8 +493,7 @@ class JournalTest {
 
   @Test
   void anAbandonedFileIsGoneAfterARestartToo() throws Exception {
-    Checkpoints.write(dir, 0, newState()::save);
-    Journal j = Journal.open(dir, Journal.Sync.ALWAYS, 1);
+    Journal j = formatted(Journal.Sync.ALWAYS);
     NameNodeState live = journaled(j);
     live.register(StorageClass.DRAM, "dram", "127.0.0.1:1", 4L * BS, false, 11);
     NodeStatus f = live.create("/a", NodeType.FILE, StorageClass.DRAM, false, "w");

@@ -84,12 +84,20 @@ public final class RpcServer implements AutoCloseable {
       shutdownGroups();
       lifeCycle.beginClose();
       lifeCycle.closed();
-      String why = e instanceof BindException ? "address in use or not local" : e.toString();
-      throw new EmberException(
-          ErrorCode.UNREACHABLE, name + " cannot listen on " + host + ":" + port + ": " + why, e);
+      throw bindFailed(name + " cannot listen", host, port, e);
     }
     lifeCycle.started();
     return (InetSocketAddress) serverChannel.localAddress();
+  }
+
+  /**
+   * The error for a server that cannot bind {@code host:port}: {@code "<doing> on host:port: why"},
+   * with {@link ErrorCode#UNREACHABLE}, e.g. {@code bindFailed("name node cannot listen", ...)}.
+   */
+  public static EmberException bindFailed(String doing, String host, int port, Exception e) {
+    String why = e instanceof BindException ? "address in use or not local" : e.toString();
+    return new EmberException(
+        ErrorCode.UNREACHABLE, doing + " on " + host + ":" + port + ": " + why, e);
   }
 
   /** The bound address; only after {@link #start}. */

@@ -20,6 +20,7 @@ import io.ember.protocol.StorageClass;
 import io.ember.tier.dram.DramTier;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.Channel;
+import io.prometheus.metrics.core.datapoints.CounterDataPoint;
 import io.prometheus.metrics.core.metrics.Counter;
 import io.prometheus.metrics.core.metrics.GaugeWithCallback;
 import java.net.InetAddress;
@@ -57,8 +58,9 @@ public final class DramDataNode implements DataNode {
 
   private final ServerMetrics metrics = new ServerMetrics();
   private final String namenodeAddress;
-  private final Counter bytesWritten;
-  private final Counter bytesRead;
+  // The tier's series, looked up once rather than on every read and write.
+  private final CounterDataPoint bytesWritten;
+  private final CounterDataPoint bytesRead;
 
   /** The status page and metrics, or null when they are off. */
   private final StatusServer http;
@@ -72,13 +74,15 @@ public final class DramDataNode implements DataNode {
             .name("ember_datanode_written_bytes_total")
             .help("bytes clients wrote to this data node, by tier")
             .labelNames("tier")
-            .register(metrics.registry());
+            .register(metrics.registry())
+            .labelValues(TIER);
     bytesRead =
         Counter.builder()
             .name("ember_datanode_read_bytes_total")
             .help("bytes clients read from this data node, by tier")
             .labelNames("tier")
-            .register(metrics.registry());
+            .register(metrics.registry())
+            .labelValues(TIER);
     GaugeWithCallback.builder()
         .name("ember_datanode_capacity_bytes")
         .help("bytes this data node offers, by tier")
@@ -137,8 +141,8 @@ public final class DramDataNode implements DataNode {
         stamp.held(),
         region.capacity(),
         heldBlocks().size(),
-        (long) bytesWritten.labelValues(TIER).get(),
-        (long) bytesRead.labelValues(TIER).get(),
+        (long) bytesWritten.get(),
+        (long) bytesRead.get(),
         namenodeAddress);
   }
 
@@ -326,7 +330,7 @@ public final class DramDataNode implements DataNode {
                 region.write(r.address(), r.data());
                 g.wrote(r.address(), length);
               }
-              bytesWritten.labelValues(TIER).inc(length);
+              bytesWritten.inc(length);
             } finally {
               r.data().release();
             }
@@ -340,7 +344,7 @@ public final class DramDataNode implements DataNode {
                 .checkRead(r.blockId(), r.generation(), r.address(), r.length(), describe);
             Messages.DataResponse data =
                 new Messages.DataResponse(region.read(r.address(), r.length()));
-            bytesRead.labelValues(TIER).inc(r.length());
+            bytesRead.inc(r.length());
             return data;
           }
         case BLOCK_LENGTH:
