@@ -52,10 +52,18 @@ public final class Page {
     html.append("</nav><h1>").append(escape(title)).append("</h1>\n");
   }
 
-  /** Adds a heading. */
+  /**
+   * Adds a heading, with an id made of its words ({@code "Data nodes"} is {@code data-nodes}) that
+   * links and scripts outside the page can name.
+   */
   public Page heading(String text) {
-    html.append("<h2>").append(escape(text)).append("</h2>\n");
+    html.append("<h2 id=\"").append(idOf(text)).append("\">");
+    html.append(escape(text)).append("</h2>\n");
     return this;
+  }
+
+  static String idOf(String text) {
+    return text.toLowerCase(Locale.ROOT).replaceAll("[^a-z0-9]+", "-").replaceAll("^-|-$", "");
   }
 
   /** Adds a paragraph of text. */

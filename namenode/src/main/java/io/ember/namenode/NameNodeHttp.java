@@ -191,12 +191,13 @@ final class NameNodeHttp {
                 Integer.toString(b.datanodeId()),
                 b.endpoint(),
                 b.tier(),
-                Integer.toString(b.length()),
+                // The location carries the block's size; the reader wants what the block holds.
+                Long.toString(
+                    Math.max(0, Math.min(b.length(), s.length() - (long) b.index() * b.length()))),
                 b.lost() ? Page.styled("lost", "lost") : Page.styled("available", "live")));
       }
       page.heading("Blocks");
-      page.table(
-          List.of("index", "block", "data node", "address", "tier", "length", "state"), rows);
+      page.table(List.of("index", "block", "data node", "address", "tier", "bytes", "state"), rows);
       if (file.blocks().size() < s.blockCount()) {
         page.paragraph("Only the first " + file.blocks().size() + " blocks are shown.");
       }

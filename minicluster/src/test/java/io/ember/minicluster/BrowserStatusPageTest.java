@@ -1,0 +1,183 @@
+package io.ember.minicluster;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.ember.client.CreateOptions;
+import io.ember.client.EmberClient;
+import io.ember.client.EmberOutputStream;
+import io.ember.datanode.dram.DramDataNode;
+import io.ember.http.Page;
+import io.ember.protocol.BlockLocation;
+import java.io.File;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.openqa.selenium.By;
+import org.openqa.selenium.OutputType;
+import org.openqa.selenium.WebDriver;
+import org.openqa.selenium.WebElement;
+import org.openqa.selenium.chrome.ChromeDriver;
+import org.openqa.selenium.chrome.ChromeDriverService;
+import org.openqa.selenium.chrome.ChromeOptions;
+import org.openqa.selenium.support.ui.WebDriverWait;
+
+/**
+ * The name node's status page in a real browser: Debian's headless Chromium, driven by Selenium
+ * through Debian's chromium-driver, with JavaScript switched off (the page must not need it). The
+ * screenshots are left in {@code target/browser-screenshots} for a person to look at.
+ */
+class BrowserStatusPageTest {
+  private static final Path CHROMEDRIVER =
+      Path.of(System.getenv().getOrDefault("EMBER_TEST_CHROMEDRIVER", "/usr/bin/chromedriver"));
+  private static final Path CHROMIUM =
+      Path.of(System.getenv().getOrDefault("EMBER_TEST_CHROMIUM", "/usr/bin/chromium"));
+  private static final Path SCREENSHOTS = Path.of("target", "browser-screenshots");
+
+  /** Long enough for a lost heartbeat and two of the page's own 5 s refreshes on a busy machine. */
+  private static final Duration DEADLINE = Duration.ofMinutes(2);
+
+  private MiniCluster cluster;
+  private EmberClient client;
+  private WebDriver browser;
+  private String base;
+
+  @BeforeEach
+  void start(@TempDir Path profile) throws Exception {
+    Assumptions.assumeTrue(
+        Files.isExecutable(CHROMEDRIVER) && Files.isExecutable(CHROMIUM),
+        "no headless browser: install Debian's chromium and chromium-driver (.ci/run does), or"
+            + " point EMBER_TEST_CHROMIUM and EMBER_TEST_CHROMEDRIVER at them");
+    cluster = MiniCluster.builder().dramDatanodes(2).dramCapacity("16m").blockSize("1m").build();
+    client = cluster.newClient();
+    base = "http://127.0.0.1:" + cluster.namenode().httpAddress().getPort();
+
+    ChromeOptions options = new ChromeOptions();
+    options.setBinary(CHROMIUM.toFile());
+    options.addArguments(
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--window-size=1400,1000",
+        "--user-data-dir=" + profile);
+    // The page must work for a reader with scripts off, so the test reads it that way.
+    options.setExperimentalOption(
+        "prefs", Map.of("profile.managed_default_content_settings.javascript", 2));
+    ChromeDriverService service =
+        new ChromeDriverService.Builder()
+            .usingDriverExecutable(new File(CHROMEDRIVER.toString()))
+            .usingAnyFreePort()
+            .build();
+    browser = new ChromeDriver(service, options);
+    browser.manage().timeouts().pageLoadTimeout(Duration.ofSeconds(60));
+    Files.createDirectories(SCREENSHOTS);
+  }
+
+  @AfterEach
+  void stop() {
+    if (browser != null) {
+      browser.quit();
+    }
+    if (client != null) {
+      client.close();
+    }
+    if (cluster != null) {
+      cluster.close();
+    }
+  }
+
+  @Test
+  void thePageListsTheDataNodesFollowsAFileToItsBlocksAndShowsAKilledNodeLost() throws Exception {
+    browser.get(base + "/");
+    assertTrue(browser.getTitle().startsWith("Ember name node"), browser.getTitle());
+    Map<String, List<String>> rows = dataNodeRows();
+    assertEquals(2, rows.size(), rows.toString());
+    for (DramDataNode dn : cluster.datanodes()) {
+      List<String> row = rows.get(dn.endpoint());
+      assertTrue(row != null, dn.endpoint() + " in " + rows);
+      assertEquals("live", row.get(1));
+      assertEquals(Page.bytes(dn.capacity()), row.get(5), "capacity of " + dn.endpoint());
+    }
+    screenshot("1-status");
+
+    try (EmberOutputStream out =
+        client.create("/logs/day one", CreateOptions.DEFAULT.withCreateParents(true))) {
+      out.write(TestFiles.data((2 << 20) + 7, 7));
+    }
+    // As a person would: through the links, not by typing addresses.
+    browser.findElement(By.linkText("Browse")).click();
+    browser.findElement(By.linkText("logs/")).click();
+    browser.findElement(By.linkText("day one")).click();
+    List<BlockLocation> blocks = client.blockLocations("/logs/day one");
+    List<List<String>> shown = tableAfter("blocks");
+    assertEquals(blocks.size(), shown.size(), shown.toString());
+    for (int i = 0; i < blocks.size(); i++) {
+      assertEquals(Long.toString(blocks.get(i).blockId()), shown.get(i).get(1));
+      assertEquals(blocks.get(i).endpoint(), shown.get(i).get(3));
+      assertEquals("available", shown.get(i).get(6));
+    }
+    assertEquals(List.of("1048576", "1048576", "7"), shown.stream().map(r -> r.get(5)).toList());
+    screenshot("2-file-blocks");
+
+    browser.findElement(By.linkText("Status")).click();
+    String killed = cluster.datanodes().get(0).endpoint();
+    cluster.killDatanode(0);
+    // Nothing reloads the page but its own refresh: the state must turn without a click.
+    new WebDriverWait(browser, DEADLINE, Duration.ofMillis(200))
+        .withMessage(killed + " to be shown lost without a reload by the test")
+        .until(b -> "lost".equals(stateOf(killed)));
+    assertTrue(browser.findElement(By.id("last-warnings")).isDisplayed(), "the warnings are shown");
+    assertTrue(browser.getPageSource().contains(killed), "the warning names the node");
+    screenshot("3-lost");
+  }
+
+  private String stateOf(String endpoint) {
+    try {
+      List<String> row = dataNodeRows().get(endpoint);
+      return row == null ? null : row.get(1);
+    } catch (org.openqa.selenium.WebDriverException e) {
+      // The page was being replaced by its refresh while it was read.
+      return null;
+    }
+  }
+
+  /** The data-node table's rows, by address. */
+  private Map<String, List<String>> dataNodeRows() {
+    Map<String, List<String>> byAddress = new HashMap<>();
+    for (List<String> row : tableAfter("data-nodes")) {
+      byAddress.put(row.get(2), row);
+    }
+    return byAddress;
+  }
+
+  /** The cells' text of the table that follows the heading with id {@code headingId}. */
+  private List<List<String>> tableAfter(String headingId) {
+    List<List<String>> rows = new ArrayList<>();
+    for (WebElement tr :
+        browser.findElements(
+            By.xpath("//h2[@id='" + headingId + "']/following-sibling::table[1]//tr[td]"))) {
+      List<String> cells = new ArrayList<>();
+      for (WebElement td : tr.findElements(By.tagName("td"))) {
+        cells.add(td.getText());
+      }
+      rows.add(cells);
+    }
+    return rows;
+  }
+
+  private void screenshot(String name) throws IOException {
+    byte[] png = ((ChromeDriver) browser).getScreenshotAs(OutputType.BYTES);
+    Files.write(SCREENSHOTS.resolve(name + ".png"), png);
+  }
+}
