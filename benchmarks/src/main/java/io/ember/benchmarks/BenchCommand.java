@@ -39,6 +39,7 @@ import picocli.CommandLine.Option;
       NvmfTierBench.class,
       NameNodeBench.class,
       JournalBench.class,
+      MetricsBench.class,
       JmhCommand.class
     })
 public final class BenchCommand implements Callable<Integer> {

@@ -43,11 +43,19 @@ import picocli.CommandLine.ParentCommand;
 @Command(
     name = "fs",
     mixinStandardHelpOptions = true,
-    description = "File system shell: ls, mkdir, put, get, cat, rm, mv, stat, df.",
+    description = "File system shell: ls, mkdir, put, get, cp, cat, rm, mv, stat, df.",
     subcommands = {
-      FsCommand.Ls.class, FsCommand.Mkdir.class, FsCommand.Put.class, FsCommand.Get.class,
-      FsCommand.Cat.class, FsCommand.Rm.class, FsCommand.Mv.class, FsCommand.Stat.class,
-      FsCommand.Df.class, CommandLine.HelpCommand.class
+      FsCommand.Ls.class,
+      FsCommand.Mkdir.class,
+      FsCommand.Put.class,
+      FsCommand.Get.class,
+      FsCommand.Cp.class,
+      FsCommand.Cat.class,
+      FsCommand.Rm.class,
+      FsCommand.Mv.class,
+      FsCommand.Stat.class,
+      FsCommand.Df.class,
+      CommandLine.HelpCommand.class
     })
 final class FsCommand implements Runnable {
   private static final DateTimeFormatter TIME =
@@ -244,6 +252,8 @@ final class FsCommand implements Runnable {
         description = "overwrite an existing file")
     boolean force;
 
+    @Mixin Progress.Switch progress;
+
     @Parameters(
         paramLabel = "SRC... DST",
         arity = "2..*",
@@ -270,7 +280,12 @@ final class FsCommand implements Runnable {
                 ? Paths.child(
                     dst, src.equals("-") ? "stdin" : Path.of(src).getFileName().toString())
                 : dst;
-        try (InputStream in = src.equals("-") ? System.in : Files.newInputStream(Path.of(src))) {
+        try (InputStream in =
+            Progress.track(
+                src.equals("-") ? System.in : Files.newInputStream(Path.of(src)),
+                "put " + Path.of(src).getFileName(),
+                src.equals("-") ? -1 : Files.size(Path.of(src)),
+                progress.show())) {
           if (force) {
             deleteIfFile(client, target);
           }
@@ -291,7 +306,7 @@ final class FsCommand implements Runnable {
      * Writes {@code in} to a new file at {@code target}; if reading or writing fails, the file is
      * given up, so a failed put leaves nothing behind.
      */
-    private static void copyIn(
+    static void copyIn(
         EmberClient client, InputStream in, String src, String target, CreateOptions options)
         throws IOException {
       EmberOutputStream out = client.createBuffered(target, options);
@@ -307,7 +322,7 @@ final class FsCommand implements Runnable {
       out.close();
     }
 
-    private static void deleteIfFile(EmberClient client, String path) throws EmberException {
+    static void deleteIfFile(EmberClient client, String path) throws EmberException {
       try {
         if (client.lookup(path).isFile()) {
           client.delete(path, false);
@@ -328,6 +343,8 @@ final class FsCommand implements Runnable {
         "Never overwrites: an existing local file is an error."
       })
   static final class Get extends Sub {
+    @Mixin Progress.Switch progress;
+
     @Parameters(index = "0", paramLabel = "SRC")
     String src;
 
@@ -337,7 +354,7 @@ final class FsCommand implements Runnable {
     @Override
     void apply(EmberClient client) throws IOException {
       if (dst.equals("-")) {
-        copyOut(client, src, System.out);
+        copyOut(client, src, System.out, false);
         System.out.flush();
         return;
       }
@@ -357,11 +374,70 @@ final class FsCommand implements Runnable {
       Path tmp = Files.createTempFile(parent, ".ember-get", ".tmp");
       try {
         try (OutputStream out = Files.newOutputStream(tmp)) {
-          copyOut(client, src, out);
+          copyOut(client, src, out, progress.show());
         }
         Files.move(tmp, target, StandardCopyOption.ATOMIC_MOVE);
       } finally {
         Files.deleteIfExists(tmp);
+      }
+    }
+  }
+
+  @Command(
+      name = "cp",
+      mixinStandardHelpOptions = true,
+      description = {
+        "Copy Ember files within Ember; a directory target receives the sources.",
+        "Never overwrites an existing file unless -f; a failed copy leaves nothing behind."
+      })
+  static final class Cp extends Sub {
+    @Option(
+        names = "--storage-class",
+        paramLabel = "CLASS",
+        description = "storage class of the copies: dram or nvmf (default: each source's)")
+    String storageClass;
+
+    @Option(names = "-p", description = "create missing parent directories")
+    boolean parents;
+
+    @Option(
+        names = {"-f", "--force"},
+        description = "overwrite an existing file")
+    boolean force;
+
+    @Mixin Progress.Switch progress;
+
+    @Parameters(paramLabel = "SRC... DST", arity = "2..*")
+    List<String> args;
+
+    @Override
+    void apply(EmberClient client) throws IOException {
+      StorageClass chosen = storageClass == null ? null : StorageClass.parse(storageClass);
+      List<String> sources = args.subList(0, args.size() - 1);
+      String dst = Paths.normalize(args.get(args.size() - 1));
+      boolean dstIsDir = isContainer(client, dst);
+      if (sources.size() > 1 && !dstIsDir) {
+        error(dst + " is not a directory (copying " + sources.size() + " files)");
+        return;
+      }
+      for (String src : sources) {
+        try {
+          String from = Paths.normalize(src);
+          String target = dstIsDir ? Paths.child(dst, Paths.name(from)) : dst;
+          if (target.equals(from)) {
+            error(from + " and " + target + " are the same file");
+            continue;
+          }
+          StorageClass sc = chosen != null ? chosen : client.lookup(from).storageClass();
+          try (InputStream in = openForCopy(client, from, progress.show())) {
+            if (force) {
+              Put.deleteIfFile(client, target);
+            }
+            Put.copyIn(client, in, from, target, new CreateOptions(sc, parents));
+          }
+        } catch (EmberException e) {
+          error(e.getMessage());
+        }
       }
     }
   }
@@ -378,7 +454,7 @@ final class FsCommand implements Runnable {
     void apply(EmberClient client) throws IOException {
       for (String p : paths) {
         try {
-          copyOut(client, p, System.out);
+          copyOut(client, p, System.out, false);
         } catch (EmberException e) {
           error(e.getMessage());
         } finally {
@@ -561,14 +637,26 @@ final class FsCommand implements Runnable {
     }
   }
 
-  static void copyOut(EmberClient client, String path, OutputStream out) throws IOException {
+  static void copyOut(EmberClient client, String path, OutputStream out, boolean progress)
+      throws IOException {
+    try (InputStream in = openForCopy(client, path, progress)) {
+      in.transferTo(out);
+    }
+  }
+
+  /** A file or multifile's bytes, with a progress bar when {@code progress}. */
+  static InputStream openForCopy(EmberClient client, String path, boolean progress)
+      throws IOException {
     NodeStatus st = client.lookup(path);
     if (st.type() == NodeType.DIRECTORY) {
       throw new EmberException(ErrorCode.NOT_A_FILE, Paths.normalize(path) + " is a directory");
     }
-    try (InputStream in =
-        st.type() == NodeType.MULTIFILE ? client.openMultiFile(path) : client.open(path)) {
-      in.transferTo(out);
-    }
+    InputStream in =
+        st.type() == NodeType.MULTIFILE ? client.openMultiFile(path) : client.open(path);
+    return Progress.track(
+        in,
+        Paths.name(Paths.normalize(path)),
+        st.type() == NodeType.MULTIFILE ? -1 : st.length(),
+        progress);
   }
 }

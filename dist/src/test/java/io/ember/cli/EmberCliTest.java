@@ -1,5 +1,6 @@
 package io.ember.cli;
 
+import static java.nio.charset.StandardCharsets.UTF_8;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -247,7 +248,7 @@ class EmberCliTest {
 
   @Test
   void everyCommandHasHelp() {
-    for (String cmd : List.of("ls", "mkdir", "put", "get", "cat", "rm", "mv", "stat", "df")) {
+    for (String cmd : List.of("ls", "mkdir", "put", "get", "cp", "cat", "rm", "mv", "stat", "df")) {
       Result help = fs(cmd, "--help");
       assertEquals(0, help.code(), cmd + ": " + help.err());
       assertTrue(help.out().startsWith("Usage: ember fs " + cmd), help.out());
@@ -258,10 +259,93 @@ class EmberCliTest {
     assertTrue(fs("ls", "-h").out().contains("-R, --recursive"));
     assertTrue(fs("put", "--help").out().contains("--storage-class=CLASS"));
     assertTrue(fs("get", "--help").out().contains("Never overwrites"));
+    assertTrue(fs("cp", "--help").out().contains("unless -f"));
+    assertTrue(fs("put", "--help").out().contains("--no-progress"));
     assertTrue(run("--help").out().contains("NVMf data node"), run("--help").out());
     assertTrue(run("local", "--help").out().contains("NVMf data node"));
     Result namenodeHelp = run("namenode", "--help");
     assertTrue(!namenodeHelp.out().contains("null"), namenodeHelp.out());
+  }
+
+  @Test
+  void cpCopiesWithinEmberAndNeverOverwritesUnlessTold(@TempDir Path tmp) throws Exception {
+    byte[] data = new byte[300_000];
+    new Random(5).nextBytes(data);
+    Path local = Files.write(tmp.resolve("src"), data);
+    assertEquals(0, fs("put", "-p", local.toString(), "/cp/a").code());
+
+    Result copy = fs("cp", "/cp/a", "/cp/b");
+    assertEquals(0, copy.code(), copy.err());
+    assertEquals("", copy.err(), "no progress bar when the output is no terminal");
+    assertArrayEquals(data, fs("cat", "/cp/b").stdout());
+
+    Result exists = fs("cp", "/cp/a", "/cp/b");
+    assertEquals(1, exists.code());
+    assertTrue(exists.err().startsWith("ember fs cp: "), exists.err());
+    assertTrue(exists.err().contains("/cp/b"), exists.err());
+    assertEquals(0, fs("cp", "-f", "--storage-class", "nvmf", "/cp/a", "/cp/b").code());
+    assertTrue(fs("stat", "/cp/b").out().contains("storage class: NVMf"));
+    assertArrayEquals(data, fs("cat", "/cp/b").stdout());
+
+    assertEquals(0, fs("mkdir", "/cp/into").code());
+    assertEquals(0, fs("cp", "/cp/a", "/cp/b", "/cp/into").code());
+    assertArrayEquals(data, fs("cat", "/cp/into/b").stdout());
+    assertTrue(fs("stat", "/cp/into/b").out().contains("storage class: NVMf"), "kept");
+
+    Result dir = fs("cp", "/cp/into", "/cp/dir-copy");
+    assertEquals(1, dir.code());
+    assertEquals("ember fs cp: /cp/into is a directory", dir.err().strip());
+    Result missing = fs("cp", "/cp/none", "/cp/c");
+    assertEquals(1, missing.code());
+    assertTrue(missing.err().contains("/cp/none"), missing.err());
+    assertEquals(1, fs("stat", "/cp/dir-copy").code(), "nothing left behind");
+    assertEquals(1, fs("stat", "/cp/c").code(), "nothing left behind");
+    assertEquals(1, fs("cp", "/cp/a", "/cp/a").code());
+    assertEquals(0, fs("rm", "-r", "/cp").code());
+  }
+
+  @Test
+  void putAndGetDrawAProgressBarOnlyAtATerminal(@TempDir Path tmp) throws Exception {
+    Path script = Path.of("/usr/bin/script");
+    org.junit.jupiter.api.Assumptions.assumeTrue(
+        Files.isExecutable(script), "no script(1) (util-linux) to give the command a terminal");
+    byte[] data = new byte[3 << 20];
+    new Random(6).nextBytes(data);
+    Path local = Files.write(tmp.resolve("big"), data);
+    Path back = tmp.resolve("back");
+    String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+    String ember =
+        String.join(
+            " ",
+            java,
+            "-cp",
+            System.getProperty("java.class.path"),
+            EmberCli.class.getName(),
+            "fs",
+            "--namenode",
+            cluster.namenodeAddress().toString());
+    for (String command :
+        List.of(
+            ember + " put " + local + " /progress",
+            ember + " get /progress " + back,
+            ember + " cp /progress /progress-copy")) {
+      // script(1) runs the command on a pseudo-terminal, as a person's shell would.
+      ProcessBuilder pb =
+          new ProcessBuilder(script.toString(), "-qefc", command, "/dev/null")
+              .redirectErrorStream(true)
+              .redirectInput(ProcessBuilder.Redirect.PIPE);
+      pb.environment().put("TERM", "xterm-256color");
+      Process p = pb.start();
+      p.getOutputStream().close();
+      String shown = new String(p.getInputStream().readAllBytes(), UTF_8);
+      assertEquals(0, p.waitFor(), shown);
+      assertTrue(shown.contains("100%"), command + " drew no finished bar: " + shown);
+      assertTrue(shown.contains("MiB/s"), command + " shows no rate: " + shown);
+      assertTrue(shown.contains("3/3 MiB"), command + " shows no size: " + shown);
+    }
+    assertArrayEquals(data, Files.readAllBytes(back));
+    assertArrayEquals(data, fs("cat", "/progress-copy").stdout());
+    assertEquals(0, fs("rm", "/progress", "/progress-copy").code());
   }
 
   @Test
@@ -375,6 +459,17 @@ class EmberCliTest {
     assertTrue(r.out().contains("read 4 KiB ops (buffered stream)"), r.out());
     assertTrue(r.out().contains("lookup, 2 threads"), r.out());
     assertTrue(r.err().contains("bench: throughput 1 MiB ops, round 1/1"), r.err());
+  }
+
+  @Test
+  void benchMetricsComparesMetricsOnAndOff() {
+    Result r =
+        run("bench", "metrics", "--rounds", "1", "--seconds", "1", "--warmup", "0", "--size", "2m");
+    assertEquals(0, r.code(), r.err());
+    for (String figure : List.of("lookups/s, 1 thread", "1 MiB write MB/s", "1 MiB read MB/s")) {
+      assertTrue(r.out().lines().anyMatch(l -> l.startsWith(figure)), r.out());
+    }
+    assertTrue(r.err().contains("bench: round 1/1, metrics off: "), r.err());
   }
 
   @Test

@@ -2,6 +2,7 @@ package io.ember.http;
 
 import io.ember.protocol.Deferred;
 import io.ember.protocol.EmberException;
+import io.ember.protocol.EmberKeys;
 import io.ember.protocol.Message;
 import io.ember.protocol.MessageType;
 import io.ember.protocol.RpcService;
@@ -61,6 +62,7 @@ public final class ServerMetrics {
   }
 
   private final PrometheusRegistry registry = new PrometheusRegistry();
+  private final boolean enabled;
   private final Counter rpcCalls;
   private final Histogram rpcSeconds;
 
@@ -69,8 +71,12 @@ public final class ServerMetrics {
   private final Map<MessageType, CounterDataPoint> okCalls = new ConcurrentHashMap<>();
   private final Map<MessageType, DistributionDataPoint> latencies = new ConcurrentHashMap<>();
 
-  /** Metrics of one server, with RPC metrics registered. */
-  public ServerMetrics() {
+  /**
+   * Metrics of one server, with RPC metrics registered. Not {@code enabled} ({@link
+   * EmberKeys#METRICS_ENABLED}), nothing is counted or timed and {@link #route()} answers 404.
+   */
+  public ServerMetrics(boolean enabled) {
+    this.enabled = enabled;
     rpcCalls =
         Counter.builder()
             .name("ember_rpc_calls_total")
@@ -87,6 +93,11 @@ public final class ServerMetrics {
             .register(registry);
   }
 
+  /** Whether this server counts and times anything; off, its counters stay at zero. */
+  public boolean enabled() {
+    return enabled;
+  }
+
   /** Where a server registers its own metrics. */
   public PrometheusRegistry registry() {
     return registry;
@@ -94,6 +105,9 @@ public final class ServerMetrics {
 
   /** {@code service}, with each request counted and timed. */
   public RpcService meter(RpcService service) {
+    if (!enabled) {
+      return service;
+    }
     return new RpcService() {
       @Override
       public Message handle(Channel channel, MessageType type, ByteBuf payload)
@@ -126,6 +140,9 @@ public final class ServerMetrics {
    * @return {@code answer}
    */
   public Message answered(MessageType type, long startNanos, Message answer) {
+    if (!enabled) {
+      return answer;
+    }
     if (answer instanceof Deferred deferred) {
       // The RPC server writes the answer; this only watches it complete.
       @SuppressWarnings("FutureReturnValueIgnored")
@@ -152,6 +169,9 @@ public final class ServerMetrics {
    * Records a request of {@code type} begun at {@code startNanos} that ended with {@code outcome}.
    */
   public void observe(MessageType type, long startNanos, String outcome) {
+    if (!enabled) {
+      return;
+    }
     CounterDataPoint calls =
         outcome.equals("OK")
             ? okCalls.computeIfAbsent(type, t -> rpcCalls.labelValues(t.name(), outcome))
@@ -178,6 +198,12 @@ public final class ServerMetrics {
 
   /** A route that answers {@link #scrape()}. */
   public StatusServer.Route route() {
-    return query -> new StatusServer.Response(200, CONTENT_TYPE, scrape());
+    return query -> {
+      if (!enabled) {
+        throw new StatusServer.NotFoundException(
+            "metrics are off on this server (" + EmberKeys.METRICS_ENABLED.name() + "=false)");
+      }
+      return new StatusServer.Response(200, CONTENT_TYPE, scrape());
+    };
   }
 }

@@ -224,6 +224,40 @@ class StatusPagesTest {
     }
   }
 
+  @Test
+  void withMetricsOffMetricsAnswer404AndThePagesStay() throws Exception {
+    try (MiniCluster quiet =
+            MiniCluster.builder()
+                .dramDatanodes(1)
+                .dramCapacity("8m")
+                .blockSize("1m")
+                .set(io.ember.protocol.EmberKeys.METRICS_ENABLED, "false")
+                .build();
+        EmberClient c = quiet.newClient()) {
+      try (EmberOutputStream out = c.create("/f", CreateOptions.DEFAULT)) {
+        out.write(TestFiles.data(3 << 20, 3));
+      }
+      for (int port :
+          new int[] {
+            quiet.namenode().httpAddress().getPort(),
+            quiet.datanodes().get(0).httpAddress().getPort()
+          }) {
+        String at = "http://127.0.0.1:" + port;
+        HttpResponse<String> m =
+            http.send(
+                HttpRequest.newBuilder(URI.create(at + "/metrics")).build(),
+                HttpResponse.BodyHandlers.ofString());
+        assertEquals(404, m.statusCode());
+        assertTrue(m.body().contains("ember.metrics.enabled=false"), m.body());
+        HttpResponse<String> page =
+            http.send(
+                HttpRequest.newBuilder(URI.create(at + "/")).build(),
+                HttpResponse.BodyHandlers.ofString());
+        assertEquals(200, page.statusCode());
+      }
+    }
+  }
+
   private double sumOverDatanodes(String series) throws Exception {
     double sum = 0;
     for (var dn : cluster.datanodes()) {

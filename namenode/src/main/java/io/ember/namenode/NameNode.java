@@ -120,7 +120,7 @@ public final class NameNode implements AutoCloseable {
   private volatile boolean closing;
   private final InetSocketAddress address;
 
-  private final ServerMetrics metrics = new ServerMetrics();
+  private final ServerMetrics metrics;
 
   /** The status pages and metrics, or null when they are off. */
   private final StatusServer http;
@@ -128,6 +128,7 @@ public final class NameNode implements AutoCloseable {
   private final Counter leaseRecoveries;
 
   private NameNode(EmberConfig config, String host, int port) throws EmberException {
+    metrics = new ServerMetrics(config.get(EmberKeys.METRICS_ENABLED));
     lifeCycle.beginStart();
     long blockSize = config.get(EmberKeys.BLOCK_SIZE);
     if (Long.bitCount(blockSize) != 1) {

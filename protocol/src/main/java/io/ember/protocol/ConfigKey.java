@@ -71,6 +71,23 @@ public final class ConfigKey<T> {
         description);
   }
 
+  /** A key that is true or false. */
+  public static ConfigKey<Boolean> ofBoolean(
+      String name, boolean defaultValue, String description) {
+    return new ConfigKey<>(
+        name,
+        Boolean.toString(defaultValue),
+        s -> {
+          if (s.equalsIgnoreCase("true") || s.equalsIgnoreCase("false")) {
+            return Boolean.parseBoolean(s);
+          }
+          throw new IllegalArgumentException(s);
+        },
+        v -> true,
+        "true or false",
+        description);
+  }
+
   /** A string key whose values must pass {@code check}. */
   public static ConfigKey<String> ofString(
       String name,

@@ -77,6 +77,14 @@ public final class EmberKeys {
           Duration.ofMinutes(5),
           "time between a data node's heartbeats to the name node");
 
+  /**
+   * Whether servers count and time requests and bytes for {@code /metrics}; off, {@code /metrics}
+   * answers 404 and the status pages stay.
+   */
+  public static final ConfigKey<Boolean> METRICS_ENABLED =
+      ConfigKey.ofBoolean(
+          "ember.metrics.enabled", true, "servers count requests and bytes for /metrics");
+
   /** Every key of this class. */
   public static final List<ConfigKey<?>> ALL =
       List.of(
@@ -87,7 +95,8 @@ public final class EmberKeys {
           CONNECT_TIMEOUT,
           RPC_TRANSPORT,
           IO_THREADS,
-          HEARTBEAT_INTERVAL);
+          HEARTBEAT_INTERVAL,
+          METRICS_ENABLED);
 
   /** Event loop threads for a configuration. */
   public static int ioThreads(EmberConfig config) {

@@ -56,7 +56,7 @@ public final class DramDataNode implements DataNode {
 
   private final LifeCycle lifeCycle = new LifeCycle("DRAM data node");
 
-  private final ServerMetrics metrics = new ServerMetrics();
+  private final ServerMetrics metrics;
   private final String namenodeAddress;
   // The tier's series, looked up once rather than on every read and write.
   private final CounterDataPoint bytesWritten;
@@ -68,6 +68,7 @@ public final class DramDataNode implements DataNode {
   private DramDataNode(EmberConfig config) throws EmberException {
     lifeCycle.beginStart();
     region = new DramRegion(config.get(DramDataNodeKeys.CAPACITY));
+    metrics = new ServerMetrics(config.get(EmberKeys.METRICS_ENABLED));
     namenodeAddress = config.get(EmberKeys.NAMENODE_ADDRESS);
     bytesWritten =
         Counter.builder()
@@ -330,7 +331,9 @@ public final class DramDataNode implements DataNode {
                 region.write(r.address(), r.data());
                 g.wrote(r.address(), length);
               }
-              bytesWritten.inc(length);
+              if (metrics.enabled()) {
+                bytesWritten.inc(length);
+              }
             } finally {
               r.data().release();
             }
@@ -344,7 +347,9 @@ public final class DramDataNode implements DataNode {
                 .checkRead(r.blockId(), r.generation(), r.address(), r.length(), describe);
             Messages.DataResponse data =
                 new Messages.DataResponse(region.read(r.address(), r.length()));
-            bytesRead.inc(r.length());
+            if (metrics.enabled()) {
+              bytesRead.inc(r.length());
+            }
             return data;
           }
         case BLOCK_LENGTH:

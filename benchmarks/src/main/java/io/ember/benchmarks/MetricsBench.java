@@ -1,0 +1,300 @@
+package io.ember.benchmarks;
+
+import io.ember.client.CreateOptions;
+import io.ember.client.EmberClient;
+import io.ember.client.EmberInputStream;
+import io.ember.client.EmberOutputStream;
+import io.ember.datanode.dram.DramDataNode;
+import io.ember.datanode.dram.DramDataNodeKeys;
+import io.ember.minicluster.MiniCluster;
+import io.ember.protocol.ConfigKey;
+import io.ember.protocol.EmberConfig;
+import io.ember.protocol.EmberKeys;
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.net.InetSocketAddress;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.Callable;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/**
+ * {@code ember bench metrics}: what servers' metrics cost. Two clusters run side by side, one with
+ * {@link EmberKeys#METRICS_ENABLED} on (and its {@code /metrics} scraped as Prometheus would, only
+ * more often) and one with it off; the rounds take them in turn, in alternating order, and measure
+ * one-thread lookups and 1 MiB writes and reads.
+ */
+@Command(
+    name = "metrics",
+    mixinStandardHelpOptions = true,
+    description = "Benchmark lookups and 1 MiB writes and reads with servers' metrics on and off.")
+public final class MetricsBench implements Callable<Integer> {
+  private static final int OP = 1 << 20;
+
+  @Option(
+      names = "--size",
+      defaultValue = "128m",
+      description =
+          "bytes written and then read per round, in 1 MiB operations (default ${DEFAULT-VALUE})")
+  String size;
+
+  @Option(
+      names = "--scrape-interval",
+      defaultValue = "1s",
+      description =
+          "how often both servers' /metrics are read while metrics are on; 0 never "
+              + "(default ${DEFAULT-VALUE}; Prometheus' default is 1m)")
+  String scrapeInterval;
+
+  @CommandLine.Mixin RoundOptions round;
+
+  @Option(
+      names = "--warmup",
+      defaultValue = "10",
+      description = "seconds of unmeasured rounds per mode first (default ${DEFAULT-VALUE})")
+  int warmupSeconds;
+
+  @Option(
+      names = {"-D", "--set"},
+      paramLabel = "KEY=VALUE",
+      description = "an Ember setting for both clusters and their clients (repeatable)")
+  Map<String, String> settings = new TreeMap<>();
+
+  @CommandLine.Spec CommandLine.Model.CommandSpec spec;
+
+  private PrintWriter progress;
+  private long bytes;
+
+  /** One cluster, its client, and the scraper that reads its metrics while it has them. */
+  private final class Mode implements AutoCloseable {
+    final boolean metrics;
+    final MiniCluster cluster;
+    final EmberClient client;
+    final String lookedUp = "/looked-up";
+    final ScheduledExecutorService scraper;
+    final AtomicLong scrapes = new AtomicLong();
+    final AtomicLong scrapeFailures = new AtomicLong();
+
+    Mode(boolean metrics, EmberConfig overrides, Duration interval) throws IOException {
+      this.metrics = metrics;
+      cluster =
+          MiniCluster.builder()
+              .set(DramDataNodeKeys.CAPACITY, Long.toString(bytes + (64L << 20)))
+              .set(EmberKeys.IO_THREADS, "0")
+              .config(overrides)
+              .set(EmberKeys.METRICS_ENABLED, Boolean.toString(metrics))
+              .build();
+      try {
+        client = cluster.newClient();
+        client.create(lookedUp, CreateOptions.DEFAULT).close();
+      } catch (IOException | RuntimeException e) {
+        cluster.close();
+        throw e;
+      }
+      List<URI> targets = new ArrayList<>();
+      InetSocketAddress nn = cluster.namenode().httpAddress();
+      if (nn != null) {
+        targets.add(URI.create("http://127.0.0.1:" + nn.getPort() + "/metrics"));
+      }
+      for (DramDataNode dn : cluster.datanodes()) {
+        if (dn.httpAddress() != null) {
+          targets.add(URI.create("http://127.0.0.1:" + dn.httpAddress().getPort() + "/metrics"));
+        }
+      }
+      if (metrics && !interval.isZero() && !targets.isEmpty()) {
+        HttpClient http = HttpClient.newHttpClient();
+        scraper =
+            Executors.newSingleThreadScheduledExecutor(
+                r -> {
+                  Thread t = new Thread(r, "bench-scraper");
+                  t.setDaemon(true);
+                  return t;
+                });
+        // Runs until shutdownNow: scrape() keeps every failure to itself.
+        var unused =
+            scraper.scheduleWithFixedDelay(
+                () -> scrape(http, targets), 0, interval.toMillis(), TimeUnit.MILLISECONDS);
+      } else {
+        scraper = null;
+      }
+    }
+
+    private void scrape(HttpClient http, List<URI> targets) {
+      for (URI u : targets) {
+        try {
+          HttpResponse<byte[]> r =
+              http.send(
+                  HttpRequest.newBuilder(u).timeout(Duration.ofSeconds(30)).build(),
+                  HttpResponse.BodyHandlers.ofByteArray());
+          if (r.statusCode() == 200) {
+            scrapes.incrementAndGet();
+          } else {
+            scrapeFailures.incrementAndGet();
+          }
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+          return;
+        } catch (Exception e) {
+          scrapeFailures.incrementAndGet();
+        }
+      }
+    }
+
+    String name() {
+      return metrics ? "metrics on" : "metrics off";
+    }
+
+    @Override
+    public void close() {
+      if (scraper != null) {
+        scraper.shutdownNow();
+      }
+      client.close();
+      cluster.close();
+    }
+  }
+
+  private record Figures(double lookups, double writeMbps, double readMbps) {}
+
+  @Override
+  public Integer call() throws Exception {
+    PrintWriter out = spec.commandLine().getOut();
+    progress = spec.commandLine().getErr();
+    bytes = ConfigKey.parseSize(size) / OP * OP;
+    Duration interval = ConfigKey.parseDuration(scrapeInterval);
+    if (round.rounds < 1 || round.seconds < 1 || warmupSeconds < 0 || bytes < OP) {
+      throw new CommandLine.ParameterException(
+          spec.commandLine(),
+          "--rounds and --seconds must be positive, --warmup not negative, --size at least 1m");
+    }
+    EmberConfig overrides = BenchCommand.settings(spec, settings);
+    byte[] buf = new byte[OP];
+    new java.util.Random(1).nextBytes(buf);
+    List<Figures> on = new ArrayList<>();
+    List<Figures> off = new ArrayList<>();
+    long scrapes;
+    long scrapeFailures;
+    try (Mode withMetrics = new Mode(true, overrides, interval);
+        Mode without = new Mode(false, overrides, interval)) {
+      note("started two clusters of a name node and a DRAM data node: metrics on and off");
+      for (Mode m : List.of(withMetrics, without)) {
+        long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(warmupSeconds);
+        int w = 0;
+        do {
+          note("warm-up " + ++w + ", " + m.name() + ": " + describe(measure(m, buf, 1)));
+        } while (System.nanoTime() < end);
+      }
+      for (int r = 0; r < round.rounds; r++) {
+        List<Mode> order =
+            r % 2 == 0 ? List.of(withMetrics, without) : List.of(without, withMetrics);
+        for (Mode m : order) {
+          Figures f = measure(m, buf, round.seconds);
+          (m.metrics ? on : off).add(f);
+          note(
+              String.format(
+                  Locale.ROOT, "round %d/%d, %s: %s", r + 1, round.rounds, m.name(), describe(f)));
+        }
+      }
+      scrapes = withMetrics.scrapes.get();
+      scrapeFailures = withMetrics.scrapeFailures.get();
+    }
+    String f = "%-22s %14s %14s %8s%n";
+    out.printf(Locale.ROOT, f, "figure", "metrics on", "metrics off", "on/off");
+    row(out, f, "lookups/s, 1 thread", on, off, Figures::lookups);
+    row(out, f, "1 MiB write MB/s", on, off, Figures::writeMbps);
+    row(out, f, "1 MiB read MB/s", on, off, Figures::readMbps);
+    out.println(
+        "on/off: the figure with ember.metrics.enabled=true against false, same run; medians of "
+            + round.rounds
+            + " rounds ("
+            + round.seconds
+            + " s of lookups, "
+            + ConfigKey.formatSize(bytes)
+            + " written and read). /metrics was read "
+            + scrapes
+            + " times during the rounds with metrics on"
+            + (scrapeFailures > 0 ? " (" + scrapeFailures + " reads failed)" : "")
+            + ".");
+    out.flush();
+    return 0;
+  }
+
+  private static void row(
+      PrintWriter out,
+      String format,
+      String name,
+      List<Figures> on,
+      List<Figures> off,
+      java.util.function.ToDoubleFunction<Figures> figure) {
+    double a = BenchCommand.median(on.stream().mapToDouble(figure).toArray());
+    double b = BenchCommand.median(off.stream().mapToDouble(figure).toArray());
+    out.printf(
+        Locale.ROOT,
+        format,
+        name,
+        BenchCommand.fmt(a),
+        BenchCommand.fmt(b),
+        String.format(Locale.ROOT, "%.3f", a / b));
+  }
+
+  private static String describe(Figures f) {
+    return String.format(
+        Locale.ROOT,
+        "%.0f lookups/s, write %.0f MB/s, read %.0f MB/s",
+        f.lookups(),
+        f.writeMbps(),
+        f.readMbps());
+  }
+
+  /** Lookups for {@code seconds}, then --size written and read back in 1 MiB operations. */
+  private Figures measure(Mode m, byte[] buf, int seconds) throws Exception {
+    EmberClient c = m.client;
+    long n = 0;
+    long start = System.nanoTime();
+    long end = start + TimeUnit.SECONDS.toNanos(seconds);
+    long now;
+    do {
+      c.lookup(m.lookedUp);
+      n++;
+      now = System.nanoTime();
+    } while (now - end < 0);
+    double lookups = n / ((now - start) / 1e9);
+
+    String path = "/transfer";
+    long t0 = System.nanoTime();
+    try (EmberOutputStream o = c.create(path, CreateOptions.DEFAULT)) {
+      for (long done = 0; done < bytes; done += OP) {
+        o.write(buf, 0, OP);
+      }
+    }
+    long t1 = System.nanoTime();
+    byte[] in = new byte[OP];
+    try (EmberInputStream i = c.open(path)) {
+      for (long done = 0; done < bytes; done += OP) {
+        i.readFully(done, in, 0, OP);
+      }
+    }
+    long t2 = System.nanoTime();
+    c.delete(path, false);
+    return new Figures(lookups, bytes / ((t1 - t0) / 1e3), bytes / ((t2 - t1) / 1e3));
+  }
+
+  private void note(String s) {
+    progress.println("bench: " + s);
+    progress.flush();
+  }
+}
