@@ -41,6 +41,17 @@ class ConfigTest {
   }
 
   @Test
+  void booleansAreTrueOrFalseAndNothingElse() {
+    EmberConfig c = EmberConfig.defaults();
+    assertEquals(true, c.get(EmberKeys.METRICS_ENABLED));
+    assertEquals(false, c.with(EmberKeys.METRICS_ENABLED, "FALSE").get(EmberKeys.METRICS_ENABLED));
+    IllegalArgumentException e =
+        assertThrows(
+            IllegalArgumentException.class, () -> c.with(EmberKeys.METRICS_ENABLED, "off"));
+    assertEquals("ember.metrics.enabled: 'off' is not true or false", e.getMessage());
+  }
+
+  @Test
   void reportsUnknownKeysFromAFile(@TempDir Path dir) throws Exception {
     Path f = dir.resolve("ember.properties");
     Files.writeString(f, "ember.block-size=64k\nember.blok-size=1m\n");
