@@ -142,6 +142,21 @@ public final class NvmfTarget implements AutoCloseable {
     return controllers.size();
   }
 
+  /**
+   * What each I/O controller (not discovery) has served since its host connected, by controller id;
+   * a controller whose host went away is gone from the list.
+   */
+  public List<ControllerStats> controllerStats() {
+    List<ControllerStats> out = new ArrayList<>();
+    for (TargetController c : controllers.values()) {
+      if (!c.discovery()) {
+        out.add(c.counters.snapshot(c));
+      }
+    }
+    out.sort(java.util.Comparator.comparingInt(ControllerStats::cntlid));
+    return out;
+  }
+
   int newCntlid() {
     for (int i = 0; i < 0xFFEF; i++) {
       int id = nextCntlid.getAndUpdate(v -> v >= 0xFFEF ? 1 : v + 1);

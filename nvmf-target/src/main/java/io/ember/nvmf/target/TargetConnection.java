@@ -46,6 +46,10 @@ final class TargetConnection extends ChannelInboundHandlerAdapter {
   private final PduFrameDecoder decoder;
   private final PduWriter out;
   private final IntObjectHashMap<Pending> pending = new IntObjectHashMap<>();
+
+  /** I/O commands received and not yet answered, by command id: for the controller's stats. */
+  private final IntObjectHashMap<Timing> timings = new IntObjectHashMap<>();
+
   private TargetController ctrl;
   private int qid = -1;
   private int sqsize = 1;
@@ -90,6 +94,9 @@ final class TargetConnection extends ChannelInboundHandlerAdapter {
       this.action = action;
     }
   }
+
+  /** When an I/O command arrived, what it was and how many bytes it moves. */
+  private record Timing(int opcode, long bytes, long startNanos) {}
 
   /** A namespace operation that may block. */
   private interface IoTask {
@@ -159,6 +166,10 @@ final class TargetConnection extends ChannelInboundHandlerAdapter {
       p.buf.release();
     }
     pending.clear();
+    if (ctrl != null) {
+      ctrl.counters.outstanding.addAndGet(-timings.size());
+    }
+    timings.clear();
     if (kaTimer != null) {
       kaTimer.cancel(false);
     }
@@ -209,6 +220,7 @@ final class TargetConnection extends ChannelInboundHandlerAdapter {
     if (dead) {
       return;
     }
+    completed(cid, status == 0);
     out.capsuleResp(new Cqe(dw0, dw1, sqhd, Math.max(qid, 0), cid, status));
     batcher.flushSoon();
   }
@@ -251,7 +263,20 @@ final class TargetConnection extends ChannelInboundHandlerAdapter {
     if (len == 0 || !success) {
       ok(cid);
     } else {
+      completed(cid, true);
       batcher.flushSoon();
+    }
+  }
+
+  /** Counts an I/O command answered now, if it is one. */
+  private void completed(int cid, boolean ok) {
+    if (qid <= 0) {
+      return;
+    }
+    Timing t = timings.remove(cid);
+    if (t != null) {
+      ctrl.counters.outstanding.decrementAndGet();
+      ctrl.counters.completed(t.opcode(), t.bytes(), System.nanoTime() - t.startNanos(), ok);
     }
   }
 
@@ -880,6 +905,14 @@ final class TargetConnection extends ChannelInboundHandlerAdapter {
     int cid = s.cid();
     Subsystem sub = ctrl.subsystem;
     int nsid = s.nsid();
+    Namespace target = sub.get(nsid);
+    long bytes =
+        target == null || (s.opcode() != Nvme.IO_READ && s.opcode() != Nvme.IO_WRITE)
+            ? 0
+            : ((s.cdw(12) & 0xFFFF) + 1L) * target.blockSize();
+    if (timings.put(cid, new Timing(s.opcode(), bytes, System.nanoTime())) == null) {
+      ctrl.counters.outstanding.incrementAndGet();
+    }
     if (s.opcode() == Nvme.IO_FLUSH && nsid == -1) {
       Namespace any = null;
       for (Namespace ns : sub.namespaces().values()) {

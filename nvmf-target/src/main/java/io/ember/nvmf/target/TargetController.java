@@ -26,6 +26,7 @@ final class TargetController {
   volatile int asyncEventConfig;
   volatile long lastKeepAlive = System.nanoTime();
   final Map<Integer, Channel> queues = new ConcurrentHashMap<>();
+  final ControllerCounters counters = new ControllerCounters();
 
   TargetController(
       int cntlid, Subsystem subsystem, String hostNqn, UUID hostId, long katoMs, int maxIoQueues) {
