@@ -203,6 +203,7 @@ public final class MiniCluster implements AutoCloseable {
     EmberConfig c =
         config
             .with(NvmfDataNodeKeys.TARGET, targetUri)
+            .with(NvmfDataNodeKeys.HTTP_HOST, "127.0.0.1")
             .with(EmberKeys.NAMENODE_ADDRESS, namenodeAddress.toString());
     return add(NvmfDataNode.start(c), c);
   }

@@ -2,12 +2,16 @@ package io.ember.datanode.nvmf;
 
 import io.ember.datanode.DataNode;
 import io.ember.datanode.NameNodeLink;
+import io.ember.http.Page;
+import io.ember.http.ServerMetrics;
+import io.ember.http.StatusServer;
 import io.ember.nvmf.IdentifyNamespace;
 import io.ember.nvmf.NvmfController;
 import io.ember.nvmf.NvmfException;
 import io.ember.nvmf.NvmfHost;
 import io.ember.nvmf.NvmfHostOptions;
 import io.ember.nvmf.NvmfUri;
+import io.ember.nvmf.target.ControllerStats;
 import io.ember.nvmf.target.FileNamespace;
 import io.ember.nvmf.target.MemoryNamespace;
 import io.ember.nvmf.target.Namespace;
@@ -23,11 +27,16 @@ import io.ember.protocol.Messages;
 import io.ember.protocol.StorageClass;
 import io.ember.tier.nvmf.NvmfTier;
 import io.ember.tier.nvmf.TargetStamp;
+import io.prometheus.metrics.core.metrics.GaugeWithCallback;
 import java.io.IOException;
+import java.net.InetSocketAddress;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Locale;
+import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
@@ -65,6 +74,12 @@ public final class NvmfDataNode implements DataNode {
   private final IdentifyNamespace namespace;
   private final NameNodeLink link;
   private final LifeCycle lifeCycle = new LifeCycle("NVMf data node");
+  private final String namenodeAddress;
+  private final ServerMetrics metrics;
+
+  /** The status page and metrics, or null when they are off. */
+  private final StatusServer http;
+
   private volatile NvmfController controller;
   private volatile boolean dsmWarned;
 
@@ -75,6 +90,8 @@ public final class NvmfDataNode implements DataNode {
     lifeCycle.beginStart();
     try {
       String target = config.get(NvmfDataNodeKeys.TARGET);
+      namenodeAddress = config.get(EmberKeys.NAMENODE_ADDRESS);
+      metrics = new ServerMetrics(config.get(EmberKeys.METRICS_ENABLED));
       options =
           NvmfHostOptions.builder()
               .ioQueues(1)
@@ -119,6 +136,23 @@ public final class NvmfDataNode implements DataNode {
                   this::healthy,
                   new Stamp()));
       link.start();
+      GaugeWithCallback.builder()
+          .name("ember_datanode_capacity_bytes")
+          .help("bytes this data node offers, by tier")
+          .labelNames("tier")
+          .callback(cb -> cb.call((double) capacity(), TIER))
+          .register(metrics.registry());
+      if (embedded != null) {
+        metrics.registry().register(new TargetMetrics(embedded));
+      }
+      http =
+          lifeCycle.opened(
+              StatusServer.startAsConfigured(
+                  "nvmf-datanode",
+                  routes(),
+                  config.get(NvmfDataNodeKeys.HTTP_PORT),
+                  config.get(NvmfDataNodeKeys.HTTP_HOST),
+                  0));
       LOG.info(
           "NVMf data node: {} bytes of {} (LBA {} bytes)",
           namespace.sizeBytes(),
@@ -205,6 +239,107 @@ public final class NvmfDataNode implements DataNode {
             + ids
             + "): check the namespace id in "
             + NvmfDataNodeKeys.TARGET.name());
+  }
+
+  /** What the status page and {@code /api/summary} show. */
+  record Summary(
+      String endpoint,
+      String tier,
+      int datanodeId,
+      long incarnation,
+      long capacityBytes,
+      int lbaBytes,
+      boolean connected,
+      boolean embeddedTarget,
+      String namenode,
+      List<ControllerStats> controllers) {}
+
+  private Summary summary() {
+    NvmfController c = controller;
+    return new Summary(
+        endpoint,
+        TIER,
+        link.datanodeId(),
+        stamped,
+        capacity(),
+        namespace.blockSize(),
+        c != null && c.isConnected(),
+        embedded != null,
+        namenodeAddress,
+        embedded == null ? List.of() : embedded.controllerStats());
+  }
+
+  private Map<String, StatusServer.Route> routes() {
+    Map<String, StatusServer.Route> routes = new LinkedHashMap<>();
+    routes.put("/", q -> statusPage());
+    routes.put("/api/summary", q -> Page.json(summary()));
+    routes.put("/metrics", metrics.route());
+    return routes;
+  }
+
+  private StatusServer.Response statusPage() {
+    Summary s = summary();
+    Page page =
+        new Page(
+            "Ember NVMf data node " + s.endpoint(),
+            5,
+            List.of(new String[] {"JSON", "/api/summary"}, new String[] {"Metrics", "/metrics"}));
+    page.table(
+        List.of("", ""),
+        List.of(
+            List.of("name node", s.namenode()),
+            List.of(
+                "registered as", s.datanodeId() < 0 ? "not yet" : "data node " + s.datanodeId()),
+            List.of("target", s.embeddedTarget() ? "embedded, in this process" : uri.toString()),
+            List.of(
+                "target state",
+                Page.styled(
+                    s.connected() ? "answering" : "not answering",
+                    s.connected() ? "live" : "lost")),
+            List.of("capacity", Page.bytes(s.capacityBytes())),
+            List.of("LBA size", s.lbaBytes() + " B")));
+    if (s.embeddedTarget()) {
+      page.heading("Controllers of the embedded target");
+      List<List<String>> rows = new ArrayList<>();
+      for (ControllerStats c : s.controllers()) {
+        rows.add(
+            List.of(
+                Integer.toString(c.cntlid()),
+                c.hostNqn(),
+                Integer.toString(c.ioQueues()),
+                Integer.toString(c.outstanding()),
+                Long.toString(c.reads()),
+                Long.toString(c.writes()),
+                Long.toString(c.others()),
+                Long.toString(c.failed()),
+                Page.bytes(c.bytesRead()),
+                Page.bytes(c.bytesWritten()),
+                c.commands() == 0
+                    ? "-"
+                    : String.format(
+                        Locale.ROOT, "%.1f µs", c.latencySumSeconds() * 1e6 / c.commands())));
+      }
+      page.table(
+          List.of(
+              "controller",
+              "host",
+              "I/O queues",
+              "outstanding",
+              "reads",
+              "writes",
+              "other",
+              "failed",
+              "read",
+              "written",
+              "mean latency"),
+          rows);
+    }
+    return page.done();
+  }
+
+  /** The address of the status page and {@code /metrics}, or null when they are off. */
+  public InetSocketAddress httpAddress() {
+    return http == null ? null : http.address();
   }
 
   /** The target namespace, as clients address it. */
@@ -427,6 +562,9 @@ public final class NvmfDataNode implements DataNode {
   public void close() {
     if (!lifeCycle.beginClose()) {
       return;
+    }
+    if (http != null) {
+      http.close();
     }
     link.close();
     NvmfController c = controller;

@@ -1,5 +1,6 @@
 package io.ember.datanode.nvmf;
 
+import io.ember.http.StatusServer;
 import io.ember.protocol.ConfigKey;
 import java.util.List;
 
@@ -34,6 +35,29 @@ public final class NvmfDataNodeKeys {
           1L << 44,
           "size of the embedded target's namespace");
 
+  /** Host the status page listens on. */
+  public static final ConfigKey<String> HTTP_HOST =
+      ConfigKey.ofString(
+          "ember.datanode.nvmf.http-host",
+          "0.0.0.0",
+          s -> !s.isBlank(),
+          "a host name or address",
+          "host the NVMf data node's status page and /metrics listen on");
+
+  /**
+   * Port of the status page and {@code /metrics}. The node serves no RPC, so {@code auto} is any
+   * free port (logged).
+   */
+  public static final ConfigKey<String> HTTP_PORT =
+      ConfigKey.ofString(
+          "ember.datanode.nvmf.http-port",
+          StatusServer.PORT_AUTO,
+          StatusServer::validPort,
+          "auto, off or a port",
+          "port of the NVMf data node's status page and /metrics (auto or 0: any free port; off:"
+              + " none)");
+
   /** Every key of this class. */
-  public static final List<ConfigKey<?>> ALL = List.of(TARGET, EMBEDDED_FILE, EMBEDDED_SIZE);
+  public static final List<ConfigKey<?>> ALL =
+      List.of(TARGET, EMBEDDED_FILE, EMBEDDED_SIZE, HTTP_HOST, HTTP_PORT);
 }
