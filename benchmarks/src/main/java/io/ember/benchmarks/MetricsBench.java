@@ -87,6 +87,10 @@ public final class MetricsBench implements Callable<Integer> {
     final String lookedUp = "/looked-up";
     final ScheduledExecutorService scraper;
     final AtomicLong scrapes = new AtomicLong();
+
+    /** Whether the scraper reads /metrics now: only while this mode's rounds run. */
+    volatile boolean scraping;
+
     final AtomicLong scrapeFailures = new AtomicLong();
 
     Mode(boolean metrics, EmberConfig overrides, Duration interval) throws IOException {
@@ -98,13 +102,18 @@ public final class MetricsBench implements Callable<Integer> {
               .config(overrides)
               .set(EmberKeys.METRICS_ENABLED, Boolean.toString(metrics))
               .build();
+      EmberClient opened = null;
       try {
-        client = cluster.newClient();
-        client.create(lookedUp, CreateOptions.DEFAULT).close();
+        opened = cluster.newClient();
+        opened.create(lookedUp, CreateOptions.DEFAULT).close();
       } catch (IOException | RuntimeException e) {
+        if (opened != null) {
+          opened.close();
+        }
         cluster.close();
         throw e;
       }
+      client = opened;
       List<URI> targets = new ArrayList<>();
       InetSocketAddress nn = cluster.namenode().httpAddress();
       if (nn != null) {
@@ -134,6 +143,9 @@ public final class MetricsBench implements Callable<Integer> {
     }
 
     private void scrape(HttpClient http, List<URI> targets) {
+      if (!scraping) {
+        return;
+      }
       for (URI u : targets) {
         try {
           HttpResponse<byte[]> r =
@@ -194,10 +206,12 @@ public final class MetricsBench implements Callable<Integer> {
       for (Mode m : List.of(withMetrics, without)) {
         long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(warmupSeconds);
         int w = 0;
-        do {
+        while (System.nanoTime() < end) {
           note("warm-up " + ++w + ", " + m.name() + ": " + describe(measure(m, buf, 1)));
-        } while (System.nanoTime() < end);
+        }
       }
+      withMetrics.scrapes.set(0);
+      withMetrics.scrapeFailures.set(0);
       for (int r = 0; r < round.rounds; r++) {
         List<Mode> order =
             r % 2 == 0 ? List.of(withMetrics, without) : List.of(without, withMetrics);
@@ -262,6 +276,15 @@ public final class MetricsBench implements Callable<Integer> {
 
   /** Lookups for {@code seconds}, then --size written and read back in 1 MiB operations. */
   private Figures measure(Mode m, byte[] buf, int seconds) throws Exception {
+    m.scraping = m.scraper != null;
+    try {
+      return measureScraped(m, buf, seconds);
+    } finally {
+      m.scraping = false;
+    }
+  }
+
+  private Figures measureScraped(Mode m, byte[] buf, int seconds) throws Exception {
     EmberClient c = m.client;
     long n = 0;
     long start = System.nanoTime();

@@ -280,16 +280,16 @@ final class FsCommand implements Runnable {
                 ? Paths.child(
                     dst, src.equals("-") ? "stdin" : Path.of(src).getFileName().toString())
                 : dst;
-        try (InputStream in =
-            Progress.track(
-                src.equals("-") ? System.in : Files.newInputStream(Path.of(src)),
-                "put " + Path.of(src).getFileName(),
-                src.equals("-") ? -1 : Files.size(Path.of(src)),
-                progress.show())) {
-          if (force) {
-            deleteIfFile(client, target);
+        try {
+          long length = src.equals("-") ? -1 : Files.size(Path.of(src));
+          try (InputStream in =
+              Progress.track(
+                  src.equals("-") ? System.in : Files.newInputStream(Path.of(src)),
+                  "put " + Path.of(src).getFileName(),
+                  length,
+                  progress.show())) {
+            copyIn(client, in, src, target, new CreateOptions(sc, parents), force);
           }
-          copyIn(client, in, src, target, new CreateOptions(sc, parents));
         } catch (java.nio.file.NoSuchFileException e) {
           error(src + ": no such local file");
         } catch (java.nio.file.AccessDeniedException e) {
@@ -304,11 +304,33 @@ final class FsCommand implements Runnable {
 
     /**
      * Writes {@code in} to a new file at {@code target}; if reading or writing fails, the file is
-     * given up, so a failed put leaves nothing behind.
+     * given up, so a failed put leaves nothing behind. With {@code replace}, a file already at
+     * {@code target} is replaced, and only once the new one is whole.
      */
     static void copyIn(
-        EmberClient client, InputStream in, String src, String target, CreateOptions options)
+        EmberClient client,
+        InputStream in,
+        String src,
+        String target,
+        CreateOptions options,
+        boolean replace)
         throws IOException {
+      if (replace && isFile(client, target)) {
+        // The old file goes only once the new one is whole: a failed copy loses nothing.
+        String partial =
+            Paths.child(
+                Paths.parent(target),
+                "." + Paths.name(target) + ".ember-copy-" + System.nanoTime());
+        copyIn(client, in, src, partial, options, false);
+        try {
+          client.delete(target, false);
+          client.rename(partial, target);
+        } catch (EmberException e) {
+          client.delete(partial, false);
+          throw e;
+        }
+        return;
+      }
       EmberOutputStream out = client.createBuffered(target, options);
       try {
         in.transferTo(out);
@@ -322,15 +344,14 @@ final class FsCommand implements Runnable {
       out.close();
     }
 
-    static void deleteIfFile(EmberClient client, String path) throws EmberException {
+    private static boolean isFile(EmberClient client, String path) throws EmberException {
       try {
-        if (client.lookup(path).isFile()) {
-          client.delete(path, false);
-        }
+        return client.lookup(path).isFile();
       } catch (EmberException e) {
         if (e.code() != ErrorCode.NOT_FOUND) {
           throw e;
         }
+        return false;
       }
     }
   }
@@ -430,13 +451,12 @@ final class FsCommand implements Runnable {
           }
           StorageClass sc = chosen != null ? chosen : client.lookup(from).storageClass();
           try (InputStream in = openForCopy(client, from, progress.show())) {
-            if (force) {
-              Put.deleteIfFile(client, target);
-            }
-            Put.copyIn(client, in, from, target, new CreateOptions(sc, parents));
+            Put.copyIn(client, in, from, target, new CreateOptions(sc, parents), force);
           }
         } catch (EmberException e) {
           error(e.getMessage());
+        } catch (IOException e) {
+          error(src + ": " + EmberCli.oneLine(e));
         }
       }
     }

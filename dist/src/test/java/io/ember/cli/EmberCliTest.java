@@ -18,6 +18,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Random;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -338,7 +339,8 @@ class EmberCliTest {
       Process p = pb.start();
       p.getOutputStream().close();
       String shown = new String(p.getInputStream().readAllBytes(), UTF_8);
-      assertEquals(0, p.waitFor(), shown);
+      assertTrue(p.waitFor(5, TimeUnit.MINUTES), command + " ended");
+      assertEquals(0, p.exitValue(), shown);
       assertTrue(shown.contains("100%"), command + " drew no finished bar: " + shown);
       assertTrue(shown.contains("MiB/s"), command + " shows no rate: " + shown);
       assertTrue(shown.contains("3/3 MiB"), command + " shows no size: " + shown);

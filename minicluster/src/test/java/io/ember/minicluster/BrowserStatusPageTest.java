@@ -101,7 +101,14 @@ class BrowserStatusPageTest {
   void thePageListsTheDataNodesFollowsAFileToItsBlocksAndShowsAKilledNodeLost() throws Exception {
     browser.get(base + "/");
     assertTrue(browser.getTitle().startsWith("Ember name node"), browser.getTitle());
-    Map<String, List<String>> rows = dataNodeRows();
+    // The page reloads itself every 5 s: what is read of it is read whole, again if a reload
+    // replaced it meanwhile.
+    Map<String, List<String>> rows =
+        patiently(
+            b -> {
+              Map<String, List<String>> read = dataNodeRows();
+              return read.size() == cluster.datanodes().size() ? read : null;
+            });
     assertEquals(2, rows.size(), rows.toString());
     for (DramDataNode dn : cluster.datanodes()) {
       List<String> row = rows.get(dn.endpoint());
@@ -116,7 +123,11 @@ class BrowserStatusPageTest {
       out.write(TestFiles.data((2 << 20) + 7, 7));
     }
     // As a person would: through the links, not by typing addresses.
-    browser.findElement(By.linkText("Browse")).click();
+    patiently(
+        b -> {
+          b.findElement(By.linkText("Browse")).click();
+          return true;
+        });
     browser.findElement(By.linkText("logs/")).click();
     browser.findElement(By.linkText("day one")).click();
     List<BlockLocation> blocks = client.blockLocations("/logs/day one");
@@ -130,6 +141,7 @@ class BrowserStatusPageTest {
     assertEquals(List.of("1048576", "1048576", "7"), shown.stream().map(r -> r.get(5)).toList());
     screenshot("2-file-blocks");
 
+    // The namespace pages do not reload themselves.
     browser.findElement(By.linkText("Status")).click();
     String killed = cluster.datanodes().get(0).endpoint();
     cluster.killDatanode(0);
@@ -137,9 +149,24 @@ class BrowserStatusPageTest {
     new WebDriverWait(browser, DEADLINE, Duration.ofMillis(200))
         .withMessage(killed + " to be shown lost without a reload by the test")
         .until(b -> "lost".equals(stateOf(killed)));
-    assertTrue(browser.findElement(By.id("last-warnings")).isDisplayed(), "the warnings are shown");
-    assertTrue(browser.getPageSource().contains(killed), "the warning names the node");
+    List<List<String>> warnings =
+        patiently(
+            b -> {
+              List<List<String>> read = tableAfter("last-warnings");
+              return read.isEmpty() ? null : read;
+            });
+    assertTrue(
+        warnings.stream().anyMatch(w -> w.get(1).contains(killed) && w.get(1).contains("lost")),
+        "a warning names the lost node: " + warnings);
     screenshot("3-lost");
+  }
+
+  /** {@code read}'s answer, read again while a reload of the page spoils it, up to the deadline. */
+  private <T> T patiently(java.util.function.Function<WebDriver, T> read) {
+    return new WebDriverWait(browser, DEADLINE, Duration.ofMillis(200))
+        .ignoring(org.openqa.selenium.StaleElementReferenceException.class)
+        .ignoring(org.openqa.selenium.NoSuchElementException.class)
+        .until(read);
   }
 
   private String stateOf(String endpoint) {

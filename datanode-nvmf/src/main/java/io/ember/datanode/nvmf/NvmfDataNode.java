@@ -135,7 +135,6 @@ public final class NvmfDataNode implements DataNode {
                   this::deallocate,
                   this::healthy,
                   new Stamp()));
-      link.start();
       GaugeWithCallback.builder()
           .name("ember_datanode_capacity_bytes")
           .help("bytes this data node offers, by tier")
@@ -153,11 +152,18 @@ public final class NvmfDataNode implements DataNode {
                   config.get(NvmfDataNodeKeys.HTTP_PORT),
                   config.get(NvmfDataNodeKeys.HTTP_HOST),
                   0));
+      link.start();
       LOG.info(
-          "NVMf data node: {} bytes of {} (LBA {} bytes)",
+          "NVMf data node: {} bytes of {} (LBA {} bytes){}",
           namespace.sizeBytes(),
           endpoint,
-          namespace.blockSize());
+          namespace.blockSize(),
+          http == null
+              ? ""
+              : "; status page and metrics at http://"
+                  + http.address().getHostString()
+                  + ":"
+                  + http.address().getPort());
       lifeCycle.started();
     } catch (Throwable e) {
       // A node that never ran leaves no target, connection or heartbeat behind.
@@ -410,6 +416,7 @@ public final class NvmfDataNode implements DataNode {
       return NvmfTarget.builder()
           .listen("127.0.0.1", 0)
           .subsystem(new Subsystem(EMBEDDED_NQN).namespace(1, ns))
+          .countCommands(config.get(EmberKeys.METRICS_ENABLED))
           .build()
           .start();
     } catch (IOException e) {

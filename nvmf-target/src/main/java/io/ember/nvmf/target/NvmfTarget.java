@@ -42,6 +42,7 @@ public final class NvmfTarget implements AutoCloseable {
   final int mdts;
   final int c2hChunk;
   final boolean successFlag;
+  final boolean countCommands;
   private final int threads;
   private final AtomicInteger nextCntlid = new AtomicInteger(1);
   final Map<Integer, TargetController> controllers = new ConcurrentHashMap<>();
@@ -65,6 +66,7 @@ public final class NvmfTarget implements AutoCloseable {
     this.mdts = b.mdts;
     this.c2hChunk = b.c2hChunk;
     this.successFlag = b.successFlag;
+    this.countCommands = b.countCommands;
     this.threads = b.threads;
   }
 
@@ -211,6 +213,7 @@ public final class NvmfTarget implements AutoCloseable {
     private int mdts = 8;
     private int c2hChunk = 128 * 1024;
     private boolean successFlag = true;
+    private boolean countCommands = true;
     private int threads = Runtime.getRuntime().availableProcessors();
 
     private Builder() {}
@@ -290,6 +293,15 @@ public final class NvmfTarget implements AutoCloseable {
      */
     public Builder successFlag(boolean v) {
       this.successFlag = v;
+      return this;
+    }
+
+    /**
+     * Whether each controller's I/O commands are counted and timed for {@link
+     * NvmfTarget#controllerStats()}; off, its figures stay at zero. Default on.
+     */
+    public Builder countCommands(boolean v) {
+      this.countCommands = v;
       return this;
     }
 

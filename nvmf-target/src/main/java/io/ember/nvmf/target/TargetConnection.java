@@ -905,13 +905,17 @@ final class TargetConnection extends ChannelInboundHandlerAdapter {
     int cid = s.cid();
     Subsystem sub = ctrl.subsystem;
     int nsid = s.nsid();
-    Namespace target = sub.get(nsid);
-    long bytes =
-        target == null || (s.opcode() != Nvme.IO_READ && s.opcode() != Nvme.IO_WRITE)
-            ? 0
-            : ((s.cdw(12) & 0xFFFF) + 1L) * target.blockSize();
-    if (timings.put(cid, new Timing(s.opcode(), bytes, System.nanoTime())) == null) {
-      ctrl.counters.outstanding.incrementAndGet();
+    if (t.countCommands) {
+      Namespace counted = sub.get(nsid);
+      long bytes =
+          counted == null || (s.opcode() != Nvme.IO_READ && s.opcode() != Nvme.IO_WRITE)
+              ? 0
+              : ((s.cdw(12) & 0xFFFF) + 1L) * counted.blockSize();
+      // A host that reuses a command id while it is outstanding breaks the protocol; the first
+      // command's record is kept, and the answer to either ends it.
+      if (timings.putIfAbsent(cid, new Timing(s.opcode(), bytes, System.nanoTime())) == null) {
+        ctrl.counters.outstanding.incrementAndGet();
+      }
     }
     if (s.opcode() == Nvme.IO_FLUSH && nsid == -1) {
       Namespace any = null;

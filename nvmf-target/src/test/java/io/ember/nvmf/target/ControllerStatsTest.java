@@ -70,4 +70,22 @@ class ControllerStatsTest {
       assertEquals(List.of(), target.controllerStats());
     }
   }
+
+  @Test
+  void countingSwitchedOffLeavesTheFiguresAtZero() throws Exception {
+    Subsystem s = new Subsystem(NQN);
+    s.addNamespace(new MemoryNamespace(1L << 20, 4096));
+    try (NvmfTarget target =
+        NvmfTarget.builder().listen("127.0.0.1", 0).subsystem(s).countCommands(false).build()) {
+      target.start();
+      try (NvmfController c =
+          NvmfHost.connect(target.uri(NQN), NvmfHostOptions.builder().build())) {
+        c.ioQueue(0).write(1, 0, ByteBuffer.allocateDirect(4096)).get(30, TimeUnit.SECONDS);
+        ControllerStats st = target.controllerStats().get(0);
+        assertEquals(0, st.commands());
+        assertEquals(0, st.bytesWritten());
+        assertEquals(0, st.outstanding());
+      }
+    }
+  }
 }
