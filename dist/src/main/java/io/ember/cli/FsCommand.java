@@ -104,6 +104,27 @@ final class FsCommand implements Runnable {
     return EmberClient.connect(config);
   }
 
+  /** What every copy into Ember takes: {@code -p}, {@code -f} and the progress bar's switch. */
+  static final class CopyOptions {
+    @Option(names = "-p", description = "create missing parent directories")
+    boolean parents;
+
+    @Option(
+        names = {"-f", "--force"},
+        description = "overwrite an existing file, once the copy is whole")
+    boolean force;
+
+    @Mixin Progress.Switch progress;
+  }
+
+  /** The sources of SRC... DST arguments and where each goes. */
+  record Destination(List<String> sources, String path, boolean directory) {
+    /** Where a source called {@code name} goes. */
+    String targetFor(String name) {
+      return directory ? Paths.child(path, name) : path;
+    }
+  }
+
   /** Base of the sub-commands: runs {@link #apply} and turns errors into lines and codes. */
   abstract static class Sub implements Callable<Integer> {
     @ParentCommand FsCommand fs;
@@ -126,6 +147,27 @@ final class FsCommand implements Runnable {
       failed = true;
       err().println("ember fs " + spec.name() + ": " + message);
       err().flush();
+    }
+
+    /**
+     * Where SRC... DST arguments go: into DST when it is a directory, else DST itself; null, after
+     * an error line, when several sources name something that is not a directory. {@code doing}
+     * says what for, with {@code %d} for the number of sources ("copying %d files").
+     */
+    Destination destination(EmberClient client, List<String> args, String doing)
+        throws EmberException {
+      List<String> sources = args.subList(0, args.size() - 1);
+      String dst = Paths.normalize(args.get(args.size() - 1));
+      boolean directory = isContainer(client, dst);
+      if (sources.size() > 1 && !directory) {
+        error(
+            dst
+                + " is not a directory ("
+                + String.format(Locale.ROOT, doing, sources.size())
+                + ")");
+        return null;
+      }
+      return new Destination(sources, dst, directory);
     }
 
     PrintWriter out() {
@@ -244,15 +286,7 @@ final class FsCommand implements Runnable {
         description = "preferred storage class: dram or nvmf (default ${DEFAULT-VALUE})")
     String storageClass;
 
-    @Option(names = "-p", description = "create missing parent directories")
-    boolean parents;
-
-    @Option(
-        names = {"-f", "--force"},
-        description = "overwrite an existing file")
-    boolean force;
-
-    @Mixin Progress.Switch progress;
+    @Mixin CopyOptions copy;
 
     @Parameters(
         paramLabel = "SRC... DST",
@@ -263,23 +297,17 @@ final class FsCommand implements Runnable {
     @Override
     void apply(EmberClient client) throws IOException {
       StorageClass sc = StorageClass.parse(storageClass);
-      List<String> sources = args.subList(0, args.size() - 1);
-      String dst = Paths.normalize(args.get(args.size() - 1));
-      boolean dstIsDir = isContainer(client, dst);
-      if (sources.size() > 1 && !dstIsDir) {
-        error(dst + " is not a directory (copying " + sources.size() + " files)");
+      Destination dst = destination(client, args, "copying %d files");
+      if (dst == null) {
         return;
       }
-      for (String src : sources) {
+      for (String src : dst.sources()) {
         if (!src.equals("-") && Files.isDirectory(Path.of(src))) {
           error(src + ": is a local directory (put copies files)");
           continue;
         }
         String target =
-            dstIsDir
-                ? Paths.child(
-                    dst, src.equals("-") ? "stdin" : Path.of(src).getFileName().toString())
-                : dst;
+            dst.targetFor(src.equals("-") ? "stdin" : Path.of(src).getFileName().toString());
         try {
           long length = src.equals("-") ? -1 : Files.size(Path.of(src));
           try (InputStream in =
@@ -287,8 +315,8 @@ final class FsCommand implements Runnable {
                   src.equals("-") ? System.in : Files.newInputStream(Path.of(src)),
                   "put " + Path.of(src).getFileName(),
                   length,
-                  progress.show())) {
-            copyIn(client, in, src, target, new CreateOptions(sc, parents), force);
+                  copy.progress.show())) {
+            copyIn(client, in, src, target, new CreateOptions(sc, copy.parents), copy.force);
           }
         } catch (java.nio.file.NoSuchFileException e) {
           error(src + ": no such local file");
@@ -418,15 +446,7 @@ final class FsCommand implements Runnable {
         description = "storage class of the copies: dram or nvmf (default: each source's)")
     String storageClass;
 
-    @Option(names = "-p", description = "create missing parent directories")
-    boolean parents;
-
-    @Option(
-        names = {"-f", "--force"},
-        description = "overwrite an existing file")
-    boolean force;
-
-    @Mixin Progress.Switch progress;
+    @Mixin CopyOptions copy;
 
     @Parameters(paramLabel = "SRC... DST", arity = "2..*")
     List<String> args;
@@ -434,24 +454,21 @@ final class FsCommand implements Runnable {
     @Override
     void apply(EmberClient client) throws IOException {
       StorageClass chosen = storageClass == null ? null : StorageClass.parse(storageClass);
-      List<String> sources = args.subList(0, args.size() - 1);
-      String dst = Paths.normalize(args.get(args.size() - 1));
-      boolean dstIsDir = isContainer(client, dst);
-      if (sources.size() > 1 && !dstIsDir) {
-        error(dst + " is not a directory (copying " + sources.size() + " files)");
+      Destination dst = destination(client, args, "copying %d files");
+      if (dst == null) {
         return;
       }
-      for (String src : sources) {
+      for (String src : dst.sources()) {
         try {
           String from = Paths.normalize(src);
-          String target = dstIsDir ? Paths.child(dst, Paths.name(from)) : dst;
+          String target = dst.targetFor(Paths.name(from));
           if (target.equals(from)) {
             error(from + " and " + target + " are the same file");
             continue;
           }
           StorageClass sc = chosen != null ? chosen : client.lookup(from).storageClass();
-          try (InputStream in = openForCopy(client, from, progress.show())) {
-            Put.copyIn(client, in, from, target, new CreateOptions(sc, parents), force);
+          try (InputStream in = openForCopy(client, from, copy.progress.show())) {
+            Put.copyIn(client, in, from, target, new CreateOptions(sc, copy.parents), copy.force);
           }
         } catch (EmberException e) {
           error(e.getMessage());
@@ -528,17 +545,14 @@ final class FsCommand implements Runnable {
 
     @Override
     void apply(EmberClient client) throws IOException {
-      List<String> sources = args.subList(0, args.size() - 1);
-      String dst = Paths.normalize(args.get(args.size() - 1));
-      boolean dstIsDir = isContainer(client, dst);
-      if (sources.size() > 1 && !dstIsDir) {
-        error(dst + " is not a directory (moving " + sources.size() + " paths)");
+      Destination dst = destination(client, args, "moving %d paths");
+      if (dst == null) {
         return;
       }
-      for (String src : sources) {
+      for (String src : dst.sources()) {
         try {
           String s = Paths.normalize(src);
-          client.rename(s, dstIsDir ? Paths.child(dst, Paths.name(s)) : dst);
+          client.rename(s, dst.targetFor(Paths.name(s)));
         } catch (EmberException e) {
           error(e.getMessage());
         }

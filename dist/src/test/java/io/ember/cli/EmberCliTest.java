@@ -302,6 +302,12 @@ class EmberCliTest {
     assertEquals(1, fs("stat", "/cp/dir-copy").code(), "nothing left behind");
     assertEquals(1, fs("stat", "/cp/c").code(), "nothing left behind");
     assertEquals(1, fs("cp", "/cp/a", "/cp/a").code());
+    Result notDir = fs("cp", "/cp/a", "/cp/b", "/cp/a");
+    assertEquals(1, notDir.code());
+    assertEquals("ember fs cp: /cp/a is not a directory (copying 2 files)", notDir.err().strip());
+    Result mvNotDir = fs("mv", "/cp/a", "/cp/b", "/cp/a");
+    assertEquals("ember fs mv: /cp/a is not a directory (moving 2 paths)", mvNotDir.err().strip());
+    assertArrayEquals(data, fs("cat", "/cp/a").stdout(), "left as it was");
     assertEquals(0, fs("rm", "-r", "/cp").code());
   }
 
