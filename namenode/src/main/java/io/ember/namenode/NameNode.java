@@ -26,7 +26,11 @@ import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.channel.ChannelPipeline;
 import io.netty.util.AttributeKey;
 import io.prometheus.metrics.core.metrics.Counter;
-import io.prometheus.metrics.core.metrics.GaugeWithCallback;
+import io.prometheus.metrics.model.registry.MultiCollector;
+import io.prometheus.metrics.model.snapshots.GaugeSnapshot;
+import io.prometheus.metrics.model.snapshots.GaugeSnapshot.GaugeDataPointSnapshot;
+import io.prometheus.metrics.model.snapshots.Labels;
+import io.prometheus.metrics.model.snapshots.MetricSnapshots;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.nio.channels.FileChannel;
@@ -84,6 +88,9 @@ public final class NameNode implements AutoCloseable {
 
   private final NameNodeState state;
   private final RpcServer server;
+
+  /** What answers requests, counted and timed: on the network threads or in the lanes. */
+  private final RpcService service;
 
   /** Runs the periodic tasks: expiry of silent data nodes and of leases, checkpoints. */
   private final ScheduledExecutorService reaper;
@@ -195,7 +202,8 @@ public final class NameNode implements AutoCloseable {
             .help("files closed because their writer's lease expired")
             .register(metrics.registry());
     registerGauges(state, metrics);
-    server = new RpcServer("name node", config, metrics.meter(new Service()));
+    service = metrics.meter(new Service());
+    server = new RpcServer("name node", config, service);
     RpcClients clients = null;
     StatusServer httpServer = null;
     try {
@@ -211,9 +219,7 @@ public final class NameNode implements AutoCloseable {
               "namenode", pages.routes(metrics), config.get(NameNodeKeys.HTTP_PORT), host, port);
       if (httpServer != null) {
         LOG.info(
-            "name node status pages and metrics at http://{}:{}/",
-            httpServer.address().getHostString(),
-            httpServer.address().getPort());
+            "name node status pages and metrics at {}", StatusServer.url(httpServer.address()));
       }
     } catch (EmberException | RuntimeException e) {
       if (httpServer != null) {
@@ -304,44 +310,61 @@ public final class NameNode implements AutoCloseable {
   }
 
   private static void registerGauges(NameNodeState state, ServerMetrics metrics) {
-    GaugeWithCallback.builder()
-        .name("ember_namenode_files")
-        .help("files in the namespace")
-        .callback(cb -> cb.call(state.fileCount()))
-        .register(metrics.registry());
-    // From the same report as the status page and ember admin, so they never disagree.
-    GaugeWithCallback.builder()
-        .name("ember_namenode_storage_bytes")
-        .help("bytes of the live data nodes, by storage class and state (used or free)")
-        .labelNames("class", "state")
-        .callback(
-            cb -> {
-              for (ClusterReport.ClassRow c : state.report().classes()) {
-                String sc = c.storageClass().toLowerCase(Locale.ROOT);
-                cb.call((double) c.usedBytes(), sc, "used");
-                cb.call((double) c.freeBytes(), sc, "free");
-              }
-            })
-        .register(metrics.registry());
-    GaugeWithCallback.builder()
-        .name("ember_namenode_datanodes")
-        .help("data nodes by storage class and state (live, lost, unreported, replaced)")
-        .labelNames("class", "state")
-        .callback(
-            cb -> {
-              Map<List<String>, Integer> counts =
-                  new java.util.TreeMap<>(
-                      java.util.Comparator.comparing((List<String> k) -> k.get(0))
-                          .thenComparing(k -> k.get(1)));
-              for (Messages.DatanodeInfo d : state.report().datanodes()) {
-                String sc = d.storageClass().displayName().toLowerCase(Locale.ROOT);
-                for (String st : List.of("live", "lost", "unreported", "replaced")) {
-                  counts.merge(List.of(sc, st), st.equals(d.state()) ? 1 : 0, Integer::sum);
-                }
-              }
-              counts.forEach((k, n) -> cb.call(n, k.get(0), k.get(1)));
-            })
-        .register(metrics.registry());
+    // One report per scrape, the one the status page and /api/cluster show.
+    metrics
+        .registry()
+        .register(
+            (MultiCollector)
+                () -> {
+                  ClusterReport r = state.report();
+                  GaugeSnapshot.Builder bytes =
+                      GaugeSnapshot.builder()
+                          .name("ember_namenode_storage_bytes")
+                          .help(
+                              "bytes of the live data nodes, by storage class and state (used or"
+                                  + " free)");
+                  for (ClusterReport.ClassRow c : r.classes()) {
+                    String sc = c.storageClass().toLowerCase(Locale.ROOT);
+                    bytes.dataPoint(gauge((double) c.usedBytes(), "class", sc, "state", "used"));
+                    bytes.dataPoint(gauge((double) c.freeBytes(), "class", sc, "state", "free"));
+                  }
+                  Map<String, int[]> byClass = new java.util.TreeMap<>();
+                  for (Messages.DatanodeInfo d : r.datanodes()) {
+                    String sc = d.storageClass().displayName().toLowerCase(Locale.ROOT);
+                    byClass
+                        .computeIfAbsent(sc, k -> new int[DATANODE_STATES.size()])[
+                        DATANODE_STATES.indexOf(d.state())]++;
+                  }
+                  GaugeSnapshot.Builder nodes =
+                      GaugeSnapshot.builder()
+                          .name("ember_namenode_datanodes")
+                          .help(
+                              "data nodes by storage class and state (live, lost, unreported,"
+                                  + " replaced)");
+                  byClass.forEach(
+                      (sc, counts) -> {
+                        for (int i = 0; i < counts.length; i++) {
+                          nodes.dataPoint(
+                              gauge(counts[i], "class", sc, "state", DATANODE_STATES.get(i)));
+                        }
+                      });
+                  return MetricSnapshots.of(
+                      GaugeSnapshot.builder()
+                          .name("ember_namenode_files")
+                          .help("files in the namespace")
+                          .dataPoint(
+                              GaugeDataPointSnapshot.builder().value((double) r.files()).build())
+                          .build(),
+                      bytes.build(),
+                      nodes.build());
+                });
+  }
+
+  private static final List<String> DATANODE_STATES =
+      List.of("live", "lost", "unreported", "replaced");
+
+  private static GaugeDataPointSnapshot gauge(double value, String... labels) {
+    return GaugeDataPointSnapshot.builder().labels(Labels.of(labels)).value(value).build();
   }
 
   /** The state loaded at start-up, and the last journal record it holds. */
@@ -910,17 +933,10 @@ public final class NameNode implements AutoCloseable {
 
     /** What the RPC server does with an answer or an error, here off its thread. */
     private void respond(Frame frame) {
-      MessageType type = MessageType.fromCode(frame.type());
-      long start = System.nanoTime();
       Message answer;
       try {
-        answer = metrics.answered(type, start, durable(channel, type, frame.payload()));
-      } catch (EmberException e) {
-        metrics.observe(type, start, e.code().name());
-        RpcServer.replyError(channel, "name node", frame.type(), frame.requestId(), e);
-        return;
-      } catch (RuntimeException e) {
-        metrics.observe(type, start, "INTERNAL");
+        answer = service.handle(channel, MessageType.fromCode(frame.type()), frame.payload());
+      } catch (EmberException | RuntimeException e) {
         RpcServer.replyError(channel, "name node", frame.type(), frame.requestId(), e);
         return;
       }

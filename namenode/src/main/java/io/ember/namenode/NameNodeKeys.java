@@ -21,7 +21,7 @@ public final class NameNodeKeys {
           "a host",
           "address the name node listens on");
 
-  /** The port the name node binds; 0 lets the OS pick. */
+  /** The port of the status pages and {@code /metrics}: auto, off or a port. */
   public static final ConfigKey<String> HTTP_PORT =
       ConfigKey.ofString(
           "ember.namenode.http-port",
@@ -31,6 +31,7 @@ public final class NameNodeKeys {
           "port of the status pages and /metrics (auto: the RPC port + 1, or any free port when"
               + " that is 0; 0: any free port; off: none)");
 
+  /** The port the name node binds; 0 lets the OS pick. */
   public static final ConfigKey<Integer> PORT =
       ConfigKey.ofInt(
           "ember.namenode.port",
