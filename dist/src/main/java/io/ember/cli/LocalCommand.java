@@ -4,6 +4,7 @@ import io.ember.client.CreateOptions;
 import io.ember.client.EmberClient;
 import io.ember.client.EmberOutputStream;
 import io.ember.datanode.dram.DramDataNodeKeys;
+import io.ember.http.StatusServer;
 import io.ember.minicluster.MiniCluster;
 import io.ember.namenode.NameNodeKeys;
 import io.ember.protocol.EmberConfig;
@@ -117,11 +118,7 @@ final class LocalCommand implements Callable<Integer> {
                   : ""));
       if (cluster.namenode().httpAddress() != null) {
         out.println(
-            "Status pages and metrics: http://"
-                + NameNodeCommand.hostForUrl(cluster.namenode().address())
-                + ":"
-                + cluster.namenode().httpAddress().getPort()
-                + "/");
+            "Status pages and metrics: " + StatusServer.url(cluster.namenode().httpAddress()));
       }
       out.flush();
       if (demo) {

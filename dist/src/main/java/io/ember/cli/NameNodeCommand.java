@@ -1,5 +1,6 @@
 package io.ember.cli;
 
+import io.ember.http.StatusServer;
 import io.ember.namenode.NameNode;
 import io.ember.namenode.NameNodeKeys;
 import io.ember.protocol.EmberConfig;
@@ -106,18 +107,9 @@ final class NameNodeCommand implements Callable<Integer> {
               + ")"
               + (nn.httpAddress() == null
                   ? ""
-                  : "; status pages and metrics at http://"
-                      + hostForUrl(nn.address())
-                      + ":"
-                      + nn.httpAddress().getPort()
-                      + "/")
+                  : "; status pages and metrics at " + StatusServer.url(nn.httpAddress()))
               + "; Ctrl-C stops");
     }
     return 0;
-  }
-
-  /** A host a browser on this machine can reach the server at. */
-  static String hostForUrl(java.net.InetSocketAddress bound) {
-    return bound.getAddress().isAnyLocalAddress() ? "localhost" : bound.getHostString();
   }
 }

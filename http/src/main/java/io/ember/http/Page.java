@@ -8,6 +8,7 @@ import com.fasterxml.jackson.databind.ser.std.ToStringSerializer;
 import io.ember.protocol.StorageClass;
 import java.util.List;
 import java.util.Locale;
+import java.util.regex.Pattern;
 
 /**
  * A server-rendered HTML page with a little CSS and no script, so it works with JavaScript off and
@@ -31,6 +32,9 @@ public final class Page {
       .live{color:#070} .lost{color:#b00;font-weight:bold} .other{color:#a60}
       nav a{margin-right:1em} .muted{color:#777}
       """;
+
+  /** A cell that reads as a number, with or without a unit: right-aligned. */
+  private static final Pattern NUMBER = Pattern.compile("-?[0-9][0-9.,]*( ?[A-Za-z]+)?");
 
   private final StringBuilder html = new StringBuilder(8 << 10);
 
@@ -97,7 +101,7 @@ public final class Page {
         String cell = String.valueOf(item);
         if (item instanceof Markup m) {
           html.append("<td>").append(m.html()).append("</td>");
-        } else if (!cell.isEmpty() && cell.matches("-?[0-9][0-9.,]*( ?[A-Za-z]+)?")) {
+        } else if (!cell.isEmpty() && NUMBER.matcher(cell).matches()) {
           html.append("<td class=\"num\">").append(escape(cell)).append("</td>");
         } else {
           html.append("<td>").append(escape(cell)).append("</td>");

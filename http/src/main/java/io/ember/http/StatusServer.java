@@ -2,6 +2,7 @@ package io.ember.http;
 
 import io.ember.protocol.EmberException;
 import io.ember.protocol.ErrorCode;
+import io.ember.protocol.HostPort;
 import io.ember.protocol.LifeCycle;
 import io.ember.protocol.RpcServer;
 import io.netty.bootstrap.ServerBootstrap;
@@ -210,6 +211,15 @@ public final class StatusServer implements AutoCloseable {
       server.start(host, 0);
     }
     return server;
+  }
+
+  /**
+   * The address a browser on this machine opens for a server bound at {@code bound}: {@code
+   * localhost} for a server on every interface, IPv6 in brackets.
+   */
+  public static String url(InetSocketAddress bound) {
+    String host = bound.getAddress().isAnyLocalAddress() ? "localhost" : bound.getHostString();
+    return "http://" + new HostPort(host, bound.getPort()) + "/";
   }
 
   /** The bound address; only after {@link #start}. */

@@ -158,12 +158,7 @@ public final class NvmfDataNode implements DataNode {
           namespace.sizeBytes(),
           endpoint,
           namespace.blockSize(),
-          http == null
-              ? ""
-              : "; status page and metrics at http://"
-                  + http.address().getHostString()
-                  + ":"
-                  + http.address().getPort());
+          http == null ? "" : "; status page and metrics at " + StatusServer.url(http.address()));
       lifeCycle.started();
     } catch (Throwable e) {
       // A node that never ran leaves no target, connection or heartbeat behind.
