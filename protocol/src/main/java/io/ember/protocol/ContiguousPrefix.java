@@ -10,8 +10,11 @@ import java.util.TreeMap;
 public final class ContiguousPrefix {
   private long prefix;
 
-  /** Ranges past a gap (start to end), kept until the gap fills. */
-  private final TreeMap<Long, Long> ahead = new TreeMap<>();
+  /**
+   * Ranges past a gap (start to end), kept until the gap fills; made on the first such range, as
+   * most writers' ranges arrive in order and every block holds one of these.
+   */
+  private TreeMap<Long, Long> ahead;
 
   /**
    * Counts bytes {@code start} to {@code end} as present (ranges may overlap).
@@ -20,15 +23,20 @@ public final class ContiguousPrefix {
    */
   public long add(long start, long end) {
     if (start > prefix) {
+      if (ahead == null) {
+        ahead = new TreeMap<>();
+      }
       ahead.merge(start, end, Math::max);
       return prefix;
     }
     long upTo = Math.max(prefix, end);
-    for (Map.Entry<Long, Long> next = ahead.firstEntry();
-        next != null && next.getKey() <= upTo;
-        next = ahead.firstEntry()) {
-      upTo = Math.max(upTo, next.getValue());
-      ahead.pollFirstEntry();
+    if (ahead != null) {
+      for (Map.Entry<Long, Long> next = ahead.firstEntry();
+          next != null && next.getKey() <= upTo;
+          next = ahead.firstEntry()) {
+        upTo = Math.max(upTo, next.getValue());
+        ahead.pollFirstEntry();
+      }
     }
     prefix = upTo;
     return prefix;
