@@ -394,7 +394,12 @@ public final class BenchCommand implements Callable<Integer> {
   }
 
   private void note(String s) {
-    progress.println("bench: " + s);
+    note(progress, s);
+  }
+
+  /** A line of progress on {@code progress} (standard error), shown at once. */
+  static void note(PrintWriter progress, String line) {
+    progress.println("bench: " + line);
     progress.flush();
   }
 

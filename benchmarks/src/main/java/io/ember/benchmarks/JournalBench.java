@@ -104,12 +104,16 @@ public final class JournalBench implements Callable<Integer> {
         }
         clients.add(cs);
       }
-      note("started " + MODES.length + " clusters (journal sync " + String.join(", ", MODES) + ")");
+      BenchCommand.note(
+          progress,
+          "started " + MODES.length + " clusters (journal sync " + String.join(", ", MODES) + ")");
       for (int m = 0; m < MODES.length; m++) {
         long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(warmupSeconds);
         for (int w = 0; System.nanoTime() < end; w++) {
           double rate = round(clients.get(m), maxThreads, "warmup-" + w);
-          note(String.format(Locale.ROOT, "warm-up, sync=%s: %.0f files/s", MODES[m], rate));
+          BenchCommand.note(
+              progress,
+              String.format(Locale.ROOT, "warm-up, sync=%s: %.0f files/s", MODES[m], rate));
         }
       }
       for (int t : threads) {
@@ -118,7 +122,8 @@ public final class JournalBench implements Callable<Integer> {
           for (int k = 0; k < MODES.length; k++) {
             int i = r % 2 == 0 ? k : MODES.length - 1 - k;
             rates[i][r] = round(clients.get(i), t, t + "-" + r);
-            note(
+            BenchCommand.note(
+                progress,
                 String.format(
                     Locale.ROOT,
                     "%d threads, round %d/%d, sync=%s: %.0f files/s",
@@ -244,7 +249,8 @@ public final class JournalBench implements Callable<Integer> {
                     window.release();
                   });
           if (i % 100_000 == 0 && i > 0) {
-            note(
+            BenchCommand.note(
+                progress,
                 String.format(
                     Locale.ROOT,
                     "restart: %d of %d files created (%.0f/s)",
@@ -258,11 +264,11 @@ public final class JournalBench implements Callable<Integer> {
           throw new IllegalStateException("creating files failed", failure.get());
         }
       }
-      note("restart: replaying a journal of " + files + " creates");
+      BenchCommand.note(progress, "restart: replaying a journal of " + files + " creates");
       long replayStart = System.nanoTime();
       c.restartNamenode();
       long replay = System.nanoTime() - replayStart;
-      note("restart: writing a checkpoint of " + files + " files");
+      BenchCommand.note(progress, "restart: writing a checkpoint of " + files + " files");
       long checkpointStart = System.nanoTime();
       c.namenode().checkpoint();
       long checkpoint = System.nanoTime() - checkpointStart;
@@ -285,10 +291,5 @@ public final class JournalBench implements Callable<Integer> {
           load / 1e9,
           checkpoint / 1e9);
     }
-  }
-
-  private void note(String s) {
-    progress.println("bench: " + s);
-    progress.flush();
   }
 }

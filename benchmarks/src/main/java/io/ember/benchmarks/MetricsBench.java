@@ -202,12 +202,14 @@ public final class MetricsBench implements Callable<Integer> {
     long scrapeFailures;
     try (Mode withMetrics = new Mode(true, overrides, interval);
         Mode without = new Mode(false, overrides, interval)) {
-      note("started two clusters of a name node and a DRAM data node: metrics on and off");
+      BenchCommand.note(
+          progress, "started two clusters of a name node and a DRAM data node: metrics on and off");
       for (Mode m : List.of(withMetrics, without)) {
         long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(warmupSeconds);
         int w = 0;
         while (System.nanoTime() < end) {
-          note("warm-up " + ++w + ", " + m.name() + ": " + describe(measure(m, buf, 1)));
+          BenchCommand.note(
+              progress, "warm-up " + ++w + ", " + m.name() + ": " + describe(measure(m, buf, 1)));
         }
       }
       withMetrics.scrapes.set(0);
@@ -218,7 +220,8 @@ public final class MetricsBench implements Callable<Integer> {
         for (Mode m : order) {
           Figures f = measure(m, buf, round.seconds);
           (m.metrics ? on : off).add(f);
-          note(
+          BenchCommand.note(
+              progress,
               String.format(
                   Locale.ROOT, "round %d/%d, %s: %s", r + 1, round.rounds, m.name(), describe(f)));
         }
@@ -314,10 +317,5 @@ public final class MetricsBench implements Callable<Integer> {
     long t2 = System.nanoTime();
     c.delete(path, false);
     return new Figures(lookups, bytes / ((t1 - t0) / 1e3), bytes / ((t2 - t1) / 1e3));
-  }
-
-  private void note(String s) {
-    progress.println("bench: " + s);
-    progress.flush();
   }
 }

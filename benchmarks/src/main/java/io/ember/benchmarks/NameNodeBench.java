@@ -164,7 +164,8 @@ public final class NameNodeBench implements Callable<Integer> {
       for (int h : handlerThreads) {
         modes.add(new Mode(h, overrides));
       }
-      note(
+      BenchCommand.note(
+          progress,
           "started "
               + modes.size()
               + " clusters of a name node and "
@@ -177,7 +178,8 @@ public final class NameNodeBench implements Callable<Integer> {
         int w = 0;
         while (System.nanoTime() < end) {
           double rate = round(m, Arrays.stream(threads).max().orElse(8), "warmup-" + w++);
-          note(String.format(Locale.ROOT, "warm-up, %s: %.0f creates/s", m.name(), rate));
+          BenchCommand.note(
+              progress, String.format(Locale.ROOT, "warm-up, %s: %.0f creates/s", m.name(), rate));
         }
       }
       for (int t : threads) {
@@ -191,7 +193,8 @@ public final class NameNodeBench implements Callable<Integer> {
             m.probe.record(true);
             rates[i][r] = round(m, t, t + "-" + r);
             beats.get(i).addAll(m.probe.record(false));
-            note(
+            BenchCommand.note(
+                progress,
                 String.format(
                     Locale.ROOT,
                     "%d threads, round %d/%d, %s: %.0f creates/s",
@@ -396,11 +399,6 @@ public final class NameNodeBench implements Callable<Integer> {
       }
       rpc.close();
     }
-  }
-
-  private void note(String s) {
-    progress.println("bench: " + s);
-    progress.flush();
   }
 
   /** Runs the bench on its own. */

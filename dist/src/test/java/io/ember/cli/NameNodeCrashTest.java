@@ -64,20 +64,12 @@ class NameNodeCrashTest {
   private Process namenode(Path tmp, Path dir, String port, int run) throws Exception {
     Path log = tmp.resolve("namenode-" + run + ".log");
     Process p =
-        ember(
+        namenodeProcess(
             log,
-            "namenode",
-            "--dir",
-            dir.toString(),
-            "--host",
-            "127.0.0.1",
-            "--port",
+            dir,
             port,
-            "-D",
             "ember.namenode.datanode-timeout=60s",
-            "-D",
             "ember.namenode.checkpoint.records=150",
-            "-D",
             "ember.namenode.checkpoint.interval=1s");
     awaitLine(log, Pattern.compile("name node listening on (127\\.0\\.0\\.1:\\d+)"), p);
     return p;
@@ -259,17 +251,20 @@ class NameNodeCrashTest {
 
   /** A name node on {@code dir}, any port, whose leases expire after 10 s (renewed every 2.5 s). */
   private Process shortLeaseNamenode(Path log, Path dir) throws IOException {
-    return ember(
-        log,
-        "namenode",
-        "--dir",
-        dir.toString(),
-        "--host",
-        "127.0.0.1",
-        "--port",
-        "0",
-        "-D",
-        "ember.namenode.lease-timeout=10s");
+    return namenodeProcess(log, dir, "0", "ember.namenode.lease-timeout=10s");
+  }
+
+  /** {@code ember namenode} on {@code dir} and loopback {@code port}, with these settings. */
+  private Process namenodeProcess(Path log, Path dir, String port, String... settings)
+      throws IOException {
+    List<String> args =
+        new ArrayList<>(
+            List.of("namenode", "--dir", dir.toString(), "--host", "127.0.0.1", "--port", port));
+    for (String setting : settings) {
+      args.add("-D");
+      args.add(setting);
+    }
+    return ember(log, args.toArray(new String[0]));
   }
 
   @Test
