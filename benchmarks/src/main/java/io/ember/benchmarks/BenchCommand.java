@@ -1,5 +1,7 @@
 package io.ember.benchmarks;
 
+import io.ember.benchmarks.report.Charts;
+import io.ember.benchmarks.report.HtmlReport;
 import io.ember.client.CreateOptions;
 import io.ember.client.EmberClient;
 import io.ember.client.EmberInputStream;
@@ -11,8 +13,6 @@ import io.ember.protocol.EmberConfig;
 import io.ember.protocol.EmberKeys;
 import io.ember.protocol.NodeType;
 import java.io.PrintWriter;
-import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -97,11 +97,13 @@ public final class BenchCommand implements Callable<Integer> {
               + "(repeatable)")
   Map<String, String> settings = new TreeMap<>();
 
+  @CommandLine.Mixin ReportOption report;
+
   @CommandLine.Spec CommandLine.Model.CommandSpec spec;
 
   private PrintWriter out;
   private PrintWriter progress;
-  private final List<String[]> rows = new ArrayList<>();
+  private final Comparison figures = new Comparison("Ember", "baseline", 2);
 
   @Override
   public Integer call() throws Exception {
@@ -156,6 +158,12 @@ public final class BenchCommand implements Callable<Integer> {
       }
     }
     printTable();
+    HtmlReport page = report.start(spec, "ember bench: the DRAM tier beside its baselines");
+    if (page != null) {
+      figures.addTo(page, "DRAM tier on loopback", "measure");
+      page.paragraph(BASELINES).paragraph(roundsNote());
+      report.finish(page, progress);
+    }
     return 0;
   }
 
@@ -201,18 +209,9 @@ public final class BenchCommand implements Callable<Integer> {
       rawR[r] = f.rawRead();
     }
     String how = buffered ? " (buffered stream)" : "";
-    row(
-        "write " + label + " ops" + how,
-        median(emberW),
-        median(rawW),
-        "MiB/s",
-        opSize >= (1 << 20) ? ">= 0.70" : "");
-    row(
-        "read " + label + " ops" + how,
-        median(emberR),
-        median(rawR),
-        "MiB/s",
-        opSize >= (1 << 20) ? ">= 0.70" : "");
+    String goal = opSize >= (1 << 20) ? ">= 0.70" : "";
+    figures.add("write " + label + " ops" + how, "MiB/s", emberW, rawW, goal);
+    figures.add("read " + label + " ops" + how, "MiB/s", emberR, rawR, goal);
   }
 
   /** One round's throughput, MiB/s: Ember's and the raw socket's, writing then reading. */
@@ -303,8 +302,8 @@ public final class BenchCommand implements Callable<Integer> {
       client.delete(cdir, true);
     }
     String th = threadCount + (threadCount == 1 ? " thread" : " threads");
-    row("lookup, " + th, median(lookup), median(noopForLookup), "ops/s", ">= 0.80");
-    row("create, " + th, median(create), median(noopForCreate), "ops/s", "");
+    figures.add("lookup, " + th, "ops/s", lookup, noopForLookup, ">= 0.80");
+    figures.add("create, " + th, "ops/s", create, noopForCreate, "");
   }
 
   private interface Op {
@@ -362,34 +361,24 @@ public final class BenchCommand implements Callable<Integer> {
     return new double[] {b, m};
   }
 
-  private void row(String what, double ember, double baseline, String unit, String goal) {
-    rows.add(
-        new String[] {
-          what,
-          fmt(ember) + " " + unit,
-          fmt(baseline) + " " + unit,
-          String.format(Locale.ROOT, "%.2f", ember / baseline),
-          goal
-        });
+  private static final String BASELINES =
+      "baselines: throughput = raw socket over loopback moving the same bytes in the"
+          + " same op size, its server sending from and receiving into direct memory the size of"
+          + " the data; metadata = no-op RPC round trip to the name node, alternated"
+          + " call by call with the measured operation.";
+
+  private String roundsNote() {
+    return "figures are medians of "
+        + rounds
+        + " round(s), after "
+        + warmupSeconds
+        + " s of warm-up traffic per throughput measure.";
   }
 
   private void printTable() {
-    String f = "%-36s %16s %16s %7s %8s%n";
-    out.printf(Locale.ROOT, f, "measure", "Ember", "baseline", "ratio", "goal");
-    for (String[] r : rows) {
-      out.printf(Locale.ROOT, f, (Object[]) r);
-    }
-    out.println(
-        "baselines: throughput = raw socket over loopback moving the same bytes in the"
-            + " same op size, its server sending from and receiving into direct memory the size of"
-            + " the data; metadata = no-op RPC round trip to the name node, alternated"
-            + " call by call with the measured operation.");
-    out.println(
-        "figures are medians of "
-            + rounds
-            + " round(s), after "
-            + warmupSeconds
-            + " s of warm-up traffic per throughput measure.");
+    figures.print(out, "measure");
+    out.println(BASELINES);
+    out.println(roundsNote());
     out.flush();
   }
 
@@ -408,9 +397,7 @@ public final class BenchCommand implements Callable<Integer> {
   }
 
   static double median(double[] v) {
-    double[] c = v.clone();
-    Arrays.sort(c);
-    return c.length % 2 == 1 ? c[c.length / 2] : (c[c.length / 2 - 1] + c[c.length / 2]) / 2;
+    return Charts.median(v);
   }
 
   static String fmt(double v) {

@@ -1,5 +1,6 @@
 package io.ember.benchmarks;
 
+import io.ember.benchmarks.report.HtmlReport;
 import io.ember.client.CreateOptions;
 import io.ember.client.EmberClient;
 import io.ember.client.EmberInputStream;
@@ -55,6 +56,8 @@ public final class HadoopBench implements Callable<Integer> {
       defaultValue = "15",
       description = "seconds of unmeasured rounds first (default ${DEFAULT-VALUE})")
   int warmupSeconds;
+
+  @CommandLine.Mixin ReportOption report;
 
   @CommandLine.Spec CommandLine.Model.CommandSpec spec;
 
@@ -154,37 +157,24 @@ public final class HadoopBench implements Callable<Integer> {
         cluster.close();
       }
     }
-    String f = "%-34s %16s %16s %7s %8s%n";
-    out.printf(
-        Locale.ROOT,
-        f,
-        "measure (" + ConfigKey.formatSize(bytes) + " file, 1 MiB ops)",
-        "Hadoop API",
-        "Ember client",
-        "ratio",
-        "goal");
-    out.printf(
-        Locale.ROOT,
-        f,
-        "sequential write",
-        BenchCommand.fmt(BenchCommand.median(hw)) + " MiB/s",
-        BenchCommand.fmt(BenchCommand.median(ew)) + " MiB/s",
-        String.format(Locale.ROOT, "%.2f", BenchCommand.median(hw) / BenchCommand.median(ew)),
-        ">= 0.90");
-    out.printf(
-        Locale.ROOT,
-        f,
-        "sequential read",
-        BenchCommand.fmt(BenchCommand.median(hr)) + " MiB/s",
-        BenchCommand.fmt(BenchCommand.median(er)) + " MiB/s",
-        String.format(Locale.ROOT, "%.2f", BenchCommand.median(hr) / BenchCommand.median(er)),
-        ">= 0.90");
-    out.println(
+    Comparison figures = new Comparison("Hadoop API", "Ember client", 2);
+    figures.add("sequential write", "MiB/s", hw, ew, ">= 0.90");
+    figures.add("sequential read", "MiB/s", hr, er, ">= 0.90");
+    String measure = "measure (" + ConfigKey.formatSize(bytes) + " file, 1 MiB ops)";
+    figures.print(out, measure);
+    String how =
         "figures are medians of "
             + rounds
             + " round(s) after "
             + warmupSeconds
-            + " s of warm-up; both use buffered streams.");
+            + " s of warm-up; both use buffered streams.";
+    out.println(how);
+    HtmlReport page = report.start(spec, "ember bench hadoop: Hadoop's API beside Ember's client");
+    if (page != null) {
+      figures.addTo(page, "Hadoop FileSystem over ember://", measure);
+      page.paragraph(how);
+      report.finish(page, progress);
+    }
     out.flush();
     return 0;
   }

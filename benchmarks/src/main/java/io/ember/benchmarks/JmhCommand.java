@@ -1,26 +1,121 @@
 package io.ember.benchmarks;
 
+import io.ember.benchmarks.report.Charts;
+import io.ember.benchmarks.report.HtmlReport;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Locale;
+import java.util.Map;
 import java.util.concurrent.Callable;
+import java.util.stream.Collectors;
+import org.openjdk.jmh.results.BenchmarkResult;
+import org.openjdk.jmh.results.IterationResult;
+import org.openjdk.jmh.results.Result;
+import org.openjdk.jmh.results.RunResult;
+import org.openjdk.jmh.runner.Runner;
+import org.openjdk.jmh.runner.options.CommandLineOptions;
+import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Unmatched;
 
 /**
- * {@code ember bench jmh [JMH options]}: runs the JMH microbenchmarks of this module (the NVMe/TCP
- * path: {@code NvmfBenchmark}, and its floor {@code TcpPingPongBenchmark}). Arguments go to JMH
- * unchanged, e.g. {@code ember bench jmh 'NvmfBenchmark.*Qd32' -p queues=1,4 -rf json}.
+ * {@code ember bench jmh [--report DIR] [JMH options]}: runs the JMH microbenchmarks of this module
+ * (the NVMe/TCP path: {@code NvmfBenchmark}, and its floor {@code TcpPingPongBenchmark}). Arguments
+ * go to JMH unchanged, e.g. {@code ember bench jmh 'NvmfBenchmark.*Qd32' -p queues=1,4 -rf json}.
+ * With {@code --report}, JMH's results are also drawn, each benchmark beside the others of its mode
+ * and unit, so a run that includes the ping-pong floor shows the NVMf latency beside it.
  */
 @Command(
     name = "jmh",
     mixinStandardHelpOptions = false,
-    description = "Run the JMH microbenchmarks; arguments go to JMH (try -h, -l).")
+    description =
+        "Run the JMH microbenchmarks; arguments go to JMH (try -h, -l). With --report DIR, "
+            + "also draw the results.")
 public final class JmhCommand implements Callable<Integer> {
-  /** Everything after "jmh", in order, for JMH to parse. */
-  @Unmatched List<String> args = new java.util.ArrayList<>();
+  /** Everything after "jmh" but --report, in order, for JMH to parse. */
+  @Unmatched List<String> args = new ArrayList<>();
+
+  @CommandLine.Mixin ReportOption report;
+
+  @CommandLine.Spec CommandLine.Model.CommandSpec spec;
 
   @Override
   public Integer call() throws Exception {
-    org.openjdk.jmh.Main.main(args.toArray(new String[0]));
+    String[] jmhArgs = args.toArray(new String[0]);
+    CommandLineOptions options = new CommandLineOptions(jmhArgs);
+    if (report.dir == null
+        || options.shouldHelp()
+        || options.shouldList()
+        || options.shouldListWithParams()
+        || options.shouldListProfilers()
+        || options.shouldListResultFormats()) {
+      org.openjdk.jmh.Main.main(jmhArgs);
+      return 0;
+    }
+    Collection<RunResult> results = new Runner(options).run();
+    HtmlReport page = report.start(spec, "ember bench jmh: microbenchmarks of the NVMf path");
+    draw(page, results);
+    report.finish(page, spec.commandLine().getErr());
     return 0;
+  }
+
+  /** One table of every result, then a chart per mode and unit. */
+  static void draw(HtmlReport page, Collection<RunResult> results) {
+    List<List<String>> rows = new ArrayList<>();
+    Map<String, List<RunResult>> byKind = new LinkedHashMap<>();
+    for (RunResult r : results) {
+      Result<?> primary = r.getPrimaryResult();
+      rows.add(
+          List.of(
+              label(r),
+              r.getParams().getMode().shortLabel(),
+              Long.toString(primary.getSampleCount()),
+              String.format(Locale.ROOT, "%.3f", primary.getScore()),
+              String.format(Locale.ROOT, "%.3f", primary.getScoreError()),
+              primary.getScoreUnit()));
+      byKind
+          .computeIfAbsent(
+              r.getParams().getMode().longLabel() + ", " + primary.getScoreUnit(),
+              k -> new ArrayList<>())
+          .add(r);
+    }
+    page.heading("Results")
+        .table(List.of("benchmark", "mode", "samples", "score", "error (99.9%)", "unit"), rows);
+    for (Map.Entry<String, List<RunResult>> kind : byKind.entrySet()) {
+      List<RunResult> rs = kind.getValue();
+      String unit = rs.get(0).getPrimaryResult().getScoreUnit();
+      Map<String, List<double[]>> series = new LinkedHashMap<>();
+      series.put(unit, rs.stream().map(JmhCommand::iterations).toList());
+      page.chart(
+          Charts.beside(kind.getKey(), unit, rs.stream().map(JmhCommand::label).toList(), series),
+          "Bars are medians of the measured iterations of every fork; whiskers reach the iteration"
+              + " farthest from the median. The table gives JMH's own mean and error.");
+    }
+  }
+
+  /** The benchmark's method name with its parameters, as JMH prints them. */
+  private static String label(RunResult r) {
+    String name = r.getParams().getBenchmark();
+    name = name.substring(name.lastIndexOf('.', name.lastIndexOf('.') - 1) + 1);
+    Collection<String> keys = r.getParams().getParamsKeys();
+    return keys.isEmpty()
+        ? name
+        : name
+            + " "
+            + keys.stream()
+                .map(k -> k + "=" + r.getParams().getParam(k))
+                .collect(Collectors.joining(","));
+  }
+
+  private static double[] iterations(RunResult r) {
+    List<Double> scores = new ArrayList<>();
+    for (BenchmarkResult fork : r.getBenchmarkResults()) {
+      for (IterationResult it : fork.getIterationResults()) {
+        scores.add(it.getPrimaryResult().getScore());
+      }
+    }
+    return scores.stream().mapToDouble(Double::doubleValue).toArray();
   }
 }

@@ -1,5 +1,7 @@
 package io.ember.benchmarks;
 
+import io.ember.benchmarks.report.Charts;
+import io.ember.benchmarks.report.HtmlReport;
 import io.ember.client.CreateOptions;
 import io.ember.client.EmberClient;
 import io.ember.datanode.dram.DramDataNodeKeys;
@@ -11,6 +13,7 @@ import io.ember.protocol.NodeType;
 import java.io.PrintWriter;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -68,6 +71,8 @@ public final class JournalBench implements Callable<Integer> {
       description = "an Ember setting for the clusters started here (repeatable)")
   Map<String, String> settings = new TreeMap<>();
 
+  @CommandLine.Mixin ReportOption report;
+
   @CommandLine.Spec CommandLine.Model.CommandSpec spec;
 
   private PrintWriter progress;
@@ -84,6 +89,8 @@ public final class JournalBench implements Callable<Integer> {
     }
     EmberConfig overrides = BenchCommand.settings(spec, settings);
     List<String[]> rows = new ArrayList<>();
+    List<String> categories = new ArrayList<>();
+    Map<String, List<double[]>> perMode = new LinkedHashMap<>();
     List<MiniCluster> clusters = new ArrayList<>();
     List<List<EmberClient>> clients = new ArrayList<>();
     int maxThreads = Arrays.stream(threads).max().orElse(8);
@@ -117,6 +124,7 @@ public final class JournalBench implements Callable<Integer> {
         }
       }
       for (int t : threads) {
+        categories.add(t + (t == 1 ? " thread" : " threads"));
         double[][] rates = new double[MODES.length][round.rounds];
         for (int r = 0; r < round.rounds; r++) {
           for (int k = 0; k < MODES.length; k++) {
@@ -133,6 +141,9 @@ public final class JournalBench implements Callable<Integer> {
                     MODES[i],
                     rates[i][r]));
           }
+        }
+        for (int i = 0; i < rates.length; i++) {
+          perMode.computeIfAbsent(MODES[i], k -> new ArrayList<>()).add(rates[i]);
         }
         double baseline = BenchCommand.median(rates[0]);
         for (int i = 0; i < MODES.length; i++) {
@@ -155,13 +166,33 @@ public final class JournalBench implements Callable<Integer> {
     for (String[] row : rows) {
       out.printf(Locale.ROOT, f, (Object[]) row);
     }
-    out.println(
+    String how =
         "ratio: files created and closed per second against sync=none with the same threads, in"
             + " the same run; medians of "
             + round.rounds
             + " round(s) of "
             + round.seconds
-            + " s.");
+            + " s.";
+    out.println(how);
+    HtmlReport page =
+        report.start(spec, "ember bench journal: the cost of the name node's journal sync");
+    if (page != null) {
+      page.heading("Files created and closed per second by journal sync")
+          .table(
+              List.of("threads", "journal sync", "create+close/s", "ratio"),
+              rows.stream().map(List::of).toList())
+          .chart(
+              Charts.beside(
+                  "Files created and closed per second by journal sync",
+                  "create+close/s",
+                  categories,
+                  perMode),
+              "Bars are medians of "
+                  + round.rounds
+                  + " round(s); whiskers reach the round farthest from the median.")
+          .paragraph(how);
+      report.finish(page, progress);
+    }
     if (files > 0) {
       restart(out, overrides);
     }

@@ -1,5 +1,6 @@
 package io.ember.benchmarks;
 
+import io.ember.benchmarks.report.HtmlReport;
 import io.ember.client.CreateOptions;
 import io.ember.client.EmberClient;
 import io.ember.client.EmberInputStream;
@@ -28,6 +29,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.ToDoubleFunction;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -73,6 +75,8 @@ public final class MetricsBench implements Callable<Integer> {
       paramLabel = "KEY=VALUE",
       description = "an Ember setting for both clusters and their clients (repeatable)")
   Map<String, String> settings = new TreeMap<>();
+
+  @CommandLine.Mixin ReportOption report;
 
   @CommandLine.Spec CommandLine.Model.CommandSpec spec;
 
@@ -229,12 +233,23 @@ public final class MetricsBench implements Callable<Integer> {
       scrapes = withMetrics.scrapes.get();
       scrapeFailures = withMetrics.scrapeFailures.get();
     }
-    String f = "%-22s %14s %14s %8s%n";
-    out.printf(Locale.ROOT, f, "figure", "metrics on", "metrics off", "on/off");
-    row(out, f, "lookups/s, 1 thread", on, off, Figures::lookups);
-    row(out, f, "1 MiB write MB/s", on, off, Figures::writeMbps);
-    row(out, f, "1 MiB read MB/s", on, off, Figures::readMbps);
-    out.println(
+    Comparison figures = new Comparison("metrics on", "metrics off", 3);
+    figures.add(
+        "lookups, 1 thread",
+        "ops/s",
+        figure(on, Figures::lookups),
+        figure(off, Figures::lookups),
+        "");
+    figures.add(
+        "1 MiB writes",
+        "MB/s",
+        figure(on, Figures::writeMbps),
+        figure(off, Figures::writeMbps),
+        "");
+    figures.add(
+        "1 MiB reads", "MB/s", figure(on, Figures::readMbps), figure(off, Figures::readMbps), "");
+    figures.print(out, "figure");
+    String how =
         "on/off: the figure with ember.metrics.enabled=true against false, same run; medians of "
             + round.rounds
             + " rounds ("
@@ -245,27 +260,20 @@ public final class MetricsBench implements Callable<Integer> {
             + scrapes
             + " times during the rounds with metrics on"
             + (scrapeFailures > 0 ? " (" + scrapeFailures + " reads failed)" : "")
-            + ".");
+            + ".";
+    out.println(how);
+    HtmlReport page = report.start(spec, "ember bench metrics: metrics on beside metrics off");
+    if (page != null) {
+      figures.addTo(page, "ember.metrics.enabled=true against false", "figure");
+      page.paragraph(how);
+      report.finish(page, progress);
+    }
     out.flush();
     return 0;
   }
 
-  private static void row(
-      PrintWriter out,
-      String format,
-      String name,
-      List<Figures> on,
-      List<Figures> off,
-      java.util.function.ToDoubleFunction<Figures> figure) {
-    double a = BenchCommand.median(on.stream().mapToDouble(figure).toArray());
-    double b = BenchCommand.median(off.stream().mapToDouble(figure).toArray());
-    out.printf(
-        Locale.ROOT,
-        format,
-        name,
-        BenchCommand.fmt(a),
-        BenchCommand.fmt(b),
-        String.format(Locale.ROOT, "%.3f", a / b));
+  private static double[] figure(List<Figures> rounds, ToDoubleFunction<Figures> figure) {
+    return rounds.stream().mapToDouble(figure).toArray();
   }
 
   private static String describe(Figures f) {

@@ -1,5 +1,7 @@
 package io.ember.benchmarks;
 
+import io.ember.benchmarks.report.Charts;
+import io.ember.benchmarks.report.HtmlReport;
 import io.ember.client.CreateOptions;
 import io.ember.client.EmberClient;
 import io.ember.datanode.dram.DramDataNodeKeys;
@@ -19,6 +21,7 @@ import java.io.PrintWriter;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -96,6 +99,8 @@ public final class NameNodeBench implements Callable<Integer> {
               + "ember.namenode.datanode-timeout=10s")
   Map<String, String> settings = new TreeMap<>();
 
+  @CommandLine.Mixin ReportOption report;
+
   @CommandLine.Spec CommandLine.Model.CommandSpec spec;
 
   private PrintWriter progress;
@@ -159,6 +164,8 @@ public final class NameNodeBench implements Callable<Integer> {
     EmberConfig overrides = BenchCommand.settings(spec, settings);
     List<Mode> modes = new ArrayList<>();
     List<String[]> rows = new ArrayList<>();
+    List<String> categories = new ArrayList<>();
+    Map<String, List<double[]>> perMode = new LinkedHashMap<>();
     try {
       modes.add(new Mode(0, overrides));
       for (int h : handlerThreads) {
@@ -183,6 +190,7 @@ public final class NameNodeBench implements Callable<Integer> {
         }
       }
       for (int t : threads) {
+        categories.add(t + (t == 1 ? " thread" : " threads"));
         double[][] rates = new double[modes.size()][round.rounds];
         List<List<Long>> beats = new ArrayList<>();
         modes.forEach(m -> beats.add(new ArrayList<>()));
@@ -204,6 +212,9 @@ public final class NameNodeBench implements Callable<Integer> {
                     m.name(),
                     rates[i][r]));
           }
+        }
+        for (int i = 0; i < rates.length; i++) {
+          perMode.computeIfAbsent(modes.get(i).name(), k -> new ArrayList<>()).add(rates[i]);
         }
         double baseline = BenchCommand.median(rates[0]);
         for (int i = 0; i < modes.size(); i++) {
@@ -239,14 +250,36 @@ public final class NameNodeBench implements Callable<Integer> {
     for (String[] row : rows) {
       out.printf(Locale.ROOT, f, (Object[]) row);
     }
-    out.println(
+    String how =
         "ratio: creates/s against the network threads (ember.namenode.handler-threads=0)"
             + " with the same client threads, in the same run; medians of "
             + round.rounds
             + " round(s) of "
             + round.seconds
             + " s. Heartbeat: round trips of a probe data node's heartbeats (every 100 ms)"
-            + " during the rounds.");
+            + " during the rounds.";
+    out.println(how);
+    HtmlReport page = report.start(spec, "ember bench namenode: where the name node runs requests");
+    if (page != null) {
+      page.heading("Creates per second by where requests run")
+          .table(
+              List.of(
+                  "threads",
+                  "requests run on",
+                  "creates/s",
+                  "ratio",
+                  "heartbeat p99",
+                  "heartbeat max"),
+              rows.stream().map(List::of).toList())
+          .chart(
+              Charts.beside(
+                  "Creates per second by where requests run", "creates/s", categories, perMode),
+              "Bars are medians of "
+                  + round.rounds
+                  + " round(s); whiskers reach the round farthest from the median.")
+          .paragraph(how);
+      report.finish(page, progress);
+    }
     out.flush();
     return 0;
   }

@@ -1,5 +1,6 @@
 package io.ember.benchmarks;
 
+import io.ember.benchmarks.report.HtmlReport;
 import io.ember.client.ClientMetrics;
 import io.ember.client.CreateOptions;
 import io.ember.client.EmberClient;
@@ -75,6 +76,8 @@ public final class NvmfTierBench implements Callable<Integer> {
           "seconds of unmeasured rounds first, so the JIT has compiled both paths "
               + "(default ${DEFAULT-VALUE})")
   int warmupSeconds;
+
+  @CommandLine.Mixin ReportOption report;
 
   @CommandLine.Spec CommandLine.Model.CommandSpec spec;
 
@@ -286,50 +289,41 @@ public final class NvmfTierBench implements Callable<Integer> {
         rmwWrites = ops + 1L;
       }
     }
-    String f = "%-40s %14s %14s %7s %8s%n";
-    out.printf(Locale.ROOT, f, "measure", "Ember client", "bare host", "ratio", "goal");
-    row(out, f, "seq 1 MiB write, async, 8 in flight", r[8], r[0], "MiB/s", ">= 0.90");
-    row(out, f, "seq 1 MiB read, async, 8 in flight", r[9], r[1], "MiB/s", ">= 0.90");
-    row(out, f, "seq 1 MiB write, stream of byte[]", r[4], r[0], "MiB/s", "");
-    row(out, f, "seq 1 MiB read, stream into byte[]", r[5], r[1], "MiB/s", "");
-    row(out, f, "random 4 KiB read, one at a time*", r[6], r[2], "ops/s", ">= 0.80");
-    row(out, f, "4 KiB write, one at a time*", r[7], r[3], "ops/s", ">= 0.80");
-    out.printf(
-        Locale.ROOT,
-        "unaligned 4 KiB workload: %d writes touched %d sectors by " + "read-modify-write%n",
-        rmwWrites,
-        rmwSectors);
-    out.println(
+    Comparison figures = new Comparison("Ember client", "bare host", 2);
+    figures.add("seq 1 MiB write, async, 8 in flight", "MiB/s", r[8], r[0], ">= 0.90");
+    figures.add("seq 1 MiB read, async, 8 in flight", "MiB/s", r[9], r[1], ">= 0.90");
+    figures.add("seq 1 MiB write, stream of byte[]", "MiB/s", r[4], r[0], "");
+    figures.add("seq 1 MiB read, stream into byte[]", "MiB/s", r[5], r[1], "");
+    figures.add("random 4 KiB read, one at a time*", "ops/s", r[6], r[2], ">= 0.80");
+    figures.add("4 KiB write, one at a time*", "ops/s", r[7], r[3], ">= 0.80");
+    figures.print(out, "measure");
+    String rmw =
+        String.format(
+            Locale.ROOT,
+            "unaligned 4 KiB workload: %d writes touched %d sectors by read-modify-write",
+            rmwWrites,
+            rmwSectors);
+    String how =
         "figures are medians of "
             + rounds
             + " round(s) after "
             + warmupSeconds
-            + " s of warm-up, measured in the same run; * bare and Ember calls alternate one by one;");
-    out.println(
-        "the bare host uses direct buffers with 8 in flight; 'async' rows give Ember the "
-            + "same, 'stream' rows add the copy into the caller's byte[] and the stream's window.");
+            + " s of warm-up, measured in the same run; * bare and Ember calls alternate one by one;"
+            + " the bare host uses direct buffers with 8 in flight; 'async' rows give Ember the "
+            + "same, 'stream' rows add the copy into the caller's byte[] and the stream's window.";
+    out.println(rmw);
+    out.println(how);
+    HtmlReport page = report.start(spec, "ember bench nvmf: the NVMf tier beside a bare host");
+    if (page != null) {
+      figures.addTo(
+          page,
+          "NVMf tier, " + (target == null ? "embedded target" : "target " + target),
+          "measure");
+      page.paragraph(rmw).paragraph(how);
+      report.finish(page, progress);
+    }
     out.flush();
     return 0;
-  }
-
-  private static void row(
-      PrintWriter out,
-      String f,
-      String what,
-      double[] ember,
-      double[] bare,
-      String unit,
-      String goal) {
-    double e = BenchCommand.median(ember);
-    double b = BenchCommand.median(bare);
-    out.printf(
-        Locale.ROOT,
-        f,
-        what,
-        BenchCommand.fmt(e) + " " + unit,
-        BenchCommand.fmt(b) + " " + unit,
-        String.format(Locale.ROOT, "%.2f", e / b),
-        goal);
   }
 
   private interface Issue {

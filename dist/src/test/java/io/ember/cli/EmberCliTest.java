@@ -455,7 +455,9 @@ class EmberCliTest {
   }
 
   @Test
-  void benchPrintsFiguresBesideBaselines() {
+  void benchPrintsFiguresBesideBaselinesAndDrawsThemInItsReport(@TempDir Path tmp)
+      throws Exception {
+    Path dir = tmp.resolve("report");
     Result r =
         run(
             "bench",
@@ -464,16 +466,64 @@ class EmberCliTest {
             "--ops",
             "50",
             "--rounds",
-            "1",
+            "2",
             "--threads",
             "1,2",
             "--warmup",
-            "0");
+            "0",
+            "--report",
+            dir.toString());
     assertEquals(0, r.code(), r.err());
     assertTrue(r.out().contains("write 1 MiB ops"), r.out());
     assertTrue(r.out().contains("read 4 KiB ops (buffered stream)"), r.out());
     assertTrue(r.out().contains("lookup, 2 threads"), r.out());
-    assertTrue(r.err().contains("bench: throughput 1 MiB ops, round 1/1"), r.err());
+    assertTrue(r.err().contains("bench: throughput 1 MiB ops, round 1/2"), r.err());
+    Path page = dir.resolve("index.html");
+    assertTrue(r.err().contains("bench: report written to " + page.toAbsolutePath()), r.err());
+    String html = Files.readString(page);
+    // The page's table holds the printed table's rows, cell for cell.
+    String row =
+        r.out().lines().filter(l -> l.startsWith("lookup, 2 threads")).findFirst().orElseThrow();
+    List<String> cells =
+        List.of(row.substring("lookup, 2 threads".length()).trim().split("\\s{2,}"));
+    assertEquals(4, cells.size(), row);
+    StringBuilder expected = new StringBuilder("<tr><td>lookup, 2 threads</td>");
+    cells.subList(0, 3).forEach(c -> expected.append("<td class=\"n\">").append(c).append("</td>"));
+    assertTrue(html.contains(expected + "<td>&gt;= 0.80</td></tr>"), html);
+    assertTrue(html.contains("ember bench --size 2m --ops 50"), "the command line is on the page");
+    // A chart of MiB/s and one of ops/s beside their baselines, and one of the ratios.
+    assertEquals(3, html.split("<img alt=", -1).length - 1, html);
+    assertTrue(html.contains("<img alt=\"DRAM tier on loopback: Ember / baseline\""), html);
+  }
+
+  @Test
+  void benchJmhDrawsJmhsResults(@TempDir Path tmp) throws Exception {
+    Path dir = tmp.resolve("jmh");
+    Result r =
+        run(
+            "bench",
+            "jmh",
+            "TcpPingPongBenchmark",
+            "-p",
+            "shape=read",
+            "-p",
+            "size=4096",
+            "-f",
+            "0",
+            "-wi",
+            "0",
+            "-i",
+            "2",
+            "-r",
+            "200ms",
+            "--report",
+            dir.toString());
+    assertEquals(0, r.code(), r.err());
+    String html = Files.readString(dir.resolve("index.html"));
+    assertTrue(
+        html.contains("<td>TcpPingPongBenchmark.pingPong shape=read,size=4096</td><td>sample</td>"),
+        html);
+    assertTrue(html.contains("<img alt=\"Sampling time, us/op\""), html);
   }
 
   @Test
@@ -481,7 +531,7 @@ class EmberCliTest {
     Result r =
         run("bench", "metrics", "--rounds", "1", "--seconds", "1", "--warmup", "0", "--size", "2m");
     assertEquals(0, r.code(), r.err());
-    for (String figure : List.of("lookups/s, 1 thread", "1 MiB write MB/s", "1 MiB read MB/s")) {
+    for (String figure : List.of("lookups, 1 thread", "1 MiB writes", "1 MiB reads")) {
       assertTrue(r.out().lines().anyMatch(l -> l.startsWith(figure)), r.out());
     }
     assertTrue(r.err().contains("bench: round 1/1, metrics off: "), r.err());
