@@ -1,5 +1,7 @@
 package io.ember.benchmarks.spark;
 
+import io.ember.benchmarks.report.Charts;
+import io.ember.benchmarks.report.HtmlReport;
 import io.ember.protocol.ConfigKey;
 import java.io.IOException;
 import java.io.PrintStream;
@@ -12,6 +14,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.Callable;
+import java.util.stream.IntStream;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.spark.api.java.JavaSparkContext;
 import org.apache.spark.sql.SparkSession;
@@ -75,8 +78,21 @@ final class Suite implements Callable<Integer> {
   @Option(names = "--no-kill", description = "skip the TeraSort pair that loses an executor")
   boolean noKill;
 
+  @Option(
+      names = "--report",
+      paramLabel = "DIR",
+      description =
+          "where to write the report with charts, DIR/index.html (default: report/ in the work"
+              + " dir)")
+  Path reportDir;
+
   private final PrintStream out = System.out;
+
+  /** The tables as Markdown, for results.md and the console. */
   private final List<String> report = new ArrayList<>();
+
+  /** The same tables with charts, as one HTML page. */
+  private final HtmlReport page = new HtmlReport("Spark suite: Spark's shuffle and Ember's");
 
   static int partitionsFor(long records) {
     return (int) Math.max(2, records * TeraRecords.RECORD / (128L << 20));
@@ -99,15 +115,21 @@ final class Suite implements Callable<Integer> {
     }
     boolean failed = false;
     try (BenchCluster c = cluster.open()) {
-      out.println(
-          "spark-bench suite: Ember name node "
+      String setUp =
+          "Ember name node "
               + c.namenode()
               + ", Spark "
+              + org.apache.spark.package$.MODULE$.SPARK_VERSION()
+              + " with "
               + cluster.executors
               + " executors x "
               + cluster.executorMemory
-              + ", work dir "
-              + c.workDir());
+              + ", "
+              + Runtime.getRuntime().availableProcessors()
+              + " CPUs, Java "
+              + System.getProperty("java.version");
+      out.println("spark-bench suite: " + setUp + ", work dir " + c.workDir());
+      page.meta(setUp);
       long size = ConfigKey.parseSize(terasortSize);
       if (size > 0) {
         failed |= !teraSorts(c, modes, size / TeraRecords.RECORD);
@@ -122,12 +144,30 @@ final class Suite implements Callable<Integer> {
     Path results = cluster.workDir.resolve("results.md");
     Files.writeString(results, table, StandardCharsets.UTF_8);
     out.println("(also in " + results.toAbsolutePath() + ")");
+    Path html = page.write(reportDir != null ? reportDir : cluster.workDir.resolve("report"));
+    out.println("report with charts: " + html.toAbsolutePath());
     return failed ? 1 : 0;
   }
 
-  /** One TeraSort: its time, what TeraValidate said, and the map tasks it ran. */
+  /** One TeraSort: its time, its stages' times, what TeraValidate said, the map tasks it ran. */
   private record SortRun(
-      double seconds, Tera.Verdict verdict, int mapTasks, int mapStages, String killed) {}
+      double seconds,
+      Map<String, Double> stages,
+      Tera.Verdict verdict,
+      int mapTasks,
+      int mapStages,
+      String killed) {}
+
+  /** Adds a table to the Markdown and to the page; {@code caption} ends with a colon. */
+  private void table(String caption, List<String> headers, List<List<String>> rows) {
+    report.add(caption);
+    report.add("");
+    report.add("| " + String.join(" | ", headers) + " |");
+    report.add("|" + "---|".repeat(headers.size()));
+    rows.forEach(r -> report.add("| " + String.join(" | ", r) + " |"));
+    report.add("");
+    page.heading(caption.replaceFirst(":$", "")).table(headers, rows);
+  }
 
   private boolean teraSorts(BenchCluster c, List<Shuffle> modes, long records) throws Exception {
     int partitions = partitionsFor(records);
@@ -158,31 +198,42 @@ final class Suite implements Callable<Integer> {
             teraSort(c, mode, input, partitions, summary, true));
       }
     }
-    report.add(
-        String.format(
-            "TeraSort, %.1f GB, %d map and %d reduce partitions, "
-                + "local-cluster with %d executors:",
-            records * TeraRecords.RECORD / 1e9, partitions, partitions, cluster.executors));
-    report.add("");
-    report.add("| shuffle | time | Spark's time / this | map tasks run | TeraValidate |");
-    report.add("|---|---|---|---|---|");
+    List<List<String>> rows = new ArrayList<>();
     boolean allValid = true;
     for (Map.Entry<String, SortRun> e : runs.entrySet()) {
       SortRun r = e.getValue();
       SortRun base = runs.get(e.getKey().endsWith("killed") ? "spark, executor killed" : "spark");
-      report.add(
-          String.format(
-              "| %s | %.1f s | %.2f | %d in %d stage attempt%s | %s |",
+      rows.add(
+          List.of(
               e.getKey(),
-              r.seconds(),
-              base.seconds() / r.seconds(),
-              r.mapTasks(),
-              r.mapStages(),
-              r.mapStages() == 1 ? "" : "s",
+              String.format("%.1f s", r.seconds()),
+              String.format("%.2f", base.seconds() / r.seconds()),
+              String.format(
+                  "%d in %d stage attempt%s",
+                  r.mapTasks(), r.mapStages(), r.mapStages() == 1 ? "" : "s"),
               (r.verdict().ok() ? "OK: " : "FAILED: ") + r.verdict().detail()));
       allValid &= r.verdict().ok();
     }
-    report.add("");
+    table(
+        String.format(
+            "TeraSort, %.1f GB, %d map and %d reduce partitions, "
+                + "local-cluster with %d executors:",
+            records * TeraRecords.RECORD / 1e9, partitions, partitions, cluster.executors),
+        List.of("shuffle", "time", "Spark's time / this", "map tasks run", "TeraValidate"),
+        rows);
+    List<String> labels = new ArrayList<>(runs.keySet());
+    Map<String, double[]> stages = new LinkedHashMap<>();
+    for (int i = 0; i < labels.size(); i++) {
+      for (Map.Entry<String, Double> stage : runs.get(labels.get(i)).stages().entrySet()) {
+        stages.computeIfAbsent(stage.getKey(), k -> new double[labels.size()])[i] =
+            stage.getValue();
+      }
+    }
+    page.chart(
+        Charts.stacked("TeraSort's stages", "seconds", labels, stages),
+        "Each bar is one TeraSort, its stages stacked: the map stage writes the shuffle, the"
+            + " reduce stage reads it, sorts and writes the output. A stage run again after an"
+            + " executor was lost adds its attempts' time.");
     report.forEach(out::println);
     return allValid;
   }
@@ -205,6 +256,8 @@ final class Suite implements Callable<Integer> {
       ExecutorKiller killer = new ExecutorKiller(spark.sparkContext(), kill);
       spark.sparkContext().addSparkListener(killer);
       long t0 = System.nanoTime();
+      StageTimes stageTimes = new StageTimes();
+      spark.sparkContext().addSparkListener(stageTimes);
       Progress progress = new Progress(sc, what, out, 15_000);
       try {
         Tera.sort(sc, input, output, partitions);
@@ -212,6 +265,8 @@ final class Suite implements Callable<Integer> {
         progress.stop();
       }
       double seconds = (System.nanoTime() - t0) / 1e9;
+      // Before TeraValidate's own stages.
+      Map<String, Double> stages = stageTimes.seconds(spark.sparkContext());
       out.printf(
           "%s: %.1f s, %d map tasks run%s; validating...%n",
           what,
@@ -228,7 +283,7 @@ final class Suite implements Callable<Integer> {
         verdict = new Tera.Verdict(false, "no executor was killed");
       }
       return new SortRun(
-          seconds, verdict, killer.mapTasks(), killer.mapStageAttempts(), killer.victim());
+          seconds, stages, verdict, killer.mapTasks(), killer.mapStageAttempts(), killer.victim());
     }
   }
 
@@ -374,17 +429,9 @@ final class Suite implements Callable<Integer> {
                 + runsPerQuery
                 + " runs per query"
                 + (tpcdsPasses > 1 ? " in " + tpcdsPasses + " passes taken in turns" : "");
-    report.add(
-        String.format(
-            "TPC-DS SF%s, %d queries, broadcast joins %s%s:",
-            tpcdsScale, base.size(), joins ? "on" : "off", how));
-    report.add("");
-    report.add(
-        "| shuffle | total time | Spark's total / this | geometric mean of per-query "
-            + "ratios (this / Spark's) | queries > 1.10 of Spark's time | of those, > 1.10 in every "
-            + "run | slowest ratio | results differing from Spark's | failed |");
-    report.add("|---|---|---|---|---|---|---|---|---|");
     boolean same = true;
+    List<List<String>> rows = new ArrayList<>();
+    Map<String, double[]> perQuery = new LinkedHashMap<>();
     double baseTotal = base.stream().mapToDouble(Tpcds.Outcome::seconds).sum();
     for (Map.Entry<Shuffle, List<Tpcds.Outcome>> e : byMode.entrySet()) {
       List<Tpcds.Outcome> runs = e.getValue();
@@ -419,22 +466,52 @@ final class Suite implements Callable<Integer> {
         }
       }
       same &= differing.isEmpty() && failedQueries == 0;
-      report.add(
-          String.format(
-              "| %s | %.1f s | %.2f | %.3f | %d | %d%s | %.2f (%s) | %s | %d |",
+      rows.add(
+          List.of(
               e.getKey().label(),
-              total,
-              baseTotal / total,
-              Math.exp(logSum / runs.size()),
-              slower,
-              slowerEveryRun.size(),
-              slowerEveryRun.isEmpty() ? "" : " (" + String.join(" ", slowerEveryRun) + ")",
-              worst,
-              worstQuery,
+              String.format("%.1f s", total),
+              String.format("%.2f", baseTotal / total),
+              String.format("%.3f", Math.exp(logSum / runs.size())),
+              Integer.toString(slower),
+              slowerEveryRun.size()
+                  + (slowerEveryRun.isEmpty() ? "" : " (" + String.join(" ", slowerEveryRun) + ")"),
+              String.format("%.2f (%s)", worst, worstQuery),
               differing.isEmpty() ? "none" : String.join(" ", differing),
-              failedQueries));
+              Integer.toString(failedQueries)));
+      if (e.getKey() != Shuffle.SPARK) {
+        perQuery.put(
+            e.getKey().label(),
+            IntStream.range(0, runs.size())
+                .mapToDouble(i -> runs.get(i).seconds() / base.get(i).seconds())
+                .toArray());
+      }
     }
-    report.add("");
+    String caption =
+        String.format(
+            "TPC-DS SF%s, %d queries, broadcast joins %s%s:",
+            tpcdsScale, base.size(), joins ? "on" : "off", how);
+    table(
+        caption,
+        List.of(
+            "shuffle",
+            "total time",
+            "Spark's total / this",
+            "geometric mean of per-query ratios (this / Spark's)",
+            "queries > 1.10 of Spark's time",
+            "of those, > 1.10 in every run",
+            "slowest ratio",
+            "results differing from Spark's",
+            "failed"),
+        rows);
+    if (!perQuery.isEmpty()) {
+      page.chart(
+          Charts.ratios(
+              "TPC-DS per query, broadcast joins " + (joins ? "on" : "off"),
+              "this shuffle's time / Spark's",
+              base.stream().map(Tpcds.Outcome::query).toList(),
+              perQuery),
+          "Below the line at 1 a query ran faster with Ember's shuffle than with Spark's own.");
+    }
     return same;
   }
 }

@@ -10,6 +10,7 @@ import java.io.InputStream;
 import java.io.OutputStream;
 import java.nio.file.Path;
 import java.util.Arrays;
+import java.util.Map;
 import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.spark.api.java.JavaSparkContext;
@@ -52,7 +53,17 @@ class TeraSortTest {
   private static byte[] sortWith(Shuffle shuffle, String output) throws Exception {
     try (SparkSession spark = cluster.session("terasort", shuffle, true, "nvmf")) {
       JavaSparkContext sc = JavaSparkContext.fromSparkContext(spark.sparkContext());
+      StageTimes stages = new StageTimes();
+      sc.sc().addSparkListener(stages);
       Tera.sort(sc, cluster.uri("/in"), cluster.uri(output), 3);
+      // TeraSort is one shuffle: a map stage that writes it and a reduce stage that reads it.
+      Map<String, Double> seconds = stages.seconds(sc.sc());
+      assertEquals(2, seconds.size(), seconds.toString());
+      assertTrue(
+          seconds.keySet().stream().anyMatch(k -> k.startsWith("map: ")), seconds.toString());
+      assertTrue(
+          seconds.keySet().stream().anyMatch(k -> k.startsWith("reduce: ")), seconds.toString());
+      assertTrue(seconds.values().stream().allMatch(t -> t > 0), seconds.toString());
       Tera.Verdict v = Tera.validate(sc, cluster.uri(output), input);
       assertTrue(v.ok(), v.detail());
       return concat(sc, output);
