@@ -68,6 +68,11 @@ final class EmberShuffleConf {
     return shared;
   }
 
+  /** The JVM's Ember client if one is connected, without connecting one. */
+  static synchronized EmberClient current() {
+    return shared;
+  }
+
   /** Closes the shared client (the application is over). */
   static synchronized void closeClient() {
     if (shared != null) {

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.ember.client.EmberClient;
 import io.ember.minicluster.MiniCluster;
+import java.lang.management.ManagementFactory;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -13,6 +14,8 @@ import java.util.Map;
 import java.util.Random;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Function;
+import javax.management.MBeanServer;
+import javax.management.ObjectName;
 import org.apache.spark.SparkConf;
 import org.apache.spark.api.java.JavaPairRDD;
 import org.apache.spark.api.java.JavaRDD;
@@ -274,6 +277,73 @@ class EmberShuffleLocalTest {
    * at a time, each larger than the window) and reduce tasks of many more runs than may be in
    * flight at once (the run count, not the bytes, limits the window).
    */
+  /** A gauge of the metrics plugin, as Spark's JMX sink publishes it. */
+  private static long pluginGauge(String name) throws Exception {
+    MBeanServer jmx = ManagementFactory.getPlatformMBeanServer();
+    List<ObjectName> found =
+        jmx.queryNames(new ObjectName("metrics:*"), null).stream()
+            .filter(
+                n ->
+                    n.getKeyProperty("name")
+                        // In local mode without the application and executor ids in front.
+                        .endsWith("plugin." + EmberMetricsPlugin.class.getName() + "." + name))
+            .toList();
+    assertEquals(
+        1,
+        found.size(),
+        () -> "MBeans for " + name + ": " + found + " among " + jmx.queryNames(null, null));
+    return ((Number) jmx.getAttribute(found.get(0), "Value")).longValue();
+  }
+
+  @Test
+  void theMetricsPluginReportsEachExecutorsEmberTrafficToSparksSinks() throws Exception {
+    SparkConf c =
+        conf(true, false)
+            .set("spark.plugins", EmberMetricsPlugin.class.getName())
+            .set("spark.metrics.conf.*.sink.jmx.class", "org.apache.spark.metrics.sink.JmxSink");
+    try (JavaSparkContext sc = new JavaSparkContext(c)) {
+      AtomicLong sparkWrote = new AtomicLong();
+      AtomicLong sparkRead = new AtomicLong();
+      sc.sc()
+          .addSparkListener(
+              new org.apache.spark.scheduler.SparkListener() {
+                @Override
+                public void onTaskEnd(org.apache.spark.scheduler.SparkListenerTaskEnd end) {
+                  if (end.taskMetrics() != null) {
+                    sparkWrote.addAndGet(end.taskMetrics().shuffleWriteMetrics().bytesWritten());
+                    sparkRead.addAndGet(end.taskMetrics().shuffleReadMetrics().totalBytesRead());
+                  }
+                }
+              });
+      // Connects the client, so the gauges count from here.
+      sc.parallelize(List.of(1, 2), 2).mapToPair(i -> new Tuple2<>(i, i)).groupByKey().count();
+      sc.sc().listenerBus().waitUntilEmpty();
+      long wroteBefore = pluginGauge("bytesWritten");
+      long readBefore = pluginGauge("bytesRead");
+      long writesBefore = pluginGauge("blockWrites");
+      sparkWrote.set(0);
+      sparkRead.set(0);
+      sc.parallelize(words(20_000, 6), 4)
+          .mapToPair(w -> new Tuple2<>(w, 1))
+          .reduceByKey(Integer::sum, 3)
+          .count();
+      sc.sc().listenerBus().waitUntilEmpty();
+      long wrote = pluginGauge("bytesWritten") - wroteBefore;
+      long read = pluginGauge("bytesRead") - readBefore;
+      assertTrue(sparkWrote.get() > 0 && sparkRead.get() > 0, "the job shuffled nothing");
+      // Every shuffle byte Spark counted went through Ember's client, and the gauges see it.
+      assertTrue(wrote >= sparkWrote.get(), wrote + " bytes to Ember, Spark wrote " + sparkWrote);
+      assertTrue(read >= sparkRead.get(), read + " bytes from Ember, Spark read " + sparkRead);
+      assertTrue(pluginGauge("blockWrites") > writesBefore);
+      // A gauge is the client's own counter, read when Spark samples it.
+      assertEquals(
+          EmberShuffleConf.current().metrics().bytesWritten(), pluginGauge("bytesWritten"));
+      for (String gauge : EmberMetricsPlugin.GAUGES.keySet()) {
+        assertTrue(pluginGauge(gauge) >= 0, gauge);
+      }
+    }
+  }
+
   @Test
   void readsAtTheFetchWindowsEdgesGiveSparksResults() throws Exception {
     Function<JavaSparkContext, String> manyMapOutputs =
