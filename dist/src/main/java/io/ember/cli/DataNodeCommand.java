@@ -2,8 +2,10 @@ package io.ember.cli;
 
 import io.ember.datanode.dram.DramDataNode;
 import io.ember.datanode.dram.DramDataNodeKeys;
+import io.ember.http.StatusServer;
 import io.ember.protocol.EmberConfig;
 import io.ember.protocol.EmberKeys;
+import java.net.InetSocketAddress;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
@@ -82,6 +84,7 @@ final class DataNodeCommand implements Runnable {
                 + dn.endpoint()
                 + " for name node "
                 + config.get(EmberKeys.NAMENODE_ADDRESS)
+                + statusPage(dn.httpAddress())
                 + "; Ctrl-C stops");
       }
       return 0;
@@ -150,9 +153,14 @@ final class DataNodeCommand implements Runnable {
                 + dn.target()
                 + " for name node "
                 + config.get(EmberKeys.NAMENODE_ADDRESS)
+                + statusPage(dn.httpAddress())
                 + "; Ctrl-C stops");
       }
       return 0;
     }
+  }
+
+  private static String statusPage(InetSocketAddress http) {
+    return http == null ? "" : "; status page and metrics at " + StatusServer.url(http);
   }
 }

@@ -22,6 +22,10 @@ import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.io.PrintWriter;
 import java.io.StringWriter;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -131,8 +135,19 @@ class MultiProcessClusterTest {
             "127.0.0.1",
             "-D",
             "ember.datanode.heartbeat-interval=100ms");
-    awaitLine(dnLog, Pattern.compile("(DRAM data node serving)"));
+    String statusPage =
+        awaitLine(
+            dnLog,
+            Pattern.compile(
+                "DRAM data node serving .*status page and metrics at (http://[^;\\s]+)"));
     awaitLine(nnLog, Pattern.compile("(registered data node 1)"));
+    HttpResponse<String> page =
+        HttpClient.newHttpClient()
+            .send(
+                HttpRequest.newBuilder(URI.create(statusPage)).build(),
+                HttpResponse.BodyHandlers.ofString());
+    assertEquals(200, page.statusCode(), statusPage);
+    assertTrue(page.body().contains("<h1>Ember DRAM data node "), page.body());
 
     byte[] content = new byte[3_000_000];
     new Random(5).nextBytes(content);
