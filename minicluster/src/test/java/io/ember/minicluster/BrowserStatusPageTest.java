@@ -189,7 +189,11 @@ class BrowserStatusPageTest {
     return byAddress;
   }
 
-  /** The cells' text of the table that follows the heading with id {@code headingId}. */
+  /**
+   * The cells' text of the table that follows the heading with id {@code headingId}.
+   *
+   * @throws org.openqa.selenium.StaleElementReferenceException if the page was replaced meanwhile
+   */
   private List<List<String>> tableAfter(String headingId) {
     List<List<String>> rows = new ArrayList<>();
     for (WebElement tr :
@@ -198,6 +202,12 @@ class BrowserStatusPageTest {
       List<String> cells = new ArrayList<>();
       for (WebElement td : tr.findElements(By.tagName("td"))) {
         cells.add(td.getText());
+      }
+      // A row of the page its refresh is replacing can answer with no cells, or fewer, rather
+      // than as stale: a settled table's rows all have the same cells, and at least one.
+      if (cells.isEmpty() || (!rows.isEmpty() && cells.size() != rows.get(0).size())) {
+        throw new org.openqa.selenium.StaleElementReferenceException(
+            "the page was replaced while its table '" + headingId + "' was read");
       }
       rows.add(cells);
     }
