@@ -135,18 +135,22 @@ final class Comparison {
               unit.getKey(),
               unitRows.stream().map(r -> r.measure).toList(),
               series),
-          "Bars are medians of "
-              + rounds
-              + " round(s); whiskers reach the round farthest from the median.");
+          Charts.spreadCaption(rounds + " round(s)"));
+    }
+    // A baseline of 0 has no ratio to draw; the table still shows it.
+    List<Row> drawable = rows.stream().filter(r -> Double.isFinite(r.ratio())).toList();
+    if (drawable.isEmpty()) {
+      return;
     }
     String ratio = measuredLabel + " / " + baselineLabel;
     report.chart(
         Charts.ratios(
             heading + ": " + ratio,
             "ratio",
-            rows.stream().map(r -> r.measure).toList(),
-            Map.of(ratio, rows.stream().mapToDouble(Row::ratio).toArray())),
+            drawable.stream().map(r -> r.measure).toList(),
+            Map.of(ratio, drawable.stream().mapToDouble(Row::ratio).toArray())),
         "The line marks 1, the baseline's figure"
-            + (hasGoals() ? "; the table gives each measure's goal." : "."));
+            + (hasGoals() ? "; the table gives each measure's goal" : "")
+            + (drawable.size() < rows.size() ? "; measures without a ratio are left out." : "."));
   }
 }

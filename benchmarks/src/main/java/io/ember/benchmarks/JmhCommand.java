@@ -14,7 +14,9 @@ import org.openjdk.jmh.results.BenchmarkResult;
 import org.openjdk.jmh.results.IterationResult;
 import org.openjdk.jmh.results.Result;
 import org.openjdk.jmh.results.RunResult;
+import org.openjdk.jmh.runner.NoBenchmarksException;
 import org.openjdk.jmh.runner.Runner;
+import org.openjdk.jmh.runner.options.CommandLineOptionException;
 import org.openjdk.jmh.runner.options.CommandLineOptions;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
@@ -44,7 +46,12 @@ public final class JmhCommand implements Callable<Integer> {
   @Override
   public Integer call() throws Exception {
     String[] jmhArgs = args.toArray(new String[0]);
-    CommandLineOptions options = new CommandLineOptions(jmhArgs);
+    CommandLineOptions options;
+    try {
+      options = new CommandLineOptions(jmhArgs);
+    } catch (CommandLineOptionException e) {
+      throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
+    }
     if (report.dir == null
         || options.shouldHelp()
         || options.shouldList()
@@ -54,7 +61,13 @@ public final class JmhCommand implements Callable<Integer> {
       org.openjdk.jmh.Main.main(jmhArgs);
       return 0;
     }
-    Collection<RunResult> results = new Runner(options).run();
+    Collection<RunResult> results;
+    try {
+      results = new Runner(options).run();
+    } catch (NoBenchmarksException e) {
+      spec.commandLine().getErr().println("ember bench jmh: no benchmark matches " + args);
+      return 1;
+    }
     HtmlReport page = report.start(spec, "ember bench jmh: microbenchmarks of the NVMf path");
     draw(page, results);
     report.finish(page, spec.commandLine().getErr());
@@ -84,14 +97,21 @@ public final class JmhCommand implements Callable<Integer> {
     page.heading("Results")
         .table(List.of("benchmark", "mode", "samples", "score", "error (99.9%)", "unit"), rows);
     for (Map.Entry<String, List<RunResult>> kind : byKind.entrySet()) {
-      List<RunResult> rs = kind.getValue();
+      // JMH reports NaN for a benchmark that failed; the table shows it, a chart cannot.
+      List<RunResult> rs =
+          kind.getValue().stream()
+              .filter(r -> Double.isFinite(r.getPrimaryResult().getScore()))
+              .toList();
+      if (rs.isEmpty()) {
+        continue;
+      }
       String unit = rs.get(0).getPrimaryResult().getScoreUnit();
       Map<String, List<double[]>> series = new LinkedHashMap<>();
       series.put(unit, rs.stream().map(JmhCommand::iterations).toList());
       page.chart(
           Charts.beside(kind.getKey(), unit, rs.stream().map(JmhCommand::label).toList(), series),
-          "Bars are medians of the measured iterations of every fork; whiskers reach the iteration"
-              + " farthest from the median. The table gives JMH's own mean and error.");
+          Charts.spreadCaption("the measured iterations of every fork")
+              + " The table gives JMH's own mean and error.");
     }
   }
 

@@ -187,15 +187,17 @@ public final class JournalBench implements Callable<Integer> {
                   "create+close/s",
                   categories,
                   perMode),
-              "Bars are medians of "
-                  + round.rounds
-                  + " round(s); whiskers reach the round farthest from the median.")
+              Charts.spreadCaption(round.rounds + " round(s)"))
           .paragraph(how);
-      report.finish(page, progress);
     }
     if (files > 0) {
-      restart(out, overrides);
+      String restart = restart(overrides);
+      out.println(restart);
+      if (page != null) {
+        page.heading("Restarting a name node").paragraph(restart);
+      }
     }
+    report.finish(page, progress);
     out.flush();
     return 0;
   }
@@ -246,7 +248,7 @@ public final class JournalBench implements Callable<Integer> {
   }
 
   /** Restart times: replaying a journal of --files creates, then loading a checkpoint of them. */
-  private void restart(PrintWriter out, EmberConfig overrides) throws Exception {
+  private String restart(EmberConfig overrides) throws Exception {
     try (MiniCluster c =
         MiniCluster.builder()
             .dramDatanodes(1)
@@ -311,11 +313,11 @@ public final class JournalBench implements Callable<Integer> {
           throw new IllegalStateException("the restarted name node lost its files");
         }
       }
-      out.printf(
+      return String.format(
           Locale.ROOT,
           "restart with %d files: replay of a journal of %d creates %.2f s; load of a checkpoint"
               + " of them %.2f s (writing it took %.2f s). Each includes stopping the old name"
-              + " node.%n",
+              + " node.",
           files,
           files,
           replay / 1e9,

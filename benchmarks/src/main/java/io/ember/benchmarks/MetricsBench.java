@@ -250,7 +250,7 @@ public final class MetricsBench implements Callable<Integer> {
         "1 MiB reads", "MB/s", figure(on, Figures::readMbps), figure(off, Figures::readMbps), "");
     figures.print(out, "figure");
     String how =
-        "on/off: the figure with ember.metrics.enabled=true against false, same run; medians of "
+        "ratio: the figure with ember.metrics.enabled=true against false, same run; medians of "
             + round.rounds
             + " rounds ("
             + round.seconds

@@ -274,9 +274,7 @@ public final class NameNodeBench implements Callable<Integer> {
           .chart(
               Charts.beside(
                   "Creates per second by where requests run", "creates/s", categories, perMode),
-              "Bars are medians of "
-                  + round.rounds
-                  + " round(s); whiskers reach the round farthest from the median.")
+              Charts.spreadCaption(round.rounds + " round(s)"))
           .paragraph(how);
       report.finish(page, progress);
     }

@@ -309,7 +309,7 @@ public final class NvmfTierBench implements Callable<Integer> {
             + " round(s) after "
             + warmupSeconds
             + " s of warm-up, measured in the same run; * bare and Ember calls alternate one by one;"
-            + " the bare host uses direct buffers with 8 in flight; 'async' rows give Ember the "
+            + "\nthe bare host uses direct buffers with 8 in flight; 'async' rows give Ember the "
             + "same, 'stream' rows add the copy into the caller's byte[] and the stream's window.";
     out.println(rmw);
     out.println(how);

@@ -28,6 +28,7 @@ import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -144,7 +145,9 @@ class MultiProcessClusterTest {
     HttpResponse<String> page =
         HttpClient.newHttpClient()
             .send(
-                HttpRequest.newBuilder(URI.create(statusPage)).build(),
+                HttpRequest.newBuilder(URI.create(statusPage))
+                    .timeout(Duration.ofSeconds(PATIENCE_SECONDS))
+                    .build(),
                 HttpResponse.BodyHandlers.ofString());
     assertEquals(200, page.statusCode(), statusPage);
     assertTrue(page.body().contains("<h1>Ember DRAM data node "), page.body());

@@ -27,7 +27,8 @@ final class EmberShuffleConf {
   static final String ROOT = "spark.ember.shuffle.root";
   static final String CONF_PREFIX = "spark.ember.conf.";
 
-  private static EmberClient shared;
+  // Volatile so that metrics gauges read it without waiting behind a connect or close.
+  private static volatile EmberClient shared;
   private static String sharedKey;
 
   private EmberShuffleConf() {}
@@ -68,8 +69,8 @@ final class EmberShuffleConf {
     return shared;
   }
 
-  /** The JVM's Ember client if one is connected, without connecting one. */
-  static synchronized EmberClient current() {
+  /** The JVM's Ember client if one is connected, without connecting one or waiting. */
+  static EmberClient current() {
     return shared;
   }
 

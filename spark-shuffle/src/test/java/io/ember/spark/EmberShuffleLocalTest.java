@@ -13,6 +13,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Random;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Consumer;
 import java.util.function.Function;
 import javax.management.MBeanServer;
 import javax.management.ObjectName;
@@ -20,6 +21,7 @@ import org.apache.spark.SparkConf;
 import org.apache.spark.api.java.JavaPairRDD;
 import org.apache.spark.api.java.JavaRDD;
 import org.apache.spark.api.java.JavaSparkContext;
+import org.apache.spark.executor.TaskMetrics;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -272,11 +274,20 @@ class EmberShuffleLocalTest {
     }
   }
 
-  /**
-   * The reader's fetch-ahead window at its edges: a window smaller than any run (one run in flight
-   * at a time, each larger than the window) and reduce tasks of many more runs than may be in
-   * flight at once (the run count, not the bytes, limits the window).
-   */
+  /** Calls {@code onMetrics} with the metrics of every task that ends in {@code sc}. */
+  private static void onTaskEnd(JavaSparkContext sc, Consumer<TaskMetrics> onMetrics) {
+    sc.sc()
+        .addSparkListener(
+            new org.apache.spark.scheduler.SparkListener() {
+              @Override
+              public void onTaskEnd(org.apache.spark.scheduler.SparkListenerTaskEnd end) {
+                if (end.taskMetrics() != null) {
+                  onMetrics.accept(end.taskMetrics());
+                }
+              }
+            });
+  }
+
   /** A gauge of the metrics plugin, as Spark's JMX sink publishes it. */
   private static long pluginGauge(String name) throws Exception {
     MBeanServer jmx = ManagementFactory.getPlatformMBeanServer();
@@ -304,17 +315,12 @@ class EmberShuffleLocalTest {
     try (JavaSparkContext sc = new JavaSparkContext(c)) {
       AtomicLong sparkWrote = new AtomicLong();
       AtomicLong sparkRead = new AtomicLong();
-      sc.sc()
-          .addSparkListener(
-              new org.apache.spark.scheduler.SparkListener() {
-                @Override
-                public void onTaskEnd(org.apache.spark.scheduler.SparkListenerTaskEnd end) {
-                  if (end.taskMetrics() != null) {
-                    sparkWrote.addAndGet(end.taskMetrics().shuffleWriteMetrics().bytesWritten());
-                    sparkRead.addAndGet(end.taskMetrics().shuffleReadMetrics().totalBytesRead());
-                  }
-                }
-              });
+      onTaskEnd(
+          sc,
+          m -> {
+            sparkWrote.addAndGet(m.shuffleWriteMetrics().bytesWritten());
+            sparkRead.addAndGet(m.shuffleReadMetrics().totalBytesRead());
+          });
       // Connects the client, so the gauges count from here.
       sc.parallelize(List.of(1, 2), 2).mapToPair(i -> new Tuple2<>(i, i)).groupByKey().count();
       sc.sc().listenerBus().waitUntilEmpty();
@@ -344,6 +350,11 @@ class EmberShuffleLocalTest {
     }
   }
 
+  /**
+   * The reader's fetch-ahead window at its edges: a window smaller than any run (one run in flight
+   * at a time, each larger than the window) and reduce tasks of many more runs than may be in
+   * flight at once (the run count, not the bytes, limits the window).
+   */
   @Test
   void readsAtTheFetchWindowsEdgesGiveSparksResults() throws Exception {
     Function<JavaSparkContext, String> manyMapOutputs =
@@ -362,17 +373,11 @@ class EmberShuffleLocalTest {
       try (JavaSparkContext sc =
           new JavaSparkContext(conf(true, false).set("spark.reducer.maxSizeInFlight", window))) {
         AtomicLong mostBlocksRead = new AtomicLong();
-        sc.sc()
-            .addSparkListener(
-                new org.apache.spark.scheduler.SparkListener() {
-                  @Override
-                  public void onTaskEnd(org.apache.spark.scheduler.SparkListenerTaskEnd end) {
-                    if (end.taskMetrics() != null) {
-                      mostBlocksRead.accumulateAndGet(
-                          end.taskMetrics().shuffleReadMetrics().remoteBlocksFetched(), Math::max);
-                    }
-                  }
-                });
+        onTaskEnd(
+            sc,
+            m ->
+                mostBlocksRead.accumulateAndGet(
+                    m.shuffleReadMetrics().remoteBlocksFetched(), Math::max));
         assertEquals(expected, manyMapOutputs.apply(sc), "window " + window);
         sc.sc().listenerBus().waitUntilEmpty();
         assertTrue(

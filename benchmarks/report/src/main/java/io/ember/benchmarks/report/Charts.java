@@ -62,6 +62,13 @@ public final class Charts {
     return chart;
   }
 
+  /** The caption of a {@link #beside} chart whose bars are medians of {@code what}. */
+  public static String spreadCaption(String what) {
+    return "Bars are medians of "
+        + what
+        + "; whiskers reach as far either side as the one farthest from the median.";
+  }
+
   /**
    * Bars of ratios per category, one series each, beside a line at 1 (parity with the baseline).
    *

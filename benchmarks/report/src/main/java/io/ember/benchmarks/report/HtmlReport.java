@@ -4,11 +4,13 @@ import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.AtomicMoveNotSupportedException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.util.Base64;
 import java.util.List;
+import java.util.regex.Pattern;
 import org.knowm.xchart.VectorGraphicsEncoder;
 import org.knowm.xchart.internal.chartpart.Chart;
 
@@ -89,12 +91,17 @@ public final class HtmlReport {
   }
 
   /**
-   * Adds a chart, drawn to SVG at its own size, with a caption under it.
-   *
-   * @throws UncheckedIOException if XChart cannot draw it
+   * Adds a chart, drawn to SVG at its own size, with a caption under it. A chart XChart cannot draw
+   * (a value it refuses, no font to draw text with) becomes a line saying so: the tables are the
+   * report's figures and must not be lost to a picture.
    */
   public HtmlReport chart(Chart<?, ?> chart, String caption) {
-    String data = Base64.getEncoder().encodeToString(svg(chart));
+    String data;
+    try {
+      data = Base64.getEncoder().encodeToString(svg(chart));
+    } catch (RuntimeException e) {
+      return paragraph("(The chart '" + chart.getTitle() + "' could not be drawn: " + e + ")");
+    }
     body.append("<figure><img alt=\"")
         .append(escape(chart.getTitle()))
         .append("\" width=\"")
@@ -137,8 +144,8 @@ public final class HtmlReport {
   }
 
   /**
-   * Writes the page as {@code dir/index.html}, creating {@code dir} if needed. The page appears
-   * whole or not at all: a reader never sees half a report.
+   * Writes the page as {@code dir/index.html}, creating {@code dir} if needed. The page is written
+   * beside it and renamed over it, so a reader never sees half a report.
    *
    * @return the file written
    * @throws IOException if the directory cannot be made or the file written
@@ -150,7 +157,11 @@ public final class HtmlReport {
     Path partial = dir.resolve("." + FILE_NAME + ".partial");
     try {
       Files.writeString(partial, html(), StandardCharsets.UTF_8);
-      Files.move(partial, file, StandardCopyOption.REPLACE_EXISTING);
+      try {
+        Files.move(partial, file, StandardCopyOption.ATOMIC_MOVE);
+      } catch (AtomicMoveNotSupportedException e) {
+        Files.move(partial, file, StandardCopyOption.REPLACE_EXISTING);
+      }
     } finally {
       Files.deleteIfExists(partial);
     }
@@ -174,9 +185,10 @@ public final class HtmlReport {
     return s.toString();
   }
 
+  /** A number, perhaps with one word after it: "41000 ops/s", "0.93", "1.30 (q96)". */
+  private static final Pattern NUMBER = Pattern.compile("-?[0-9][0-9.,]*( \\S+)?");
+
   private static boolean numeric(String cell) {
-    return !cell.isEmpty()
-        && (Character.isDigit(cell.charAt(0)) || cell.charAt(0) == '-')
-        && cell.chars().anyMatch(Character::isDigit);
+    return NUMBER.matcher(cell).matches();
   }
 }

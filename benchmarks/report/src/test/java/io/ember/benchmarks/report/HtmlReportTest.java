@@ -33,7 +33,9 @@ class HtmlReportTest {
             .table(
                 List.of("measure", "Ember", "ratio"),
                 List.of(
-                    List.of("lookup, <8> threads", "41000 ops/s", "0.93"), List.of("-", "", "")))
+                    List.of("lookup, <8> threads", "41000 ops/s", "0.93"),
+                    List.of("-", "", ""),
+                    List.of("4 handler threads", "1.30 (q96)", "-0.5")))
             .html();
     assertTrue(html.startsWith("<!DOCTYPE html>"), html);
     assertTrue(html.contains("<title>bench &lt;1&gt; &amp; co</title>"), html);
@@ -44,6 +46,11 @@ class HtmlReportTest {
                 + "<td class=\"n\">0.93</td></tr>"),
         html);
     assertTrue(html.contains("<tr><td>-</td><td></td><td></td></tr>"), html);
+    assertTrue(
+        html.contains(
+            "<tr><td>4 handler threads</td><td class=\"n\">1.30 (q96)</td>"
+                + "<td class=\"n\">-0.5</td></tr>"),
+        html);
   }
 
   @Test
@@ -80,6 +87,24 @@ class HtmlReportTest {
     assertEquals(m.group(3) + "px", root.getAttribute("height"));
     assertTrue(root.getElementsByTagName("path").getLength() > 10, "the chart draws shapes");
     assertTrue(html.contains("<figcaption>per query</figcaption>"), html);
+  }
+
+  @Test
+  void aChartXChartCannotDrawBecomesALineAndTheTablesStay() {
+    String html =
+        new HtmlReport("t")
+            .table(List.of("a"), List.of(List.of("1")))
+            .chart(
+                Charts.ratios(
+                    "odd",
+                    "ratio",
+                    List.of("q1"),
+                    Map.of("x", new double[] {Double.POSITIVE_INFINITY})),
+                "caption")
+            .html();
+    assertTrue(html.contains("<p>(The chart &#39;odd&#39; could not be drawn: "), html);
+    assertFalse(html.contains("<img"), html);
+    assertTrue(html.contains("<td class=\"n\">1</td>"), html);
   }
 
   @Test

@@ -503,7 +503,7 @@ final class Suite implements Callable<Integer> {
             "results differing from Spark's",
             "failed"),
         rows);
-    if (!perQuery.isEmpty()) {
+    if (!perQuery.isEmpty() && !base.isEmpty()) {
       page.chart(
           Charts.ratios(
               "TPC-DS per query, broadcast joins " + (joins ? "on" : "off"),
