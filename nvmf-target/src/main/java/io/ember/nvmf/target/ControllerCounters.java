@@ -3,7 +3,6 @@ package io.ember.nvmf.target;
 import io.ember.nvmf.spec.Nvme;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.LongAdder;
 
 /**
@@ -26,7 +25,18 @@ final class ControllerCounters {
     1_000_000_000
   };
 
-  final AtomicInteger outstanding = new AtomicInteger();
+  /**
+   * The same bounds in seconds, with the last bucket's infinity, as {@link ControllerStats} has
+   * them.
+   */
+  private static final List<Double> BOUNDS_SECONDS = boundsSeconds();
+
+  /**
+   * Commands received and not yet answered. An adder, not one atomic: each of the controller's
+   * queues adds to it from its own event loop, for every command.
+   */
+  final LongAdder outstanding = new LongAdder();
+
   private final LongAdder reads = new LongAdder();
   private final LongAdder writes = new LongAdder();
   private final LongAdder others = new LongAdder();
@@ -70,26 +80,33 @@ final class ControllerCounters {
     buckets[b].increment();
   }
 
+  private static List<Double> boundsSeconds() {
+    List<Double> bounds = new ArrayList<>(BOUNDS_NANOS.length + 1);
+    for (long b : BOUNDS_NANOS) {
+      bounds.add(b / 1e9);
+    }
+    bounds.add(Double.POSITIVE_INFINITY);
+    return List.copyOf(bounds);
+  }
+
   ControllerStats snapshot(TargetController c) {
-    List<Double> bounds = new ArrayList<>(buckets.length);
     List<Long> counts = new ArrayList<>(buckets.length);
-    for (int i = 0; i < buckets.length; i++) {
-      bounds.add(i < BOUNDS_NANOS.length ? BOUNDS_NANOS[i] / 1e9 : Double.POSITIVE_INFINITY);
-      counts.add(buckets[i].sum());
+    for (LongAdder bucket : buckets) {
+      counts.add(bucket.sum());
     }
     return new ControllerStats(
         c.cntlid,
         c.hostNqn,
         c.subsystem == null ? "discovery" : c.subsystem.nqn(),
         Math.max(0, c.queues.size() - 1),
-        outstanding.get(),
+        (int) outstanding.sum(),
         reads.sum(),
         writes.sum(),
         others.sum(),
         failed.sum(),
         bytesRead.sum(),
         bytesWritten.sum(),
-        List.copyOf(bounds),
+        BOUNDS_SECONDS,
         List.copyOf(counts),
         latencySumNanos.sum() / 1e9);
   }

@@ -167,7 +167,7 @@ final class TargetConnection extends ChannelInboundHandlerAdapter {
     }
     pending.clear();
     if (ctrl != null) {
-      ctrl.counters.outstanding.addAndGet(-timings.size());
+      ctrl.counters.outstanding.add(-timings.size());
     }
     timings.clear();
     if (kaTimer != null) {
@@ -270,12 +270,12 @@ final class TargetConnection extends ChannelInboundHandlerAdapter {
 
   /** Counts an I/O command answered now, if it is one. */
   private void completed(int cid, boolean ok) {
-    if (qid <= 0) {
+    if (qid <= 0 || !t.countCommands) {
       return;
     }
     Timing t = timings.remove(cid);
     if (t != null) {
-      ctrl.counters.outstanding.decrementAndGet();
+      ctrl.counters.outstanding.decrement();
       ctrl.counters.completed(t.opcode(), t.bytes(), System.nanoTime() - t.startNanos(), ok);
     }
   }
@@ -905,22 +905,23 @@ final class TargetConnection extends ChannelInboundHandlerAdapter {
     int cid = s.cid();
     Subsystem sub = ctrl.subsystem;
     int nsid = s.nsid();
+    Namespace ns = sub.get(nsid);
+    int nlb = (s.cdw(12) & 0xFFFF) + 1;
     if (t.countCommands) {
-      Namespace counted = sub.get(nsid);
       long bytes =
-          counted == null || (s.opcode() != Nvme.IO_READ && s.opcode() != Nvme.IO_WRITE)
+          ns == null || (s.opcode() != Nvme.IO_READ && s.opcode() != Nvme.IO_WRITE)
               ? 0
-              : ((s.cdw(12) & 0xFFFF) + 1L) * counted.blockSize();
+              : (long) nlb * ns.blockSize();
       // A host that reuses a command id while it is outstanding breaks the protocol; the first
       // command's record is kept, and the answer to either ends it.
       if (timings.putIfAbsent(cid, new Timing(s.opcode(), bytes, System.nanoTime())) == null) {
-        ctrl.counters.outstanding.incrementAndGet();
+        ctrl.counters.outstanding.increment();
       }
     }
     if (s.opcode() == Nvme.IO_FLUSH && nsid == -1) {
       Namespace any = null;
-      for (Namespace ns : sub.namespaces().values()) {
-        any = ns;
+      for (Namespace each : sub.namespaces().values()) {
+        any = each;
       }
       if (any == null) {
         ok(cid);
@@ -931,20 +932,18 @@ final class TargetConnection extends ChannelInboundHandlerAdapter {
           cid,
           0x80,
           () -> {
-            for (Namespace ns : sub.namespaces().values()) {
-              ns.flush();
+            for (Namespace each : sub.namespaces().values()) {
+              each.flush();
             }
           });
       return;
     }
-    Namespace ns = sub.get(nsid);
     if (ns == null) {
       fail(cid, Nvme.SC_INVALID_NS);
       return;
     }
     int bs = ns.blockSize();
     long slba = (s.cdw(10) & 0xFFFFFFFFL) | ((long) s.cdw(11) << 32);
-    int nlb = (s.cdw(12) & 0xFFFF) + 1;
     switch (s.opcode()) {
       case Nvme.IO_READ:
       case Nvme.IO_WRITE:
