@@ -86,7 +86,10 @@ public final class ServerMetrics {
     rpcSeconds =
         Histogram.builder()
             .name("ember_rpc_latency_seconds")
-            .help("time from reading a request to its answer being ready, by message type")
+            .help(
+                "time from a request being taken up (on the network thread, or by a handler"
+                    + " thread: time queued for one is not counted) to its answer being ready,"
+                    + " by message type")
             .labelNames("type")
             .classicOnly()
             .classicUpperBounds(LATENCY_BOUNDS)
