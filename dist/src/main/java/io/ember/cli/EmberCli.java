@@ -58,7 +58,8 @@ public final class EmberCli implements Runnable {
         });
     cli.setExecutionExceptionHandler(
         (ex, c, parsed) -> {
-          String line = "ember " + c.getCommandName() + ": " + oneLine(ex);
+          // The whole command's name, "ember fs get", as every command's own messages have it.
+          String line = c.getCommandSpec().qualifiedName() + ": " + oneLine(ex);
           if (!expected(ex)) {
             // A bug or an environment problem: one line here, the stack trace in the log.
             java.nio.file.Path log = writeLog(line, ex);

@@ -352,10 +352,27 @@ final class FsCommand implements Runnable {
         copyIn(client, in, src, partial, options, false);
         try {
           client.delete(target, false);
+        } catch (EmberException e) {
+          // The old file is still there: the copy is the one to give up.
+          try {
+            client.delete(partial, false);
+          } catch (EmberException cleanup) {
+            e.addSuppressed(cleanup);
+          }
+          throw e;
+        }
+        try {
           client.rename(partial, target);
         } catch (EmberException e) {
-          client.delete(partial, false);
-          throw e;
+          // The old file is gone: the whole copy is all that is left of either, so it stays.
+          throw new EmberException(
+              e.code(),
+              target
+                  + " was replaced, but its new copy is left at "
+                  + partial
+                  + ": "
+                  + e.getMessage(),
+              e);
         }
         return;
       }

@@ -204,6 +204,33 @@ class EmberCliTest {
   }
 
   @Test
+  void aReplacingPutThatFillsItsTierKeepsTheOldFileAndLeavesNoCopy(@TempDir Path tmp)
+      throws Exception {
+    byte[] old = new byte[100_000];
+    new Random(3).nextBytes(old);
+    Path small = tmp.resolve("small.bin");
+    Files.write(small, old);
+    Result first = fs("put", "-p", "--storage-class", "nvmf", small.toString(), "/full/f.bin");
+    assertEquals(0, first.code(), first.err());
+    // More than the whole NVMf tier (16m), and NVMf is last in the spill order: the copy fails.
+    Path big = tmp.resolve("big.bin");
+    Files.write(big, new byte[20 << 20]);
+    Result r = fs("put", "-f", "--storage-class", "nvmf", big.toString(), "/full/f.bin");
+    assertEquals(1, r.code(), r.err());
+    assertEquals(1, r.err().lines().count(), r.err());
+    Path back = tmp.resolve("back.bin");
+    assertEquals(0, fs("get", "/full/f.bin", back.toString()).code());
+    assertArrayEquals(old, Files.readAllBytes(back), "the old file is untouched");
+    try (io.ember.client.EmberClient c = cluster.newClient()) {
+      assertEquals(
+          List.of("f.bin"),
+          c.list("/full").stream().map(e -> e.name()).toList(),
+          "no partial copy left");
+    }
+    assertEquals(0, fs("rm", "-r", "/full").code());
+  }
+
+  @Test
   void usageErrorsExit255AndUnreachableNameNodeIsOneLine() throws Exception {
     Result bogus = fs("ls", "--bogus");
     assertEquals(EmberCli.USAGE_ERROR, bogus.code());
