@@ -174,8 +174,10 @@ class BrowserStatusPageTest {
     try {
       List<String> row = dataNodeRows().get(endpoint);
       return row == null ? null : row.get(1);
-    } catch (org.openqa.selenium.WebDriverException e) {
-      // The page was being replaced by its refresh while it was read.
+    } catch (org.openqa.selenium.StaleElementReferenceException
+        | org.openqa.selenium.NoSuchElementException e) {
+      // The page was being replaced by its refresh while it was read; a browser that crashed
+      // fails the test at once instead.
       return null;
     }
   }

@@ -14,6 +14,7 @@ import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.time.Duration;
 import java.util.HashSet;
 import java.util.Map;
 import java.util.Set;
@@ -114,7 +115,8 @@ class NvmfDataNodeStatusTest {
   private static String get(HttpClient http, String url) throws Exception {
     HttpResponse<String> r =
         http.send(
-            HttpRequest.newBuilder(URI.create(url)).build(), HttpResponse.BodyHandlers.ofString());
+            HttpRequest.newBuilder(URI.create(url)).timeout(Duration.ofSeconds(30)).build(),
+            HttpResponse.BodyHandlers.ofString());
     assertEquals(200, r.statusCode(), url + ": " + r.body());
     return r.body();
   }
