@@ -1,6 +1,5 @@
 package io.ember.benchmarks;
 
-import io.ember.benchmarks.report.Charts;
 import io.ember.benchmarks.report.HtmlReport;
 import io.ember.client.CreateOptions;
 import io.ember.client.EmberClient;
@@ -301,7 +300,7 @@ public final class BenchCommand implements Callable<Integer> {
       create[r] = c[1];
       client.delete(cdir, true);
     }
-    String th = threadCount + (threadCount == 1 ? " thread" : " threads");
+    String th = threads(threadCount);
     figures.add("lookup, " + th, "ops/s", lookup, noopForLookup, ">= 0.80");
     figures.add("create, " + th, "ops/s", create, noopForCreate, "");
   }
@@ -396,8 +395,9 @@ public final class BenchCommand implements Callable<Integer> {
     return bytes / (double) (1 << 20) / (nanos / 1e9);
   }
 
-  static double median(double[] v) {
-    return Charts.median(v);
+  /** "1 thread", "8 threads". */
+  static String threads(int count) {
+    return count + (count == 1 ? " thread" : " threads");
   }
 
   static String fmt(double v) {

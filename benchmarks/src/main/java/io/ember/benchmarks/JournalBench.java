@@ -124,7 +124,7 @@ public final class JournalBench implements Callable<Integer> {
         }
       }
       for (int t : threads) {
-        categories.add(t + (t == 1 ? " thread" : " threads"));
+        categories.add(BenchCommand.threads(t));
         double[][] rates = new double[MODES.length][round.rounds];
         for (int r = 0; r < round.rounds; r++) {
           for (int k = 0; k < MODES.length; k++) {
@@ -145,9 +145,9 @@ public final class JournalBench implements Callable<Integer> {
         for (int i = 0; i < rates.length; i++) {
           perMode.computeIfAbsent(MODES[i], k -> new ArrayList<>()).add(rates[i]);
         }
-        double baseline = BenchCommand.median(rates[0]);
+        double baseline = Charts.median(rates[0]);
         for (int i = 0; i < MODES.length; i++) {
-          double median = BenchCommand.median(rates[i]);
+          double median = Charts.median(rates[i]);
           rows.add(
               new String[] {
                 Integer.toString(t),
@@ -162,7 +162,8 @@ public final class JournalBench implements Callable<Integer> {
       clusters.forEach(MiniCluster::close);
     }
     String f = "%-8s %-12s %14s %7s%n";
-    out.printf(Locale.ROOT, f, "threads", "journal sync", "create+close/s", "ratio");
+    List<String> headers = List.of("threads", "journal sync", "create+close/s", "ratio");
+    out.printf(Locale.ROOT, f, headers.toArray());
     for (String[] row : rows) {
       out.printf(Locale.ROOT, f, (Object[]) row);
     }
@@ -177,16 +178,11 @@ public final class JournalBench implements Callable<Integer> {
     HtmlReport page =
         report.start(spec, "ember bench journal: the cost of the name node's journal sync");
     if (page != null) {
-      page.heading("Files created and closed per second by journal sync")
-          .table(
-              List.of("threads", "journal sync", "create+close/s", "ratio"),
-              rows.stream().map(List::of).toList())
+      String title = "Files created and closed per second by journal sync";
+      page.heading(title)
+          .table(headers, rows.stream().map(List::of).toList())
           .chart(
-              Charts.beside(
-                  "Files created and closed per second by journal sync",
-                  "create+close/s",
-                  categories,
-                  perMode),
+              Charts.beside(title, "create+close/s", categories, perMode),
               Charts.spreadCaption(round.rounds + " round(s)"))
           .paragraph(how);
     }

@@ -190,7 +190,7 @@ public final class NameNodeBench implements Callable<Integer> {
         }
       }
       for (int t : threads) {
-        categories.add(t + (t == 1 ? " thread" : " threads"));
+        categories.add(BenchCommand.threads(t));
         double[][] rates = new double[modes.size()][round.rounds];
         List<List<Long>> beats = new ArrayList<>();
         modes.forEach(m -> beats.add(new ArrayList<>()));
@@ -216,9 +216,9 @@ public final class NameNodeBench implements Callable<Integer> {
         for (int i = 0; i < rates.length; i++) {
           perMode.computeIfAbsent(modes.get(i).name(), k -> new ArrayList<>()).add(rates[i]);
         }
-        double baseline = BenchCommand.median(rates[0]);
+        double baseline = Charts.median(rates[0]);
         for (int i = 0; i < modes.size(); i++) {
-          double median = BenchCommand.median(rates[i]);
+          double median = Charts.median(rates[i]);
           List<Long> b = beats.get(i);
           Collections.sort(b);
           rows.add(
@@ -238,15 +238,10 @@ public final class NameNodeBench implements Callable<Integer> {
       }
     }
     String f = "%-8s %-20s %12s %7s %15s %15s%n";
-    out.printf(
-        Locale.ROOT,
-        f,
-        "threads",
-        "requests run on",
-        "creates/s",
-        "ratio",
-        "heartbeat p99",
-        "heartbeat max");
+    List<String> headers =
+        List.of(
+            "threads", "requests run on", "creates/s", "ratio", "heartbeat p99", "heartbeat max");
+    out.printf(Locale.ROOT, f, headers.toArray());
     for (String[] row : rows) {
       out.printf(Locale.ROOT, f, (Object[]) row);
     }
@@ -261,19 +256,11 @@ public final class NameNodeBench implements Callable<Integer> {
     out.println(how);
     HtmlReport page = report.start(spec, "ember bench namenode: where the name node runs requests");
     if (page != null) {
-      page.heading("Creates per second by where requests run")
-          .table(
-              List.of(
-                  "threads",
-                  "requests run on",
-                  "creates/s",
-                  "ratio",
-                  "heartbeat p99",
-                  "heartbeat max"),
-              rows.stream().map(List::of).toList())
+      String title = "Creates per second by where requests run";
+      page.heading(title)
+          .table(headers, rows.stream().map(List::of).toList())
           .chart(
-              Charts.beside(
-                  "Creates per second by where requests run", "creates/s", categories, perMode),
+              Charts.beside(title, "creates/s", categories, perMode),
               Charts.spreadCaption(round.rounds + " round(s)"))
           .paragraph(how);
       report.finish(page, progress);
