@@ -18,15 +18,22 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.function.Function;
+import java.util.function.Supplier;
+import org.jsoup.Jsoup;
+import org.jsoup.nodes.Document;
+import org.jsoup.nodes.Element;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.openqa.selenium.By;
+import org.openqa.selenium.NoSuchElementException;
 import org.openqa.selenium.OutputType;
+import org.openqa.selenium.StaleElementReferenceException;
 import org.openqa.selenium.WebDriver;
-import org.openqa.selenium.WebElement;
+import org.openqa.selenium.WebDriverException;
 import org.openqa.selenium.chrome.ChromeDriver;
 import org.openqa.selenium.chrome.ChromeDriverService;
 import org.openqa.selenium.chrome.ChromeOptions;
@@ -149,6 +156,7 @@ class BrowserStatusPageTest {
     // Nothing reloads the page but its own refresh: the state must turn without a click.
     new WebDriverWait(browser, DEADLINE, Duration.ofMillis(200))
         .withMessage(killed + " to be shown lost without a reload by the test")
+        .ignoring(NoSuchElementException.class)
         .until(b -> "lost".equals(stateOf(killed)));
     List<List<String>> warnings =
         patiently(
@@ -163,23 +171,36 @@ class BrowserStatusPageTest {
   }
 
   /** {@code read}'s answer, read again while a reload of the page spoils it, up to the deadline. */
-  private <T> T patiently(java.util.function.Function<WebDriver, T> read) {
+  private <T> T patiently(Function<WebDriver, T> read) {
     return new WebDriverWait(browser, DEADLINE, Duration.ofMillis(200))
-        .ignoring(org.openqa.selenium.StaleElementReferenceException.class)
-        .ignoring(org.openqa.selenium.NoSuchElementException.class)
-        .until(read);
+        .ignoring(StaleElementReferenceException.class)
+        .ignoring(NoSuchElementException.class)
+        .until(b -> replacedPageIsStale(() -> read.apply(b)));
+  }
+
+  /**
+   * {@code action}'s answer; Chromium's own word for an element whose page a reload replaced
+   * between finding it and using it becomes the stale-element exception it means, so that only a
+   * browser that really failed fails the test at once.
+   */
+  private static <T> T replacedPageIsStale(Supplier<T> action) {
+    try {
+      return action.get();
+    } catch (WebDriverException e) {
+      String message = String.valueOf(e.getMessage());
+      if (!(e instanceof StaleElementReferenceException)
+          && !(e instanceof NoSuchElementException)
+          && (message.contains("does not belong to the document")
+              || message.contains("No node with given id"))) {
+        throw new StaleElementReferenceException("the page was replaced while it was used", e);
+      }
+      throw e;
+    }
   }
 
   private String stateOf(String endpoint) {
-    try {
-      List<String> row = dataNodeRows().get(endpoint);
-      return row == null ? null : row.get(1);
-    } catch (org.openqa.selenium.StaleElementReferenceException
-        | org.openqa.selenium.NoSuchElementException e) {
-      // The page was being replaced by its refresh while it was read; a browser that crashed
-      // fails the test at once instead.
-      return null;
-    }
+    List<String> row = dataNodeRows().get(endpoint);
+    return row == null ? null : row.get(1);
   }
 
   /** The data-node table's rows, by address. */
@@ -192,26 +213,29 @@ class BrowserStatusPageTest {
   }
 
   /**
-   * The cells' text of the table that follows the heading with id {@code headingId}.
+   * The cells' text of the table that follows the heading with id {@code headingId}, read from one
+   * serialisation of the whole page: the page reloads itself, and elements looked up one call at a
+   * time can come from two documents.
    *
-   * @throws org.openqa.selenium.StaleElementReferenceException if the page was replaced meanwhile
+   * @throws NoSuchElementException if the page has no such heading or no table after it
    */
   private List<List<String>> tableAfter(String headingId) {
+    Document page = Jsoup.parse(browser.getPageSource());
+    Element heading = page.getElementById(headingId);
+    Element table =
+        heading == null
+            ? null
+            : heading.nextElementSiblings().stream()
+                .filter(e -> e.tagName().equals("table"))
+                .findFirst()
+                .orElse(null);
+    if (table == null) {
+      throw new NoSuchElementException(
+          "no table after heading '" + headingId + "' on '" + page.title() + "'");
+    }
     List<List<String>> rows = new ArrayList<>();
-    for (WebElement tr :
-        browser.findElements(
-            By.xpath("//h2[@id='" + headingId + "']/following-sibling::table[1]//tr[td]"))) {
-      List<String> cells = new ArrayList<>();
-      for (WebElement td : tr.findElements(By.tagName("td"))) {
-        cells.add(td.getText());
-      }
-      // A row of the page its refresh is replacing can answer with no cells, or fewer, rather
-      // than as stale: a settled table's rows all have the same cells, and at least one.
-      if (cells.isEmpty() || (!rows.isEmpty() && cells.size() != rows.get(0).size())) {
-        throw new org.openqa.selenium.StaleElementReferenceException(
-            "the page was replaced while its table '" + headingId + "' was read");
-      }
-      rows.add(cells);
+    for (Element tr : table.select("tr:has(> td)")) {
+      rows.add(tr.select("> td").stream().map(Element::text).toList());
     }
     return rows;
   }
