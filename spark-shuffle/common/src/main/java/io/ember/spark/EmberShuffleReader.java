@@ -32,16 +32,13 @@ import org.apache.spark.shuffle.FetchFailedException;
 import org.apache.spark.shuffle.ShuffleDataIOUtils;
 import org.apache.spark.shuffle.ShuffleReadMetricsReporter;
 import org.apache.spark.shuffle.ShuffleReader;
-import org.apache.spark.shuffle.checksum.RowBasedChecksum;
 import org.apache.spark.storage.BlockId;
 import org.apache.spark.storage.BlockManagerId;
 import org.apache.spark.storage.ShuffleBlockId;
 import org.apache.spark.util.collection.ExternalSorter;
-import scala.Option;
 import scala.Product2;
 import scala.Tuple2;
 import scala.Tuple3;
-import scala.jdk.javaapi.CollectionConverters;
 
 /**
  * Reads a reduce task's input straight from Ember: for each map output in the asked range of map
@@ -122,8 +119,7 @@ final class EmberShuffleReader<K, C> implements ShuffleReader<K, C> {
             env.conf().getSizeAsBytes("spark.reducer.maxSizeInFlight", "48m"),
             concatenable(dep, env.conf()));
     scala.collection.Iterator<Product2<K, C>> it =
-        new InterruptibleIterator<>(
-            context, (scala.collection.Iterator) CollectionConverters.asScala(records));
+        new InterruptibleIterator<>(context, (scala.collection.Iterator) ScalaIterator.of(records));
     if (dep.aggregator().isDefined()) {
       it =
           dep.mapSideCombine()
@@ -134,13 +130,7 @@ final class EmberShuffleReader<K, C> implements ShuffleReader<K, C> {
     }
     if (dep.keyOrdering().isDefined()) {
       ExternalSorter<K, C, C> sorter =
-          new ExternalSorter<>(
-              context,
-              Option.empty(),
-              Option.empty(),
-              dep.keyOrdering(),
-              dep.serializer(),
-              new RowBasedChecksum[0]);
+          SparkLine.sorterByKey(context, dep.keyOrdering(), dep.serializer());
       it = sorter.insertAllAndUpdateMetrics((scala.collection.Iterator) it);
     }
     return it instanceof InterruptibleIterator ? it : new InterruptibleIterator<>(context, it);
@@ -482,7 +472,7 @@ final class EmberShuffleReader<K, C> implements ShuffleReader<K, C> {
         metrics.incRemoteBlocksFetched(run.size());
         metrics.incRemoteBytesRead(
             f.sizeOf(id.reduceId(), run.get(run.size() - 1).block().reduceId()));
-        return CollectionConverters.asScala(
+        return ScalaIterator.of(
             new Iterator<Tuple2<Object, Object>>() {
               private int at;
 

@@ -48,14 +48,20 @@ class EmberShuffleClusterTest {
   static void start() throws Exception {
     cluster = MiniCluster.builder().dramDatanodes(1).dramCapacity("256m").build();
     // local-cluster launches executors through Spark's launcher, which wants a Spark home: it
-    // learns the Scala version from launcher/target/scala-2.13 and adds jars/ (empty here);
+    // learns the Scala version from launcher/target/scala-X.Y and adds jars/ (empty here);
     // executors get this JVM's class path through spark.executor.extraClassPath.
     sparkHome = Files.createTempDirectory("spark-home");
-    Files.createDirectories(sparkHome.resolve("launcher/target/scala-2.13"));
+    Files.createDirectories(sparkHome.resolve("launcher/target/scala-" + scalaBinaryVersion()));
     Files.createDirectories(sparkHome.resolve("jars"));
     // Spark's workers read their home from these JVM properties, as in Spark's own tests.
     System.setProperty("spark.testing", "true");
     System.setProperty("spark.test.home", sparkHome.toString());
+  }
+
+  /** The Scala version Spark was built with, as its launcher names it: 2.12 or 2.13. */
+  private static String scalaBinaryVersion() {
+    String full = scala.util.Properties.versionNumberString();
+    return full.substring(0, full.lastIndexOf('.'));
   }
 
   @AfterAll
