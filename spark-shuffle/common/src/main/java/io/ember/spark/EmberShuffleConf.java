@@ -18,7 +18,13 @@ import scala.Tuple2;
  *   <li>{@value #STORAGE_CLASS}: dram (default) or nvmf; a full class spills to the next;
  *   <li>{@value #ROOT}: the Ember directory under which applications keep their shuffles;
  *   <li>{@code spark.ember.conf.<key>}: any Ember client setting, e.g. {@code
- *       spark.ember.conf.ember.rpc.timeout=10s}.
+ *       spark.ember.conf.ember.rpc.timeout=10s};
+ *   <li>{@value #FALLBACK_POLICY}: when a shuffle goes to Spark's own shuffle instead: {@code auto}
+ *       (default: when Ember cannot take it at registration, or it has more reduce partitions than
+ *       {@value #FALLBACK_MAX_PARTITIONS}), {@code never} (a shuffle Ember cannot take fails the
+ *       job) or {@code always};
+ *   <li>{@value #FALLBACK_MAX_PARTITIONS}: the most reduce partitions a shuffle may have on Ember
+ *       under {@code auto} (default: no limit).
  * </ul>
  */
 final class EmberShuffleConf {
@@ -26,6 +32,15 @@ final class EmberShuffleConf {
   static final String STORAGE_CLASS = "spark.ember.shuffle.storageClass";
   static final String ROOT = "spark.ember.shuffle.root";
   static final String CONF_PREFIX = "spark.ember.conf.";
+  static final String FALLBACK_POLICY = "spark.ember.shuffle.fallback.policy";
+  static final String FALLBACK_MAX_PARTITIONS = "spark.ember.shuffle.fallback.maxPartitions";
+
+  /** When a shuffle goes to Spark's own shuffle rather than to Ember. */
+  enum FallbackPolicy {
+    AUTO,
+    NEVER,
+    ALWAYS
+  }
 
   // Volatile so that metrics gauges read it without waiting behind a connect or close.
   private static volatile EmberClient shared;
@@ -35,6 +50,40 @@ final class EmberShuffleConf {
 
   static StorageClass storageClass(SparkConf conf) {
     return StorageClass.parse(conf.get(STORAGE_CLASS, "dram"));
+  }
+
+  /**
+   * The fallback policy.
+   *
+   * @throws IllegalArgumentException when the setting is none of auto, never and always
+   */
+  static FallbackPolicy fallbackPolicy(SparkConf conf) {
+    String value = conf.get(FALLBACK_POLICY, "auto");
+    try {
+      return FallbackPolicy.valueOf(value.trim().toUpperCase(java.util.Locale.ROOT));
+    } catch (IllegalArgumentException e) {
+      throw new IllegalArgumentException(
+          FALLBACK_POLICY + " is '" + value + "': use auto, never or always", e);
+    }
+  }
+
+  /**
+   * The most reduce partitions a shuffle may have on Ember under the {@code auto} policy.
+   *
+   * @throws IllegalArgumentException when the setting is not a positive number
+   */
+  static int fallbackMaxPartitions(SparkConf conf) {
+    String value = conf.get(FALLBACK_MAX_PARTITIONS, Integer.toString(Integer.MAX_VALUE));
+    try {
+      int max = Integer.parseInt(value.trim());
+      if (max > 0) {
+        return max;
+      }
+    } catch (NumberFormatException e) {
+      // Reported below, as a number that is not positive is.
+    }
+    throw new IllegalArgumentException(
+        FALLBACK_MAX_PARTITIONS + " is '" + value + "': give a number of partitions above 0");
   }
 
   static String root(SparkConf conf) {

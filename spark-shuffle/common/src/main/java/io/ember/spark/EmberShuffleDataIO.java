@@ -7,18 +7,27 @@ import io.ember.protocol.Paths;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
 import java.util.UUID;
+import java.util.concurrent.ConcurrentHashMap;
 import org.apache.spark.SparkConf;
 import org.apache.spark.shuffle.api.ShuffleDataIO;
 import org.apache.spark.shuffle.api.ShuffleDriverComponents;
 import org.apache.spark.shuffle.api.ShuffleExecutorComponents;
 import org.apache.spark.shuffle.api.ShuffleMapOutputWriter;
+import org.apache.spark.shuffle.api.SingleSpillShuffleMapOutputWriter;
+import org.apache.spark.shuffle.sort.io.LocalDiskShuffleExecutorComponents;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * Spark's shuffle storage plugin ({@code spark.shuffle.sort.io.plugin.class}) for Ember: every map
  * task's output goes to one Ember file that ends in its index, under a directory per application
  * and shuffle. Spark is told the storage is reliable, so losing an executor does not lose its map
- * output, and dynamic allocation works without the external shuffle service.
+ * output, and dynamic allocation works without the external shuffle service. A shuffle the driver
+ * hands to Spark's own shuffle instead (see {@link EmberShuffleConf}) is written to executors'
+ * local disks, as Spark's own plugin would.
  */
 public final class EmberShuffleDataIO implements ShuffleDataIO {
   static final String ROOT_KEY = "ember.root";
@@ -45,8 +54,42 @@ public final class EmberShuffleDataIO implements ShuffleDataIO {
     return Paths.child(appRoot, Integer.toString(shuffleId));
   }
 
+  /**
+   * Where the driver puts shuffle {@code shuffleId}, of {@code partitions} reduce partitions: on
+   * Ember (null, its directory made), or on Spark's own shuffle (why, for the log).
+   *
+   * @throws UncheckedIOException when Ember cannot take it and the policy is never to fall back
+   */
+  static String place(int shuffleId, int partitions) {
+    Driver driver = Driver.current;
+    return driver == null ? null : driver.place(shuffleId, partitions);
+  }
+
+  /**
+   * Shuffles this executor writes to Spark's own local-disk shuffle: the ones whose handle the
+   * driver marked. Static because Spark makes the executor components without the shuffle manager
+   * that sees the handle; written before each map task's writer is made.
+   */
+  private static final Set<Integer> SPARK_OWN_ON_EXECUTOR = ConcurrentHashMap.newKeySet();
+
+  /** Records whether this executor's map tasks of {@code shuffleId} write to Spark's shuffle. */
+  static void sparkOwnOnExecutor(int shuffleId, boolean sparkOwn) {
+    if (sparkOwn) {
+      SPARK_OWN_ON_EXECUTOR.add(shuffleId);
+    } else {
+      SPARK_OWN_ON_EXECUTOR.remove(shuffleId);
+    }
+  }
+
   private static final class Driver implements ShuffleDriverComponents {
+    private static final Logger LOG = LoggerFactory.getLogger(EmberShuffleDataIO.class);
+
+    /** The application's driver side, for the shuffle manager (one SparkContext per JVM). */
+    static volatile Driver current;
+
     private final SparkConf conf;
+    private final Set<Integer> onEmber = ConcurrentHashMap.newKeySet();
+    private final Set<Integer> sparkOwn = ConcurrentHashMap.newKeySet();
     private String appRoot;
 
     Driver(SparkConf conf) {
@@ -57,35 +100,103 @@ public final class EmberShuffleDataIO implements ShuffleDataIO {
     public Map<String, String> initializeApplication() {
       String app = conf.get("spark.app.id", "app") + "-" + UUID.randomUUID();
       appRoot = Paths.child(EmberShuffleConf.root(conf), app.replaceAll("[^A-Za-z0-9._-]", "_"));
-      try {
-        EmberShuffleConf.client(conf).createDirectory(appRoot, true);
-      } catch (EmberException e) {
-        throw new UncheckedIOException(
-            "Ember shuffle: cannot create " + appRoot + ": " + e.getMessage(), e);
+      // Both read up front, so that a bad setting stops the application at its start.
+      EmberShuffleConf.FallbackPolicy policy = EmberShuffleConf.fallbackPolicy(conf);
+      EmberShuffleConf.fallbackMaxPartitions(conf);
+      if (policy != EmberShuffleConf.FallbackPolicy.ALWAYS) {
+        try {
+          EmberShuffleConf.client(conf).createDirectory(appRoot, true);
+        } catch (EmberException e) {
+          if (policy == EmberShuffleConf.FallbackPolicy.NEVER) {
+            throw new UncheckedIOException(
+                "Ember shuffle: cannot create " + appRoot + ": " + e.getMessage(), e);
+          }
+          // Each shuffle tries Ember again when it registers.
+          LOG.warn(
+              "Ember shuffle: cannot create {} ({}); shuffles go to Spark's own shuffle while Ember"
+                  + " cannot take them",
+              appRoot,
+              e.getMessage());
+        }
       }
+      current = this;
       return Map.of(ROOT_KEY, appRoot);
     }
 
-    @Override
-    public void registerShuffle(int shuffleId) {
+    String place(int shuffleId, int partitions) {
+      EmberShuffleConf.FallbackPolicy policy = EmberShuffleConf.fallbackPolicy(conf);
+      int maxPartitions = EmberShuffleConf.fallbackMaxPartitions(conf);
+      String why = null;
+      if (policy == EmberShuffleConf.FallbackPolicy.ALWAYS) {
+        why = EmberShuffleConf.FALLBACK_POLICY + " is always";
+      } else if (policy == EmberShuffleConf.FallbackPolicy.AUTO && partitions > maxPartitions) {
+        why =
+            "its "
+                + partitions
+                + " reduce partitions are more than "
+                + EmberShuffleConf.FALLBACK_MAX_PARTITIONS
+                + " ("
+                + maxPartitions
+                + ")";
+      } else {
+        try {
+          createShuffleDir(shuffleId);
+          onEmber.add(shuffleId);
+        } catch (EmberException e) {
+          if (policy == EmberShuffleConf.FallbackPolicy.NEVER) {
+            throw new UncheckedIOException(
+                "Ember shuffle: cannot register shuffle " + shuffleId + ": " + e.getMessage(), e);
+          }
+          why = "Ember cannot take it: " + e.getMessage();
+        }
+      }
+      if (why != null) {
+        sparkOwn.add(shuffleId);
+      }
+      return why;
+    }
+
+    private void createShuffleDir(int shuffleId) throws EmberException {
       try {
         EmberShuffleConf.client(conf).createDirectory(shuffleDir(appRoot, shuffleId), true);
       } catch (EmberException e) {
         if (e.code() != ErrorCode.ALREADY_EXISTS) {
-          throw new UncheckedIOException(
-              "Ember shuffle: cannot register shuffle " + shuffleId + ": " + e.getMessage(), e);
+          throw e;
         }
       }
     }
 
     @Override
+    public void registerShuffle(int shuffleId) {
+      // The shuffle manager placed it just before, unless another manager runs with this plugin.
+      if (onEmber.contains(shuffleId) || sparkOwn.contains(shuffleId)) {
+        return;
+      }
+      try {
+        createShuffleDir(shuffleId);
+        onEmber.add(shuffleId);
+      } catch (EmberException e) {
+        throw new UncheckedIOException(
+            "Ember shuffle: cannot register shuffle " + shuffleId + ": " + e.getMessage(), e);
+      }
+    }
+
+    @Override
     public void removeShuffle(int shuffleId, boolean blocking) {
-      deleteQuietly(shuffleDir(appRoot, shuffleId));
+      sparkOwn.remove(shuffleId);
+      if (onEmber.remove(shuffleId)) {
+        deleteQuietly(shuffleDir(appRoot, shuffleId));
+      }
     }
 
     @Override
     public void cleanupApplication() {
-      deleteQuietly(appRoot);
+      if (current == this) {
+        current = null;
+      }
+      if (EmberShuffleConf.fallbackPolicy(conf) != EmberShuffleConf.FallbackPolicy.ALWAYS) {
+        deleteQuietly(appRoot);
+      }
       EmberShuffleConf.closeClient();
     }
 
@@ -102,8 +213,7 @@ public final class EmberShuffleDataIO implements ShuffleDataIO {
         EmberShuffleConf.client(conf).delete(path, true);
       } catch (EmberException e) {
         if (e.code() != ErrorCode.NOT_FOUND) {
-          org.slf4j.LoggerFactory.getLogger(EmberShuffleDataIO.class)
-              .warn("Ember shuffle: cannot delete {}: {}", path, e.getMessage());
+          LOG.warn("Ember shuffle: cannot delete {}: {}", path, e.getMessage());
         }
       }
     }
@@ -112,6 +222,10 @@ public final class EmberShuffleDataIO implements ShuffleDataIO {
   private static final class Executor implements ShuffleExecutorComponents {
     private final SparkConf conf;
     private String appRoot;
+    private String appId;
+    private String execId;
+    private Map<String, String> extraConfigs;
+    private ShuffleExecutorComponents localDisk;
 
     Executor(SparkConf conf) {
       this.conf = conf;
@@ -125,17 +239,42 @@ public final class EmberShuffleDataIO implements ShuffleDataIO {
             "Ember shuffle: the driver did not pass its shuffle "
                 + "directory (is spark.shuffle.sort.io.plugin.class set on the driver too?)");
       }
+      this.appId = appId;
+      this.execId = execId;
+      this.extraConfigs = extraConfigs;
+    }
+
+    /** Spark's own local-disk shuffle storage, made when a shuffle first falls back to it. */
+    private synchronized ShuffleExecutorComponents localDisk() {
+      if (localDisk == null) {
+        ShuffleExecutorComponents made = new LocalDiskShuffleExecutorComponents(conf);
+        made.initializeExecutor(appId, execId, extraConfigs);
+        localDisk = made;
+      }
+      return localDisk;
     }
 
     @Override
     public ShuffleMapOutputWriter createMapOutputWriter(
         int shuffleId, long mapTaskId, int numPartitions) throws IOException {
+      if (SPARK_OWN_ON_EXECUTOR.contains(shuffleId)) {
+        return localDisk().createMapOutputWriter(shuffleId, mapTaskId, numPartitions);
+      }
       EmberClient client = EmberShuffleConf.client(conf);
       return new EmberMapOutputWriter(
           client,
           Paths.child(shuffleDir(appRoot, shuffleId), Long.toString(mapTaskId)),
           numPartitions,
           EmberShuffleConf.storageClass(conf));
+    }
+
+    @Override
+    public Optional<SingleSpillShuffleMapOutputWriter> createSingleFileMapOutputWriter(
+        int shuffleId, long mapId) throws IOException {
+      if (SPARK_OWN_ON_EXECUTOR.contains(shuffleId)) {
+        return localDisk().createSingleFileMapOutputWriter(shuffleId, mapId);
+      }
+      return Optional.empty();
     }
   }
 }

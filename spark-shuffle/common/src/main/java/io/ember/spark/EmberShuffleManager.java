@@ -1,12 +1,17 @@
 package io.ember.spark;
 
+import org.apache.spark.ShuffleDependency;
 import org.apache.spark.SparkConf;
 import org.apache.spark.TaskContext;
 import org.apache.spark.shuffle.BaseShuffleHandle;
 import org.apache.spark.shuffle.ShuffleHandle;
 import org.apache.spark.shuffle.ShuffleReadMetricsReporter;
 import org.apache.spark.shuffle.ShuffleReader;
+import org.apache.spark.shuffle.ShuffleWriteMetricsReporter;
+import org.apache.spark.shuffle.ShuffleWriter;
 import org.apache.spark.shuffle.sort.SortShuffleManager;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * Spark's shuffle manager for Ember ({@code spark.shuffle.manager}). Map tasks write through
@@ -20,9 +25,12 @@ import org.apache.spark.shuffle.sort.SortShuffleManager;
  * spark.shuffle.sort.io.plugin.class=io.ember.spark.EmberShuffleDataIO
  * </pre>
  *
- * All of the Spark-facing code sits in this package.
+ * A shuffle Ember should not take goes to Spark's own shuffle instead ({@link EmberShuffleConf}
+ * says when). All of the Spark-facing code sits in this package.
  */
 public class EmberShuffleManager extends SortShuffleManager {
+  private static final Logger LOG = LoggerFactory.getLogger(EmberShuffleManager.class);
+
   /** The storage plugin class this manager needs set. */
   public static final String PLUGIN_KEY = "spark.shuffle.sort.io.plugin.class";
 
@@ -30,12 +38,48 @@ public class EmberShuffleManager extends SortShuffleManager {
    * Called by Spark with the application's configuration.
    *
    * @throws IllegalArgumentException when the storage plugin is not {@link EmberShuffleDataIO}
+   * @throws IllegalStateException when this jar is built for another Spark line or Scala version
+   *     than the running one (the message names the jar to use)
    */
   public EmberShuffleManager(SparkConf conf) {
     super(checked(conf));
   }
 
+  /**
+   * Registers a shuffle with Spark's sort shuffle, then places it: on Ember, or, when Ember should
+   * not take it (see {@link EmberShuffleConf}), on Spark's own shuffle, with a log line that says
+   * why.
+   *
+   * @throws java.io.UncheckedIOException when Ember cannot take it and the policy is never to fall
+   *     back
+   */
+  @Override
+  public <K, V, C> ShuffleHandle registerShuffle(
+      int shuffleId, ShuffleDependency<K, V, C> dependency) {
+    ShuffleHandle handle = super.registerShuffle(shuffleId, dependency);
+    int partitions = dependency.partitioner().numPartitions();
+    String why = EmberShuffleDataIO.place(shuffleId, partitions);
+    if (why == null) {
+      return handle;
+    }
+    LOG.warn(
+        "Ember shuffle: shuffle {} ({} reduce partitions) uses Spark's own shuffle: {}",
+        shuffleId,
+        partitions,
+        why);
+    return SparkOwnShuffle.mark(handle);
+  }
+
+  @Override
+  public <K, V> ShuffleWriter<K, V> getWriter(
+      ShuffleHandle handle, long mapId, TaskContext context, ShuffleWriteMetricsReporter metrics) {
+    EmberShuffleDataIO.sparkOwnOnExecutor(
+        handle.shuffleId(), handle instanceof SparkOwnShuffle.Marked);
+    return super.getWriter(handle, mapId, context, metrics);
+  }
+
   private static SparkConf checked(SparkConf conf) {
+    BuiltFor.check();
     String plugin = conf.get(PLUGIN_KEY, "");
     if (!plugin.equals(EmberShuffleDataIO.class.getName())) {
       throw new IllegalArgumentException(
@@ -60,6 +104,10 @@ public class EmberShuffleManager extends SortShuffleManager {
       int endPartition,
       TaskContext context,
       ShuffleReadMetricsReporter metrics) {
+    if (handle instanceof SparkOwnShuffle.Marked) {
+      return super.getReader(
+          handle, startMapIndex, endMapIndex, startPartition, endPartition, context, metrics);
+    }
     return new EmberShuffleReader<>(
         (BaseShuffleHandle<K, ?, C>) handle,
         startMapIndex,
