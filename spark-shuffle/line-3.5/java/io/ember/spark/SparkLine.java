@@ -12,9 +12,6 @@ import scala.math.Ordering;
  * line-X.Y}; everything else is shared).
  */
 final class SparkLine {
-  /** The Spark line these classes were built for, as users name it. */
-  static final String LINE = "3.5";
-
   private SparkLine() {}
 
   /** A sorter of a reduce task's records by key, as Spark's own shuffle reader makes it. */

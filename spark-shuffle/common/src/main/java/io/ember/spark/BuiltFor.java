@@ -22,6 +22,13 @@ final class BuiltFor {
   /** Scala's binary version, e.g. {@code 2.12}. */
   static final String SCALA = BUILD.getProperty("scala.binary.version");
 
+  /**
+   * The builds there are, as {@code <line>_<scala>}: the modules of {@code spark-shuffle/pom.xml}
+   * ({@code BuiltForTest} checks the two agree).
+   */
+  static final java.util.List<String> BUILDS =
+      java.util.List.of("3.5_2.12", "3.5_2.13", "4.1_2.13");
+
   private BuiltFor() {}
 
   private static Properties load() {
@@ -47,6 +54,7 @@ final class BuiltFor {
     if (line.equals(SPARK_LINE) && scala.equals(SCALA)) {
       return null;
     }
+    String other = line + "_" + scala;
     return ARTIFACT
         + " is built for Spark "
         + SPARK_LINE
@@ -56,11 +64,11 @@ final class BuiltFor {
         + sparkVersion
         + " with Scala "
         + scalaVersion
-        + ": use ember-spark-"
-        + line
-        + "_"
-        + scala
-        + " instead";
+        + (BUILDS.contains(other)
+            ? ": use ember-spark-" + other + " instead"
+            : ": Ember's shuffle is built for Spark "
+                + String.join(", ", BUILDS).replace("_", " with Scala ")
+                + " only");
   }
 
   /**

@@ -21,10 +21,11 @@ import scala.Tuple2;
  *       spark.ember.conf.ember.rpc.timeout=10s};
  *   <li>{@value #FALLBACK_POLICY}: when a shuffle goes to Spark's own shuffle instead: {@code auto}
  *       (default: when Ember cannot take it at registration, or it has more reduce partitions than
- *       {@value #FALLBACK_MAX_PARTITIONS}), {@code never} (a shuffle Ember cannot take fails the
- *       job) or {@code always};
+ *       {@value #FALLBACK_MAX_PARTITIONS}), {@code never} (an application whose name node cannot be
+ *       reached at its start fails to start, and a shuffle Ember cannot take fails the action that
+ *       made it) or {@code always};
  *   <li>{@value #FALLBACK_MAX_PARTITIONS}: the most reduce partitions a shuffle may have on Ember
- *       under {@code auto} (default: no limit).
+ *       under {@code auto}, ignored under the other policies (default: no limit).
  * </ul>
  */
 final class EmberShuffleConf {

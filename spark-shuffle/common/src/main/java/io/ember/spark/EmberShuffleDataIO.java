@@ -27,7 +27,8 @@ import org.slf4j.LoggerFactory;
  * and shuffle. Spark is told the storage is reliable, so losing an executor does not lose its map
  * output, and dynamic allocation works without the external shuffle service. A shuffle the driver
  * hands to Spark's own shuffle instead (see {@link EmberShuffleConf}) is written to executors'
- * local disks, as Spark's own plugin would.
+ * local disks, as Spark's own plugin would; a lost executor's share of it is found missing only
+ * when a reducer fails to fetch it, and Spark recomputes it then.
  */
 public final class EmberShuffleDataIO implements ShuffleDataIO {
   static final String ROOT_KEY = "ember.root";
@@ -62,13 +63,26 @@ public final class EmberShuffleDataIO implements ShuffleDataIO {
    */
   static String place(int shuffleId, int partitions) {
     Driver driver = Driver.current;
-    return driver == null ? null : driver.place(shuffleId, partitions);
+    if (driver == null) {
+      // Spark made the plugin's driver side in another class loader, or not at all: the shuffle
+      // goes to Ember as it did before fallbacks existed, and the registration makes its directory.
+      LoggerFactory.getLogger(EmberShuffleDataIO.class)
+          .warn(
+              "Ember shuffle: shuffle {} goes to Ember without the fallback settings applied: this"
+                  + " class loader has no Ember shuffle driver (is the Ember jar on the class path"
+                  + " twice?)",
+              shuffleId);
+      return null;
+    }
+    return driver.place(shuffleId, partitions);
   }
 
   /**
    * Shuffles this executor writes to Spark's own local-disk shuffle: the ones whose handle the
    * driver marked. Static because Spark makes the executor components without the shuffle manager
-   * that sees the handle; written before each map task's writer is made.
+   * that sees the handle. Each map task's writer is made after its handle set or cleared the
+   * shuffle's entry here, so an entry left by an earlier application in this JVM (shuffle ids start
+   * at 0 again) never decides a later one's writes; unregistering removes it.
    */
   private static final Set<Integer> SPARK_OWN_ON_EXECUTOR = ConcurrentHashMap.newKeySet();
 
@@ -145,7 +159,14 @@ public final class EmberShuffleDataIO implements ShuffleDataIO {
         } catch (EmberException e) {
           if (policy == EmberShuffleConf.FallbackPolicy.NEVER) {
             throw new UncheckedIOException(
-                "Ember shuffle: cannot register shuffle " + shuffleId + ": " + e.getMessage(), e);
+                "Ember shuffle: cannot register shuffle "
+                    + shuffleId
+                    + ": "
+                    + e.getMessage()
+                    + " ("
+                    + EmberShuffleConf.FALLBACK_POLICY
+                    + "=auto would send it to Spark's own shuffle)",
+                e);
           }
           why = "Ember cannot take it: " + e.getMessage();
         }
@@ -200,9 +221,15 @@ public final class EmberShuffleDataIO implements ShuffleDataIO {
       EmberShuffleConf.closeClient();
     }
 
+    /**
+     * Ember keeps map output when executors go, so Spark need not re-run map tasks then, nor keep
+     * executors for their shuffle files under dynamic allocation. Not so when every shuffle is
+     * Spark's own; under {@code auto}, a shuffle that fell back is recomputed when a reducer fails
+     * to fetch it from a lost executor.
+     */
     @Override
     public boolean supportsReliableStorage() {
-      return true;
+      return EmberShuffleConf.fallbackPolicy(conf) != EmberShuffleConf.FallbackPolicy.ALWAYS;
     }
 
     private void deleteQuietly(String path) {

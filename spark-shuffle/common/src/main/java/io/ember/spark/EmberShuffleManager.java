@@ -70,6 +70,11 @@ public class EmberShuffleManager extends SortShuffleManager {
     return SparkOwnShuffle.mark(handle);
   }
 
+  /**
+   * Spark's sort-shuffle writer for a map task, after noting for this executor whether the
+   * shuffle's map output goes to Ember or, for a shuffle the driver sent to Spark's own shuffle, to
+   * local disk.
+   */
   @Override
   public <K, V> ShuffleWriter<K, V> getWriter(
       ShuffleHandle handle, long mapId, TaskContext context, ShuffleWriteMetricsReporter metrics) {
@@ -94,6 +99,20 @@ public class EmberShuffleManager extends SortShuffleManager {
     return conf;
   }
 
+  /**
+   * Forgets the executor's note of where the shuffle's map output went, then lets Spark's sort
+   * shuffle delete its own files of it (only a shuffle that fell back has any).
+   */
+  @Override
+  public boolean unregisterShuffle(int shuffleId) {
+    EmberShuffleDataIO.sparkOwnOnExecutor(shuffleId, false);
+    return super.unregisterShuffle(shuffleId);
+  }
+
+  /**
+   * A reduce task's reader: {@link EmberShuffleReader}, straight from Ember, or Spark's own reader
+   * for a shuffle that fell back to Spark's own shuffle.
+   */
   @Override
   @SuppressWarnings("unchecked")
   public <K, C> ShuffleReader<K, C> getReader(

@@ -18,27 +18,42 @@ class BuiltForTest {
   }
 
   @Test
-  void anotherSparkLineOrScalaIsToldTheJarToUse() {
-    assertEquals(
+  void anotherSparkLineOrScalaIsToldTheJarToUseOrThatThereIsNone() {
+    String built =
         BuiltFor.ARTIFACT
             + " is built for Spark "
             + BuiltFor.SPARK_LINE
             + " with Scala "
             + BuiltFor.SCALA
-            + ", but this is Spark 9.8.7-SNAPSHOT with Scala 2.14.1: use ember-spark-9.8_2.14"
-            + " instead",
-        BuiltFor.mismatch("9.8.7-SNAPSHOT", "2.14.1"));
+            + ", but this is Spark ";
+    String other = BuiltFor.SPARK_LINE.equals("4.1") ? "3.5" : "4.1";
     assertEquals(
-        BuiltFor.ARTIFACT
-            + " is built for Spark "
-            + BuiltFor.SPARK_LINE
-            + " with Scala "
-            + BuiltFor.SCALA
-            + ", but this is Spark "
+        built + other + ".2 with Scala 2.13.8: use ember-spark-" + other + "_2.13 instead",
+        BuiltFor.mismatch(other + ".2", "2.13.8"));
+    assertEquals(
+        built
+            + "4.0.1 with Scala 2.13.16: Ember's shuffle is built for Spark 3.5 with Scala 2.12,"
+            + " 3.5 with Scala 2.13, 4.1 with Scala 2.13 only",
+        BuiltFor.mismatch("4.0.1", "2.13.16"));
+    assertEquals(
+        built
             + RUNNING_SPARK
-            + " with Scala 3.3.0: use ember-spark-"
-            + BuiltFor.SPARK_LINE
-            + "_3.3 instead",
+            + " with Scala 3.3.0: Ember's shuffle is built for Spark 3.5 with Scala 2.12,"
+            + " 3.5 with Scala 2.13, 4.1 with Scala 2.13 only",
         BuiltFor.mismatch(RUNNING_SPARK, "3.3.0"));
+  }
+
+  @Test
+  void theBuildsNamedAreTheModulesThereAre() throws Exception {
+    // Tests run in the module's directory, beside its siblings.
+    try (java.util.stream.Stream<java.nio.file.Path> dirs =
+        java.nio.file.Files.list(java.nio.file.Path.of(".."))) {
+      assertEquals(
+          new java.util.TreeSet<>(BuiltFor.BUILDS),
+          dirs.map(d -> d.getFileName().toString())
+              .filter(n -> n.startsWith("spark-"))
+              .map(n -> n.substring("spark-".length()))
+              .collect(java.util.stream.Collectors.toCollection(java.util.TreeSet::new)));
+    }
   }
 }
