@@ -106,17 +106,24 @@ public final class EmberShuffleDataIO implements ShuffleDataIO {
     private final Set<Integer> sparkOwn = ConcurrentHashMap.newKeySet();
     private String appRoot;
 
+    private final EmberShuffleConf.FallbackPolicy policy;
+    private final int maxPartitions;
+
+    /**
+     * Reads the fallback settings at once, so that a bad one stops the application at its start.
+     *
+     * @throws IllegalArgumentException when a fallback setting is bad
+     */
     Driver(SparkConf conf) {
       this.conf = conf;
+      this.policy = EmberShuffleConf.fallbackPolicy(conf);
+      this.maxPartitions = EmberShuffleConf.fallbackMaxPartitions(conf);
     }
 
     @Override
     public Map<String, String> initializeApplication() {
       String app = conf.get("spark.app.id", "app") + "-" + UUID.randomUUID();
       appRoot = Paths.child(EmberShuffleConf.root(conf), app.replaceAll("[^A-Za-z0-9._-]", "_"));
-      // Both read up front, so that a bad setting stops the application at its start.
-      EmberShuffleConf.FallbackPolicy policy = EmberShuffleConf.fallbackPolicy(conf);
-      EmberShuffleConf.fallbackMaxPartitions(conf);
       if (policy != EmberShuffleConf.FallbackPolicy.ALWAYS) {
         try {
           EmberShuffleConf.client(conf).createDirectory(appRoot, true);
@@ -138,8 +145,6 @@ public final class EmberShuffleDataIO implements ShuffleDataIO {
     }
 
     String place(int shuffleId, int partitions) {
-      EmberShuffleConf.FallbackPolicy policy = EmberShuffleConf.fallbackPolicy(conf);
-      int maxPartitions = EmberShuffleConf.fallbackMaxPartitions(conf);
       String why = null;
       if (policy == EmberShuffleConf.FallbackPolicy.ALWAYS) {
         why = EmberShuffleConf.FALLBACK_POLICY + " is always";
@@ -215,7 +220,7 @@ public final class EmberShuffleDataIO implements ShuffleDataIO {
       if (current == this) {
         current = null;
       }
-      if (EmberShuffleConf.fallbackPolicy(conf) != EmberShuffleConf.FallbackPolicy.ALWAYS) {
+      if (policy != EmberShuffleConf.FallbackPolicy.ALWAYS) {
         deleteQuietly(appRoot);
       }
       EmberShuffleConf.closeClient();
@@ -229,7 +234,7 @@ public final class EmberShuffleDataIO implements ShuffleDataIO {
      */
     @Override
     public boolean supportsReliableStorage() {
-      return EmberShuffleConf.fallbackPolicy(conf) != EmberShuffleConf.FallbackPolicy.ALWAYS;
+      return policy != EmberShuffleConf.FallbackPolicy.ALWAYS;
     }
 
     private void deleteQuietly(String path) {

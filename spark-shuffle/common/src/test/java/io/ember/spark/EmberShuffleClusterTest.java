@@ -74,23 +74,17 @@ class EmberShuffleClusterTest {
   private static SparkConf conf(boolean ember) {
     String cp = System.getProperty("java.class.path");
     SparkConf c =
-        new SparkConf()
+        SparkTestConf.local("ember-shuffle-cluster-test")
             .setMaster("local-cluster[2,1,1024]")
-            .setAppName("ember-shuffle-cluster-test")
             .set("spark.home", sparkHome.toString())
             .set("spark.test.home", sparkHome.toString())
-            .set("spark.ui.enabled", "false")
-            .set("spark.driver.host", "127.0.0.1")
-            .set("spark.driver.bindAddress", "127.0.0.1")
             .set("spark.executor.extraClassPath", cp)
             .set("spark.driver.extraClassPath", cp)
             .set(
                 "spark.executor.extraJavaOptions",
                 System.getProperty("ember.test.sparkModuleOptions", ""));
     if (ember) {
-      c.set("spark.shuffle.manager", EmberShuffleManager.class.getName())
-          .set(EmberShuffleManager.PLUGIN_KEY, EmberShuffleDataIO.class.getName())
-          .set(EmberShuffleConf.NAMENODE, cluster.namenodeAddress().toString());
+      SparkTestConf.withEmberShuffle(c, cluster.namenodeAddress().toString());
     }
     return c;
   }

@@ -45,15 +45,8 @@ class EmberShuffleFallbackTest {
   }
 
   private static SparkConf conf(String namenode) {
-    return new SparkConf()
-        .setMaster("local[2]")
-        .setAppName("ember-shuffle-fallback-test")
-        .set("spark.ui.enabled", "false")
-        .set("spark.driver.host", "127.0.0.1")
-        .set("spark.driver.bindAddress", "127.0.0.1")
-        .set("spark.shuffle.manager", EmberShuffleManager.class.getName())
-        .set(EmberShuffleManager.PLUGIN_KEY, EmberShuffleDataIO.class.getName())
-        .set(EmberShuffleConf.NAMENODE, namenode);
+    return SparkTestConf.withEmberShuffle(
+        SparkTestConf.local("ember-shuffle-fallback-test"), namenode);
   }
 
   private static List<String> words() {

@@ -46,20 +46,12 @@ class EmberShuffleLocalTest {
   }
 
   private static SparkConf conf(boolean ember, boolean kryo) {
-    SparkConf c =
-        new SparkConf()
-            .setMaster("local[2]")
-            .setAppName("ember-shuffle-test")
-            .set("spark.ui.enabled", "false")
-            .set("spark.driver.host", "127.0.0.1")
-            .set("spark.driver.bindAddress", "127.0.0.1");
+    SparkConf c = SparkTestConf.local("ember-shuffle-test");
     if (kryo) {
       c.set("spark.serializer", "org.apache.spark.serializer.KryoSerializer");
     }
     if (ember) {
-      c.set("spark.shuffle.manager", EmberShuffleManager.class.getName())
-          .set(EmberShuffleManager.PLUGIN_KEY, EmberShuffleDataIO.class.getName())
-          .set(EmberShuffleConf.NAMENODE, cluster.namenodeAddress().toString());
+      SparkTestConf.withEmberShuffle(c, cluster.namenodeAddress().toString());
     }
     return c;
   }

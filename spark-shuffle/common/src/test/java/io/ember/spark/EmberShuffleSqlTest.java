@@ -35,12 +35,7 @@ class EmberShuffleSqlTest {
 
   private static List<Row> query(boolean ember) {
     SparkConf c =
-        new SparkConf()
-            .setMaster("local[2]")
-            .setAppName("ember-sql-test")
-            .set("spark.ui.enabled", "false")
-            .set("spark.driver.host", "127.0.0.1")
-            .set("spark.driver.bindAddress", "127.0.0.1")
+        SparkTestConf.local("ember-sql-test")
             .set("spark.sql.adaptive.enabled", "true")
             .set("spark.sql.autoBroadcastJoinThreshold", "-1")
             .set("spark.sql.shuffle.partitions", "40")
@@ -50,9 +45,7 @@ class EmberShuffleSqlTest {
             .set("spark.sql.adaptive.skewJoin.skewedPartitionFactor", "2")
             .set("spark.sql.adaptive.skewJoin.skewedPartitionThresholdInBytes", "8k");
     if (ember) {
-      c.set("spark.shuffle.manager", EmberShuffleManager.class.getName())
-          .set(EmberShuffleManager.PLUGIN_KEY, EmberShuffleDataIO.class.getName())
-          .set(EmberShuffleConf.NAMENODE, cluster.namenodeAddress().toString());
+      SparkTestConf.withEmberShuffle(c, cluster.namenodeAddress().toString());
     }
     SparkSession spark = SparkSession.builder().config(c).getOrCreate();
     try {

@@ -58,12 +58,7 @@ class SparkStorageOnEmberTest {
   }
 
   private static SparkConf conf(String name) {
-    return new SparkConf()
-        .setMaster("local[2]")
-        .setAppName(name)
-        .set("spark.ui.enabled", "false")
-        .set("spark.driver.host", "127.0.0.1")
-        .set("spark.driver.bindAddress", "127.0.0.1")
+    return SparkTestConf.local(name)
         // FileContext (streaming checkpoints) finds a scheme's file system by this key only.
         .set("spark.hadoop.fs.AbstractFileSystem.ember.impl", "io.ember.hadoop.EmberFs");
   }
