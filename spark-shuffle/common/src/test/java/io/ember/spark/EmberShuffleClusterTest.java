@@ -11,7 +11,6 @@ import io.ember.protocol.EmberConfig;
 import io.ember.protocol.EmberException;
 import io.ember.protocol.EmberKeys;
 import io.ember.protocol.ErrorCode;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -47,42 +46,17 @@ class EmberShuffleClusterTest {
   @BeforeAll
   static void start() throws Exception {
     cluster = MiniCluster.builder().dramDatanodes(1).dramCapacity("256m").build();
-    // local-cluster launches executors through Spark's launcher, which wants a Spark home: it
-    // learns the Scala version from launcher/target/scala-X.Y and adds jars/ (empty here);
-    // executors get this JVM's class path through spark.executor.extraClassPath.
-    sparkHome = Files.createTempDirectory("spark-home");
-    Files.createDirectories(sparkHome.resolve("launcher/target/scala-" + scalaBinaryVersion()));
-    Files.createDirectories(sparkHome.resolve("jars"));
-    // Spark's workers read their home from these JVM properties, as in Spark's own tests.
-    System.setProperty("spark.testing", "true");
-    System.setProperty("spark.test.home", sparkHome.toString());
-  }
-
-  /** The Scala version Spark was built with, as its launcher names it: 2.12 or 2.13. */
-  private static String scalaBinaryVersion() {
-    String full = scala.util.Properties.versionNumberString();
-    return full.substring(0, full.lastIndexOf('.'));
+    sparkHome = SparkTestConf.prepareLocalClusters();
   }
 
   @AfterAll
   static void stop() {
-    System.clearProperty("spark.testing");
-    System.clearProperty("spark.test.home");
+    SparkTestConf.forgetLocalClusters();
     cluster.close();
   }
 
   private static SparkConf conf(boolean ember) {
-    String cp = System.getProperty("java.class.path");
-    SparkConf c =
-        SparkTestConf.local("ember-shuffle-cluster-test")
-            .setMaster("local-cluster[2,1,1024]")
-            .set("spark.home", sparkHome.toString())
-            .set("spark.test.home", sparkHome.toString())
-            .set("spark.executor.extraClassPath", cp)
-            .set("spark.driver.extraClassPath", cp)
-            .set(
-                "spark.executor.extraJavaOptions",
-                System.getProperty("ember.test.sparkModuleOptions", ""));
+    SparkConf c = SparkTestConf.localCluster("ember-shuffle-cluster-test", sparkHome, 2);
     if (ember) {
       SparkTestConf.withEmberShuffle(c, cluster.namenodeAddress().toString());
     }
