@@ -25,7 +25,11 @@ import scala.Tuple2;
  *       reached at its start fails to start, and a shuffle Ember cannot take fails the action that
  *       made it) or {@code always};
  *   <li>{@value #FALLBACK_MAX_PARTITIONS}: the most reduce partitions a shuffle may have on Ember
- *       under {@code auto}, ignored under the other policies (default: no limit).
+ *       under {@code auto}, ignored under the other policies (default: no limit);
+ *   <li>{@value #FALLBACK_RETRY_INTERVAL}: under {@code auto}, how long after Ember failed to take
+ *       a shuffle (or to start the application) later shuffles go to Spark's own shuffle without
+ *       asking Ember, so that a name node that does not answer costs one timeout, not one per
+ *       shuffle (default 30s; 0 asks at every shuffle).
  * </ul>
  */
 final class EmberShuffleConf {
@@ -35,6 +39,7 @@ final class EmberShuffleConf {
   static final String CONF_PREFIX = "spark.ember.conf.";
   static final String FALLBACK_POLICY = "spark.ember.shuffle.fallback.policy";
   static final String FALLBACK_MAX_PARTITIONS = "spark.ember.shuffle.fallback.maxPartitions";
+  static final String FALLBACK_RETRY_INTERVAL = "spark.ember.shuffle.fallback.retryInterval";
 
   /** When a shuffle goes to Spark's own shuffle rather than to Ember. */
   enum FallbackPolicy {
@@ -85,6 +90,25 @@ final class EmberShuffleConf {
     }
     throw new IllegalArgumentException(
         FALLBACK_MAX_PARTITIONS + " is '" + value + "': give a number of partitions above 0");
+  }
+
+  /**
+   * How long, in milliseconds, shuffles skip Ember after it failed to take one.
+   *
+   * @throws IllegalArgumentException when the setting is not a duration of 0 or more
+   */
+  static long fallbackRetryIntervalMillis(SparkConf conf) {
+    String value = conf.get(FALLBACK_RETRY_INTERVAL, "30s");
+    try {
+      long millis = conf.getTimeAsMs(FALLBACK_RETRY_INTERVAL, "30s");
+      if (millis >= 0) {
+        return millis;
+      }
+    } catch (NumberFormatException e) {
+      // Reported below, as a negative duration is.
+    }
+    throw new IllegalArgumentException(
+        FALLBACK_RETRY_INTERVAL + " is '" + value + "': give a duration such as 30s, or 0");
   }
 
   static String root(SparkConf conf) {

@@ -11,6 +11,7 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
 import org.apache.spark.SparkConf;
 import org.apache.spark.shuffle.api.ShuffleDataIO;
 import org.apache.spark.shuffle.api.ShuffleDriverComponents;
@@ -108,6 +109,17 @@ public final class EmberShuffleDataIO implements ShuffleDataIO {
 
     private final EmberShuffleConf.FallbackPolicy policy;
     private final int maxPartitions;
+    private final long retryIntervalMillis;
+
+    // Under auto, after Ember failed to take a shuffle: why, when, and when the next shuffle may
+    // ask it again (System.nanoTime). One shuffle asks per interval, however many register.
+    private boolean emberFailed;
+    private String emberFailure;
+    private long emberFailedAt;
+    private long nextAskAt;
+
+    /** Whether the application's directory may exist in Ember, for the clean-up to delete. */
+    private volatile boolean appRootMade;
 
     /**
      * Reads the fallback settings at once, so that a bad one stops the application at its start.
@@ -118,6 +130,7 @@ public final class EmberShuffleDataIO implements ShuffleDataIO {
       this.conf = conf;
       this.policy = EmberShuffleConf.fallbackPolicy(conf);
       this.maxPartitions = EmberShuffleConf.fallbackMaxPartitions(conf);
+      this.retryIntervalMillis = EmberShuffleConf.fallbackRetryIntervalMillis(conf);
     }
 
     @Override
@@ -127,25 +140,64 @@ public final class EmberShuffleDataIO implements ShuffleDataIO {
       if (policy != EmberShuffleConf.FallbackPolicy.ALWAYS) {
         try {
           EmberShuffleConf.client(conf).createDirectory(appRoot, true);
+          appRootMade = true;
         } catch (EmberException e) {
           if (policy == EmberShuffleConf.FallbackPolicy.NEVER) {
             throw new UncheckedIOException(
                 "Ember shuffle: cannot create " + appRoot + ": " + e.getMessage(), e);
           }
-          // Each shuffle tries Ember again when it registers.
+          // The first shuffle after the retry interval tries Ember again.
           LOG.warn(
               "Ember shuffle: cannot create {} ({}); shuffles go to Spark's own shuffle while Ember"
                   + " cannot take them",
               appRoot,
               e.getMessage());
+          noteFailure(e);
         }
       }
       current = this;
       return Map.of(ROOT_KEY, appRoot);
     }
 
+    private synchronized void noteFailure(EmberException e) {
+      emberFailed = true;
+      emberFailure = e.getMessage();
+      emberFailedAt = System.nanoTime();
+      nextAskAt = emberFailedAt + TimeUnit.MILLISECONDS.toNanos(retryIntervalMillis);
+    }
+
+    private synchronized void noteSuccess() {
+      emberFailed = false;
+    }
+
+    /**
+     * Why this shuffle skips Ember, or null when it should ask. Once the interval has passed, the
+     * first caller asks and the others go on skipping until the interval after that, so that
+     * shuffles registered together do not each wait for a name node that does not answer.
+     */
+    private synchronized String skippingEmber() {
+      if (!emberFailed) {
+        return null;
+      }
+      long now = System.nanoTime();
+      if (now - nextAskAt >= 0) {
+        nextAskAt = now + TimeUnit.MILLISECONDS.toNanos(retryIntervalMillis);
+        return null;
+      }
+      return "Ember could not take a shuffle "
+          + TimeUnit.NANOSECONDS.toMillis(now - emberFailedAt)
+          + " ms ago ("
+          + emberFailure
+          + "); shuffles ask it again every "
+          + retryIntervalMillis
+          + " ms ("
+          + EmberShuffleConf.FALLBACK_RETRY_INTERVAL
+          + ")";
+    }
+
     String place(int shuffleId, int partitions) {
       String why = null;
+      String skipping = policy == EmberShuffleConf.FallbackPolicy.AUTO ? skippingEmber() : null;
       if (policy == EmberShuffleConf.FallbackPolicy.ALWAYS) {
         why = EmberShuffleConf.FALLBACK_POLICY + " is always";
       } else if (policy == EmberShuffleConf.FallbackPolicy.AUTO && partitions > maxPartitions) {
@@ -157,10 +209,13 @@ public final class EmberShuffleDataIO implements ShuffleDataIO {
                 + " ("
                 + maxPartitions
                 + ")";
+      } else if (skipping != null) {
+        why = skipping;
       } else {
         try {
           createShuffleDir(shuffleId);
           onEmber.add(shuffleId);
+          noteSuccess();
         } catch (EmberException e) {
           if (policy == EmberShuffleConf.FallbackPolicy.NEVER) {
             throw new UncheckedIOException(
@@ -174,6 +229,7 @@ public final class EmberShuffleDataIO implements ShuffleDataIO {
                 e);
           }
           why = "Ember cannot take it: " + e.getMessage();
+          noteFailure(e);
         }
       }
       if (why != null) {
@@ -185,10 +241,12 @@ public final class EmberShuffleDataIO implements ShuffleDataIO {
     private void createShuffleDir(int shuffleId) throws EmberException {
       try {
         EmberShuffleConf.client(conf).createDirectory(shuffleDir(appRoot, shuffleId), true);
+        appRootMade = true;
       } catch (EmberException e) {
         if (e.code() != ErrorCode.ALREADY_EXISTS) {
           throw e;
         }
+        appRootMade = true;
       }
     }
 
@@ -220,7 +278,8 @@ public final class EmberShuffleDataIO implements ShuffleDataIO {
       if (current == this) {
         current = null;
       }
-      if (policy != EmberShuffleConf.FallbackPolicy.ALWAYS) {
+      // Not when nothing was made: asking a name node that does not answer would hold up the stop.
+      if (appRootMade) {
         deleteQuietly(appRoot);
       }
       EmberShuffleConf.closeClient();

@@ -7,12 +7,16 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.ember.client.EmberClient;
 import io.ember.minicluster.MiniCluster;
 import io.ember.protocol.Messages.DirEntry;
+import java.io.IOException;
 import java.net.ServerSocket;
+import java.net.Socket;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.stream.Collectors;
 import org.apache.spark.ShuffleDependency;
@@ -163,6 +167,145 @@ class EmberShuffleFallbackTest {
       assertEquals(expectedCounts(), new TreeMap<>(counts(sc, 3).collectAsMap()));
       assertTrue(settled(sc, localBlockReads) > 0, "the shuffle was not read by Spark's reader");
     }
+  }
+
+  /**
+   * A name node that takes connections and never answers; counts the connections. Each ask is one
+   * connection, because a client whose first call fails closes itself and the next ask connects
+   * anew.
+   */
+  private static final class SilentNameNode implements AutoCloseable {
+    private final ServerSocket server =
+        new ServerSocket(0, 50, java.net.InetAddress.getLoopbackAddress());
+    private final AtomicInteger accepted = new AtomicInteger();
+    private final List<Socket> held = new CopyOnWriteArrayList<>();
+
+    SilentNameNode() throws IOException {
+      Thread acceptor =
+          new Thread(
+              () -> {
+                try {
+                  while (true) {
+                    held.add(server.accept());
+                    accepted.incrementAndGet();
+                  }
+                } catch (IOException closed) {
+                  // close() ends the test's use of it.
+                }
+              },
+              "silent-namenode");
+      acceptor.setDaemon(true);
+      acceptor.start();
+    }
+
+    String address() {
+      return "127.0.0.1:" + server.getLocalPort();
+    }
+
+    /** Waits, up to a generous deadline, until at least {@code n} connections came. */
+    int awaitAccepted(int n) throws InterruptedException {
+      long deadline = System.nanoTime() + 120_000_000_000L;
+      while (accepted.get() < n && System.nanoTime() - deadline < 0) {
+        Thread.sleep(20);
+      }
+      return accepted.get();
+    }
+
+    @Override
+    public void close() throws IOException {
+      server.close();
+      for (Socket s : held) {
+        s.close();
+      }
+    }
+  }
+
+  private static SparkConf silentConf(SilentNameNode namenode, String retryInterval) {
+    return conf(namenode.address())
+        .set(EmberShuffleConf.CONF_PREFIX + "ember.rpc.timeout", "1s")
+        .set(EmberShuffleConf.FALLBACK_RETRY_INTERVAL, retryInterval);
+  }
+
+  @Test
+  void afterEmberFailedShufflesSkipItForTheRetryIntervalInsteadOfWaitingForItEachTime()
+      throws Exception {
+    try (SilentNameNode namenode = new SilentNameNode();
+        JavaSparkContext sc = new JavaSparkContext(silentConf(namenode, "1h"))) {
+      // The application's start asked the name node once, and gave up at the timeout.
+      assertEquals(1, namenode.awaitAccepted(1));
+      assertEquals(expectedCounts(), new TreeMap<>(counts(sc, 3).collectAsMap()));
+      assertEquals(expectedCounts(), new TreeMap<>(counts(sc, 2).collectAsMap()));
+      String why = EmberShuffleDataIO.place(1_000, 2);
+      assertTrue(why != null && why.startsWith("Ember could not take a shuffle "), why);
+      assertTrue(why.contains(EmberShuffleConf.FALLBACK_RETRY_INTERVAL), why);
+      assertEquals(1, namenode.accepted.get(), "a shuffle asked the silent name node again");
+    }
+  }
+
+  @Test
+  @SuppressWarnings("try") // the running context is what place() asks; the test needs no more
+  void ofShufflesRegisteredTogetherAfterTheIntervalOnlyOneAsksEmber() throws Exception {
+    try (SilentNameNode namenode = new SilentNameNode();
+        JavaSparkContext sc = new JavaSparkContext(silentConf(namenode, "3s"))) {
+      assertEquals(1, namenode.awaitAccepted(1));
+      // The interval is a time, so waiting it out is the condition itself.
+      Thread.sleep(3_500);
+      int shuffles = 4;
+      java.util.concurrent.CountDownLatch go = new java.util.concurrent.CountDownLatch(1);
+      List<java.util.concurrent.Future<String>> whys = new ArrayList<>();
+      java.util.concurrent.ExecutorService pool =
+          java.util.concurrent.Executors.newFixedThreadPool(shuffles);
+      try {
+        for (int i = 0; i < shuffles; i++) {
+          int shuffleId = 2_000 + i;
+          whys.add(
+              pool.submit(
+                  () -> {
+                    go.await();
+                    return EmberShuffleDataIO.place(shuffleId, 2);
+                  }));
+        }
+        go.countDown();
+        List<String> asked = new ArrayList<>();
+        for (java.util.concurrent.Future<String> why : whys) {
+          String w = why.get();
+          if (w.startsWith("Ember cannot take it: ")) {
+            asked.add(w);
+          } else {
+            assertTrue(w.startsWith("Ember could not take a shuffle "), w);
+          }
+        }
+        assertEquals(1, asked.size(), "shuffles that waited for the silent name node: " + asked);
+      } finally {
+        pool.shutdownNow();
+      }
+    }
+  }
+
+  @Test
+  void withNoRetryIntervalEveryShuffleAsksEmberAgain() throws Exception {
+    try (SilentNameNode namenode = new SilentNameNode();
+        JavaSparkContext sc = new JavaSparkContext(silentConf(namenode, "0"))) {
+      assertEquals(expectedCounts(), new TreeMap<>(counts(sc, 3).collectAsMap()));
+      assertEquals(expectedCounts(), new TreeMap<>(counts(sc, 2).collectAsMap()));
+      // The start and each of the two shuffles.
+      assertEquals(3, namenode.awaitAccepted(3));
+    }
+  }
+
+  @Test
+  void aRetryIntervalThatIsNoDurationStopsTheApplicationAndSaysSo() {
+    Exception e =
+        assertThrows(
+            Exception.class,
+            () ->
+                new JavaSparkContext(
+                        conf(cluster.namenodeAddress().toString())
+                            .set(EmberShuffleConf.FALLBACK_RETRY_INTERVAL, "soon"))
+                    .close());
+    assertEquals(
+        "spark.ember.shuffle.fallback.retryInterval is 'soon': give a duration such as 30s, or 0",
+        e.getMessage());
   }
 
   @Test
