@@ -12,12 +12,16 @@ import io.ember.protocol.NodeType;
 import java.io.UncheckedIOException;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.function.BooleanSupplier;
 import java.util.function.Supplier;
+import org.apache.spark.MapOutputTrackerMaster;
+import org.apache.spark.ShuffleStatus;
 import org.apache.spark.SparkConf;
+import org.apache.spark.SparkEnv;
 import org.apache.spark.api.java.JavaPairRDD;
 import org.apache.spark.api.java.JavaSparkContext;
 import org.apache.spark.scheduler.ExecutorDecommissionInfo;
@@ -80,7 +84,9 @@ class DecommissionToEmberTest {
             // Peers refuse migrated shuffle files, so every file goes to the fallback storage even
             // while the other executor has not yet been told to decommission.
             .set("spark.storage.decommission.shuffleBlocks.maxDiskSize", "0")
-            .set("spark.storage.decommission.fallbackStorage.path", ember + "/fallback/");
+            .set("spark.storage.decommission.fallbackStorage.path", ember + "/fallback/")
+            // Spark deletes the application's copies when it stops: they would outlive it.
+            .set("spark.storage.decommission.fallbackStorage.cleanUp", "true");
     if (shuffle.equals("ember-fallback")) {
       SparkTestConf.withEmberShuffle(conf, cluster.namenodeAddress().toString())
           .set(EmberShuffleConf.FALLBACK_POLICY, "always");
@@ -91,6 +97,7 @@ class DecommissionToEmberTest {
       data.add(i);
       expected.merge(i % 101, 1L, Long::sum);
     }
+    String appDir;
     try (JavaSparkContext sc = new JavaSparkContext(conf);
         EmberClient probe = cluster.newClient()) {
       await(() -> sc.sc().getExecutorIds().size() == 2, () -> "two executors up");
@@ -118,6 +125,13 @@ class DecommissionToEmberTest {
       await(
           () -> count(probe, migrated, ".index") == 4 && count(probe, migrated, ".data") == 4,
           () -> "shuffle files in Ember at " + migrated + ": " + files(probe, migrated));
+      // A file is listed once made, before it is written; Spark moves a map output's location
+      // to the fallback storage once both its files are copied.
+      await(
+          () -> mapOutputsInFallbackStorage(0) == 4,
+          () ->
+              "map outputs the driver places in the fallback storage: "
+                  + mapOutputsInFallbackStorage(0));
 
       for (String id : executors) {
         backend.killExecutor(id);
@@ -130,7 +144,23 @@ class DecommissionToEmberTest {
           data.size(),
           mapped.value().longValue(),
           "the map stage ran again instead of reading Ember's copy");
+      appDir = "/fallback/" + sc.sc().applicationId();
     }
+    try (EmberClient probe = cluster.newClient()) {
+      assertEquals(List.of(), files(probe, appDir), "copies left in Ember after the application");
+    }
+  }
+
+  /** How many of a shuffle's map outputs the driver locates in Spark's fallback storage. */
+  private static long mapOutputsInFallbackStorage(int shuffleId) {
+    MapOutputTrackerMaster tracker = (MapOutputTrackerMaster) SparkEnv.get().mapOutputTracker();
+    Option<ShuffleStatus> status = tracker.shuffleStatuses().get(shuffleId);
+    if (status.isEmpty()) {
+      return 0;
+    }
+    return Arrays.stream(status.get().mapStatuses())
+        .filter(m -> m != null && m.location().executorId().equals("fallback"))
+        .count();
   }
 
   private static List<String> executorIds(JavaSparkContext sc) {
@@ -146,7 +176,7 @@ class DecommissionToEmberTest {
     return files(probe, dir).stream().filter(n -> n.endsWith(suffix)).count();
   }
 
-  /** The files below {@code dir}, at any depth (Spark 4 spreads them over hashed folders). */
+  /** The files below {@code dir}, at any depth (Spark spreads them over hashed folders). */
   private static List<String> files(EmberClient probe, String dir) {
     List<String> found = new ArrayList<>();
     try {
