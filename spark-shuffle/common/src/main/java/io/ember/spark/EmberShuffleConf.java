@@ -8,6 +8,7 @@ import io.ember.protocol.StorageClass;
 import java.util.Map;
 import java.util.TreeMap;
 import org.apache.spark.SparkConf;
+import org.apache.spark.network.util.JavaUtils;
 import scala.Tuple2;
 
 /**
@@ -100,7 +101,7 @@ final class EmberShuffleConf {
   static long fallbackRetryIntervalMillis(SparkConf conf) {
     String value = conf.get(FALLBACK_RETRY_INTERVAL, "30s");
     try {
-      long millis = conf.getTimeAsMs(FALLBACK_RETRY_INTERVAL, "30s");
+      long millis = JavaUtils.timeStringAsMs(value);
       if (millis >= 0) {
         return millis;
       }

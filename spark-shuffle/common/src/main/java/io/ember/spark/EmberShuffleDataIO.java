@@ -33,6 +33,7 @@ import org.slf4j.LoggerFactory;
  */
 public final class EmberShuffleDataIO implements ShuffleDataIO {
   static final String ROOT_KEY = "ember.root";
+  private static final Logger LOG = LoggerFactory.getLogger(EmberShuffleDataIO.class);
 
   private final SparkConf conf;
 
@@ -67,12 +68,11 @@ public final class EmberShuffleDataIO implements ShuffleDataIO {
     if (driver == null) {
       // Spark made the plugin's driver side in another class loader, or not at all: the shuffle
       // goes to Ember as it did before fallbacks existed, and the registration makes its directory.
-      LoggerFactory.getLogger(EmberShuffleDataIO.class)
-          .warn(
-              "Ember shuffle: shuffle {} goes to Ember without the fallback settings applied: this"
-                  + " class loader has no Ember shuffle driver (is the Ember jar on the class path"
-                  + " twice?)",
-              shuffleId);
+      LOG.warn(
+          "Ember shuffle: shuffle {} goes to Ember without the fallback settings applied: this"
+              + " class loader has no Ember shuffle driver (is the Ember jar on the class path"
+              + " twice?)",
+          shuffleId);
       return null;
     }
     return driver.place(shuffleId, partitions);
@@ -97,23 +97,22 @@ public final class EmberShuffleDataIO implements ShuffleDataIO {
   }
 
   private static final class Driver implements ShuffleDriverComponents {
-    private static final Logger LOG = LoggerFactory.getLogger(EmberShuffleDataIO.class);
-
     /** The application's driver side, for the shuffle manager (one SparkContext per JVM). */
     static volatile Driver current;
 
     private final SparkConf conf;
-    private final Set<Integer> onEmber = ConcurrentHashMap.newKeySet();
-    private final Set<Integer> sparkOwn = ConcurrentHashMap.newKeySet();
+
+    /** Each shuffle placed, and whether on Ember (else on Spark's own shuffle). */
+    private final Map<Integer, Boolean> onEmber = new ConcurrentHashMap<>();
+
     private String appRoot;
 
     private final EmberShuffleConf.FallbackPolicy policy;
     private final int maxPartitions;
     private final long retryIntervalMillis;
 
-    // Under auto, after Ember failed to take a shuffle: why, when, and when the next shuffle may
-    // ask it again (System.nanoTime). One shuffle asks per interval, however many register.
-    private boolean emberFailed;
+    // Under auto, after Ember failed to take a shuffle: why (null while it has not), when, and when
+    // the next shuffle may ask it again (System.nanoTime). One shuffle asks per interval.
     private String emberFailure;
     private long emberFailedAt;
     private long nextAskAt;
@@ -160,14 +159,13 @@ public final class EmberShuffleDataIO implements ShuffleDataIO {
     }
 
     private synchronized void noteFailure(EmberException e) {
-      emberFailed = true;
-      emberFailure = e.getMessage();
+      emberFailure = String.valueOf(e.getMessage());
       emberFailedAt = System.nanoTime();
       nextAskAt = emberFailedAt + TimeUnit.MILLISECONDS.toNanos(retryIntervalMillis);
     }
 
     private synchronized void noteSuccess() {
-      emberFailed = false;
+      emberFailure = null;
     }
 
     /**
@@ -176,7 +174,7 @@ public final class EmberShuffleDataIO implements ShuffleDataIO {
      * shuffles registered together do not each wait for a name node that does not answer.
      */
     private synchronized String skippingEmber() {
-      if (!emberFailed) {
+      if (emberFailure == null) {
         return null;
       }
       long now = System.nanoTime();
@@ -197,7 +195,7 @@ public final class EmberShuffleDataIO implements ShuffleDataIO {
 
     String place(int shuffleId, int partitions) {
       String why = null;
-      String skipping = policy == EmberShuffleConf.FallbackPolicy.AUTO ? skippingEmber() : null;
+      String skipping;
       if (policy == EmberShuffleConf.FallbackPolicy.ALWAYS) {
         why = EmberShuffleConf.FALLBACK_POLICY + " is always";
       } else if (policy == EmberShuffleConf.FallbackPolicy.AUTO && partitions > maxPartitions) {
@@ -209,12 +207,13 @@ public final class EmberShuffleDataIO implements ShuffleDataIO {
                 + " ("
                 + maxPartitions
                 + ")";
-      } else if (skipping != null) {
+      } else if (policy == EmberShuffleConf.FallbackPolicy.AUTO
+          && (skipping = skippingEmber()) != null) {
+        // Asked only here: a shuffle that falls back for another reason does not use up the ask.
         why = skipping;
       } else {
         try {
           createShuffleDir(shuffleId);
-          onEmber.add(shuffleId);
           noteSuccess();
         } catch (EmberException e) {
           if (policy == EmberShuffleConf.FallbackPolicy.NEVER) {
@@ -232,33 +231,30 @@ public final class EmberShuffleDataIO implements ShuffleDataIO {
           noteFailure(e);
         }
       }
-      if (why != null) {
-        sparkOwn.add(shuffleId);
-      }
+      onEmber.put(shuffleId, why == null);
       return why;
     }
 
     private void createShuffleDir(int shuffleId) throws EmberException {
       try {
         EmberShuffleConf.client(conf).createDirectory(shuffleDir(appRoot, shuffleId), true);
-        appRootMade = true;
       } catch (EmberException e) {
         if (e.code() != ErrorCode.ALREADY_EXISTS) {
           throw e;
         }
-        appRootMade = true;
       }
+      appRootMade = true;
     }
 
     @Override
     public void registerShuffle(int shuffleId) {
       // The shuffle manager placed it just before, unless another manager runs with this plugin.
-      if (onEmber.contains(shuffleId) || sparkOwn.contains(shuffleId)) {
+      if (onEmber.containsKey(shuffleId)) {
         return;
       }
       try {
         createShuffleDir(shuffleId);
-        onEmber.add(shuffleId);
+        onEmber.put(shuffleId, true);
       } catch (EmberException e) {
         throw new UncheckedIOException(
             "Ember shuffle: cannot register shuffle " + shuffleId + ": " + e.getMessage(), e);
@@ -267,8 +263,7 @@ public final class EmberShuffleDataIO implements ShuffleDataIO {
 
     @Override
     public void removeShuffle(int shuffleId, boolean blocking) {
-      sparkOwn.remove(shuffleId);
-      if (onEmber.remove(shuffleId)) {
+      if (Boolean.TRUE.equals(onEmber.remove(shuffleId))) {
         deleteQuietly(shuffleDir(appRoot, shuffleId));
       }
     }

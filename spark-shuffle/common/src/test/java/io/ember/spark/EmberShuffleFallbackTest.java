@@ -1,6 +1,7 @@
 package io.ember.spark;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -23,8 +24,6 @@ import org.apache.spark.ShuffleDependency;
 import org.apache.spark.SparkConf;
 import org.apache.spark.api.java.JavaPairRDD;
 import org.apache.spark.api.java.JavaSparkContext;
-import org.apache.spark.scheduler.SparkListener;
-import org.apache.spark.scheduler.SparkListenerTaskEnd;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -79,16 +78,7 @@ class EmberShuffleFallbackTest {
   /** Blocks that reduce tasks read from executors' local disks: only Spark's own reader does. */
   private static LongAdder countLocalBlockReads(JavaSparkContext sc) {
     LongAdder local = new LongAdder();
-    sc.sc()
-        .addSparkListener(
-            new SparkListener() {
-              @Override
-              public void onTaskEnd(SparkListenerTaskEnd end) {
-                if (end.taskMetrics() != null) {
-                  local.add(end.taskMetrics().shuffleReadMetrics().localBlocksFetched());
-                }
-              }
-            });
+    SparkTestConf.onTaskEnd(sc, m -> local.add(m.shuffleReadMetrics().localBlocksFetched()));
     return local;
   }
 
@@ -156,7 +146,7 @@ class EmberShuffleFallbackTest {
       LongAdder localBlockReads = countLocalBlockReads(sc);
       assertEquals(expectedCounts(), new TreeMap<>(counts(sc, 3).collectAsMap()));
       assertTrue(settled(sc, localBlockReads) > 0, "the shuffle was not read by Spark's reader");
-      assertTrue(applicationDirs(probe).isEmpty(), "Ember was used: " + applicationDirs(probe));
+      assertEquals(List.of(), applicationDirs(probe), "Ember was used");
     }
   }
 
@@ -202,12 +192,9 @@ class EmberShuffleFallbackTest {
       return "127.0.0.1:" + server.getLocalPort();
     }
 
-    /** Waits, up to a generous deadline, until at least {@code n} connections came. */
+    /** Waits until at least {@code n} connections came, and returns how many did. */
     int awaitAccepted(int n) throws InterruptedException {
-      long deadline = System.nanoTime() + 120_000_000_000L;
-      while (accepted.get() < n && System.nanoTime() - deadline < 0) {
-        Thread.sleep(20);
-      }
+      SparkTestConf.await(() -> accepted.get() >= n, () -> accepted.get() + " connections");
       return accepted.get();
     }
 
@@ -229,16 +216,19 @@ class EmberShuffleFallbackTest {
   @Test
   void afterEmberFailedShufflesSkipItForTheRetryIntervalInsteadOfWaitingForItEachTime()
       throws Exception {
-    try (SilentNameNode namenode = new SilentNameNode();
-        JavaSparkContext sc = new JavaSparkContext(silentConf(namenode, "1h"))) {
-      // The application's start asked the name node once, and gave up at the timeout.
-      assertEquals(1, namenode.awaitAccepted(1));
-      assertEquals(expectedCounts(), new TreeMap<>(counts(sc, 3).collectAsMap()));
-      assertEquals(expectedCounts(), new TreeMap<>(counts(sc, 2).collectAsMap()));
-      String why = EmberShuffleDataIO.place(1_000, 2);
-      assertTrue(why != null && why.startsWith("Ember could not take a shuffle "), why);
-      assertTrue(why.contains(EmberShuffleConf.FALLBACK_RETRY_INTERVAL), why);
-      assertEquals(1, namenode.accepted.get(), "a shuffle asked the silent name node again");
+    try (SilentNameNode namenode = new SilentNameNode()) {
+      try (JavaSparkContext sc = new JavaSparkContext(silentConf(namenode, "1h"))) {
+        // The application's start asked the name node once, and gave up at the timeout.
+        assertEquals(1, namenode.awaitAccepted(1));
+        assertEquals(expectedCounts(), new TreeMap<>(counts(sc, 3).collectAsMap()));
+        assertEquals(expectedCounts(), new TreeMap<>(counts(sc, 2).collectAsMap()));
+        String why = EmberShuffleDataIO.place(1_000, 2);
+        assertTrue(why != null && why.startsWith("Ember could not take a shuffle "), why);
+        assertTrue(why.contains(EmberShuffleConf.FALLBACK_RETRY_INTERVAL), why);
+        assertEquals(1, namenode.accepted.get(), "a shuffle asked the silent name node again");
+      }
+      // Nothing was made in Ember, so the stop had nothing to delete there and did not ask.
+      assertEquals(1, namenode.accepted.get(), "the stop asked the silent name node");
     }
   }
 
@@ -246,10 +236,15 @@ class EmberShuffleFallbackTest {
   @SuppressWarnings("try") // the running context is what place() asks; the test needs no more
   void ofShufflesRegisteredTogetherAfterTheIntervalOnlyOneAsksEmber() throws Exception {
     try (SilentNameNode namenode = new SilentNameNode();
-        JavaSparkContext sc = new JavaSparkContext(silentConf(namenode, "3s"))) {
+        JavaSparkContext sc =
+            new JavaSparkContext(
+                silentConf(namenode, "3s").set(EmberShuffleConf.FALLBACK_MAX_PARTITIONS, "4"))) {
       assertEquals(1, namenode.awaitAccepted(1));
       // The interval is a time, so waiting it out is the condition itself.
       Thread.sleep(3_500);
+      // A shuffle that falls back for its size does not use up the ask.
+      String wide = EmberShuffleDataIO.place(1_999, 8);
+      assertTrue(wide.startsWith("its 8 reduce partitions are more than"), wide);
       int shuffles = 4;
       java.util.concurrent.CountDownLatch go = new java.util.concurrent.CountDownLatch(1);
       List<java.util.concurrent.Future<String>> whys = new ArrayList<>();
@@ -294,15 +289,43 @@ class EmberShuffleFallbackTest {
   }
 
   @Test
+  void aNameNodeThatComesBackTakesTheNextShuffle() throws Exception {
+    int port = closedPort();
+    try (JavaSparkContext sc =
+        new JavaSparkContext(
+            conf("127.0.0.1:" + port).set(EmberShuffleConf.FALLBACK_RETRY_INTERVAL, "0"))) {
+      String down = EmberShuffleDataIO.place(3_000, 2);
+      assertTrue(down != null && down.startsWith("Ember cannot take it: "), down);
+      try (MiniCluster back =
+              MiniCluster.builder()
+                  .namenodePort(port)
+                  .dramDatanodes(1)
+                  .dramCapacity("64m")
+                  .build();
+          EmberClient probe = back.newClient()) {
+        assertNull(EmberShuffleDataIO.place(3_001, 2), "the name node is back");
+        LongAdder localBlockReads = countLocalBlockReads(sc);
+        JavaPairRDD<String, Integer> onEmber = counts(sc, 3);
+        assertEquals(expectedCounts(), new TreeMap<>(onEmber.collectAsMap()));
+        assertEquals(0, settled(sc, localBlockReads), "read from local disks, not from Ember");
+        assertTrue(
+            shuffleDirsOnEmber(probe).contains(Integer.toString(shuffleId(onEmber))),
+            "not on Ember: " + shuffleDirsOnEmber(probe));
+      }
+    }
+  }
+
+  /** Why a Spark application with {@code conf} failed to start. */
+  private static Exception startFailure(SparkConf conf) {
+    return assertThrows(Exception.class, () -> new JavaSparkContext(conf).close());
+  }
+
+  @Test
   void aRetryIntervalThatIsNoDurationStopsTheApplicationAndSaysSo() {
     Exception e =
-        assertThrows(
-            Exception.class,
-            () ->
-                new JavaSparkContext(
-                        conf(cluster.namenodeAddress().toString())
-                            .set(EmberShuffleConf.FALLBACK_RETRY_INTERVAL, "soon"))
-                    .close());
+        startFailure(
+            conf(cluster.namenodeAddress().toString())
+                .set(EmberShuffleConf.FALLBACK_RETRY_INTERVAL, "soon"));
     assertEquals(
         "spark.ember.shuffle.fallback.retryInterval is 'soon': give a duration such as 30s, or 0",
         e.getMessage());
@@ -310,13 +333,9 @@ class EmberShuffleFallbackTest {
 
   @Test
   void policyNeverStopsTheApplicationWhenTheNameNodeCannotBeReached() throws Exception {
-    String namenode = "127.0.0.1:" + closedPort();
     Exception e =
-        assertThrows(
-            Exception.class,
-            () ->
-                new JavaSparkContext(conf(namenode).set(EmberShuffleConf.FALLBACK_POLICY, "never"))
-                    .close());
+        startFailure(
+            conf("127.0.0.1:" + closedPort()).set(EmberShuffleConf.FALLBACK_POLICY, "never"));
     assertTrue(
         String.valueOf(e.getMessage()).startsWith("Ember shuffle: cannot create /spark-shuffle/"),
         e.toString());
@@ -325,13 +344,9 @@ class EmberShuffleFallbackTest {
   @Test
   void aPolicyOfAnotherNameStopsTheApplicationAndSaysWhichAreKnown() {
     Exception e =
-        assertThrows(
-            Exception.class,
-            () ->
-                new JavaSparkContext(
-                        conf(cluster.namenodeAddress().toString())
-                            .set(EmberShuffleConf.FALLBACK_POLICY, "sometimes"))
-                    .close());
+        startFailure(
+            conf(cluster.namenodeAddress().toString())
+                .set(EmberShuffleConf.FALLBACK_POLICY, "sometimes"));
     assertEquals(
         "spark.ember.shuffle.fallback.policy is 'sometimes': use auto, never or always",
         e.getMessage());
