@@ -23,8 +23,8 @@ final class BuiltFor {
   static final String SCALA = BUILD.getProperty("scala.binary.version");
 
   /**
-   * The builds there are, as {@code <line>_<scala>}: the modules of {@code spark-shuffle/pom.xml}
-   * ({@code BuiltForTest} checks the two agree).
+   * The builds there are, as {@code <line>_<scala>}: the {@code spark-shuffle/spark-<line>_<scala>}
+   * module folders ({@code BuiltForTest} checks the two agree).
    */
   static final java.util.List<String> BUILDS =
       java.util.List.of("3.5_2.12", "3.5_2.13", "4.1_2.13");

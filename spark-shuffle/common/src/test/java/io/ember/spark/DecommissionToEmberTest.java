@@ -1,7 +1,6 @@
 package io.ember.spark;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.ember.client.EmberClient;
 import io.ember.minicluster.MiniCluster;
@@ -16,8 +15,6 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
-import java.util.function.BooleanSupplier;
-import java.util.function.Supplier;
 import org.apache.spark.MapOutputTrackerMaster;
 import org.apache.spark.ShuffleStatus;
 import org.apache.spark.SparkConf;
@@ -44,9 +41,6 @@ import scala.Tuple2;
  * executor belongs in a checkpoint, which {@link SparkStorageOnEmberTest} keeps on Ember.
  */
 class DecommissionToEmberTest {
-  /** How long the test waits for Spark to act: far longer than it takes on a starved machine. */
-  private static final long PATIENCE_NANOS = 150_000_000_000L;
-
   private static MiniCluster cluster;
   private static Path sparkHome;
 
@@ -100,7 +94,7 @@ class DecommissionToEmberTest {
     String appDir;
     try (JavaSparkContext sc = new JavaSparkContext(conf);
         EmberClient probe = cluster.newClient()) {
-      await(() -> sc.sc().getExecutorIds().size() == 2, () -> "two executors up");
+      SparkTestConf.awaitExecutors(sc, 2);
       LongAccumulator mapped = sc.sc().longAccumulator("mapped");
       JavaPairRDD<Integer, Long> counts =
           sc.parallelize(data, 4)
@@ -122,12 +116,15 @@ class DecommissionToEmberTest {
       }
       // Four map tasks: each leaves an index and a data file, below <path>/<app id>/<shuffle id>.
       String migrated = "/fallback/" + sc.sc().applicationId() + "/0";
-      await(
-          () -> count(probe, migrated, ".index") == 4 && count(probe, migrated, ".data") == 4,
+      SparkTestConf.await(
+          () -> {
+            List<String> files = files(probe, migrated);
+            return count(files, ".index") == 4 && count(files, ".data") == 4;
+          },
           () -> "shuffle files in Ember at " + migrated + ": " + files(probe, migrated));
       // A file is listed once made, before it is written; Spark moves a map output's location
       // to the fallback storage once both its files are copied.
-      await(
+      SparkTestConf.await(
           () -> mapOutputsInFallbackStorage(0) == 4,
           () ->
               "map outputs the driver places in the fallback storage: "
@@ -136,7 +133,8 @@ class DecommissionToEmberTest {
       for (String id : executors) {
         backend.killExecutor(id);
       }
-      await(() -> sc.sc().getExecutorIds().isEmpty(), () -> "executors gone: " + executorIds(sc));
+      SparkTestConf.await(
+          () -> sc.sc().getExecutorIds().isEmpty(), () -> "executors gone: " + executorIds(sc));
 
       // Dynamic allocation starts new executors, which have none of the map output locally.
       assertEquals(expected, new TreeMap<>(counts.collectAsMap()));
@@ -172,8 +170,8 @@ class DecommissionToEmberTest {
     return ids;
   }
 
-  private static long count(EmberClient probe, String dir, String suffix) {
-    return files(probe, dir).stream().filter(n -> n.endsWith(suffix)).count();
+  private static long count(List<String> names, String suffix) {
+    return names.stream().filter(n -> n.endsWith(suffix)).count();
   }
 
   /** The files below {@code dir}, at any depth (Spark spreads them over hashed folders). */
@@ -193,14 +191,5 @@ class DecommissionToEmberTest {
       }
     }
     return found;
-  }
-
-  private static void await(BooleanSupplier condition, Supplier<String> what)
-      throws InterruptedException {
-    long deadline = System.nanoTime() + PATIENCE_NANOS;
-    while (!condition.getAsBoolean() && System.nanoTime() - deadline < 0) {
-      Thread.sleep(100);
-    }
-    assertTrue(condition.getAsBoolean(), what);
   }
 }

@@ -34,12 +34,6 @@ import scala.Tuple2;
  * with the same result as Spark's own shuffle.
  */
 class EmberShuffleClusterTest {
-  /**
-   * How long the test waits for Spark to do something (start or release executors, notice one
-   * died): far longer than it takes on a starved machine. The test waits for the event itself.
-   */
-  private static final long PATIENCE_NANOS = 150_000_000_000L;
-
   private static MiniCluster cluster;
   private static Path sparkHome;
 
@@ -68,11 +62,11 @@ class EmberShuffleClusterTest {
 
   /**
    * Blocks a task until {@code path} exists in Ember (a marker the driver creates), or until {@link
-   * #PATIENCE_NANOS} passed, after which the test's own checks fail it. Runs in an executor: tasks
-   * there cannot see the driver's memory, but reach the same name node.
+   * SparkTestConf#PATIENCE_NANOS} passed, after which the test's own checks fail it. Runs in an
+   * executor: tasks there cannot see the driver's memory, but reach the same name node.
    */
   private static void awaitMarker(String namenode, String path) throws Exception {
-    long deadline = System.nanoTime() + PATIENCE_NANOS;
+    long deadline = System.nanoTime() + SparkTestConf.PATIENCE_NANOS;
     try (EmberClient c =
         EmberClient.connect(EmberConfig.defaults().with(EmberKeys.NAMENODE_ADDRESS, namenode))) {
       while (System.nanoTime() - deadline < 0) {
@@ -89,15 +83,6 @@ class EmberShuffleClusterTest {
     }
   }
 
-  /** Waits for both executors, so map output lands on both. */
-  private static void awaitTwoExecutors(JavaSparkContext sc) throws InterruptedException {
-    long deadline = System.nanoTime() + PATIENCE_NANOS;
-    while (sc.sc().getExecutorIds().size() < 2 && System.nanoTime() - deadline < 0) {
-      Thread.sleep(100);
-    }
-    assertEquals(2, sc.sc().getExecutorIds().size(), "executors up");
-  }
-
   /**
    * Runs a reduceByKey and kills one executor as soon as a reduce task has started. Every reduce
    * task waits until the driver has seen that executor go, so the reduce stage is still running
@@ -112,7 +97,8 @@ class EmberShuffleClusterTest {
     String marker = "/executor-gone-" + ember + "-" + System.nanoTime();
     try (JavaSparkContext sc = new JavaSparkContext(conf(ember));
         EmberClient driver = cluster.newClient()) {
-      awaitTwoExecutors(sc);
+      // Both executors, so map output lands on both.
+      SparkTestConf.awaitExecutors(sc, 2);
       Map<Integer, AtomicInteger> attempts = new ConcurrentHashMap<>();
       AtomicInteger reduceStarts = new AtomicInteger();
       java.util.concurrent.atomic.AtomicBoolean killed =
@@ -313,11 +299,8 @@ class EmberShuffleClusterTest {
               .reduceByKey(Long::sum, 4);
       String first = counts.sortByKey().collect().toString();
       // Idle executors go away; their map output stays in Ember.
-      long deadline = System.nanoTime() + PATIENCE_NANOS;
-      while (removed.get() < 2 && System.nanoTime() - deadline < 0) {
-        Thread.sleep(200);
-      }
-      assertTrue(removed.get() >= 2, "idle executors were not released: " + removed.get());
+      SparkTestConf.await(
+          () -> removed.get() >= 2, () -> "idle executors were not released: " + removed.get());
       int stagesBefore = attempts.size();
       String second = counts.sortByKey().collect().toString();
       assertEquals(first, second);

@@ -13,7 +13,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Random;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.function.Consumer;
 import java.util.function.Function;
 import javax.management.MBeanServer;
 import javax.management.ObjectName;
@@ -21,7 +20,6 @@ import org.apache.spark.SparkConf;
 import org.apache.spark.api.java.JavaPairRDD;
 import org.apache.spark.api.java.JavaRDD;
 import org.apache.spark.api.java.JavaSparkContext;
-import org.apache.spark.executor.TaskMetrics;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -266,20 +264,6 @@ class EmberShuffleLocalTest {
     }
   }
 
-  /** Calls {@code onMetrics} with the metrics of every task that ends in {@code sc}. */
-  private static void onTaskEnd(JavaSparkContext sc, Consumer<TaskMetrics> onMetrics) {
-    sc.sc()
-        .addSparkListener(
-            new org.apache.spark.scheduler.SparkListener() {
-              @Override
-              public void onTaskEnd(org.apache.spark.scheduler.SparkListenerTaskEnd end) {
-                if (end.taskMetrics() != null) {
-                  onMetrics.accept(end.taskMetrics());
-                }
-              }
-            });
-  }
-
   /** A gauge of the metrics plugin, as Spark's JMX sink publishes it. */
   private static long pluginGauge(String name) throws Exception {
     MBeanServer jmx = ManagementFactory.getPlatformMBeanServer();
@@ -307,7 +291,7 @@ class EmberShuffleLocalTest {
     try (JavaSparkContext sc = new JavaSparkContext(c)) {
       AtomicLong sparkWrote = new AtomicLong();
       AtomicLong sparkRead = new AtomicLong();
-      onTaskEnd(
+      SparkTestConf.onTaskEnd(
           sc,
           m -> {
             sparkWrote.addAndGet(m.shuffleWriteMetrics().bytesWritten());
@@ -365,7 +349,7 @@ class EmberShuffleLocalTest {
       try (JavaSparkContext sc =
           new JavaSparkContext(conf(true, false).set("spark.reducer.maxSizeInFlight", window))) {
         AtomicLong mostBlocksRead = new AtomicLong();
-        onTaskEnd(
+        SparkTestConf.onTaskEnd(
             sc,
             m ->
                 mostBlocksRead.accumulateAndGet(

@@ -1,13 +1,58 @@
 package io.ember.spark;
 
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.function.BooleanSupplier;
+import java.util.function.Consumer;
+import java.util.function.Supplier;
 import org.apache.spark.SparkConf;
+import org.apache.spark.api.java.JavaSparkContext;
+import org.apache.spark.executor.TaskMetrics;
+import org.apache.spark.scheduler.SparkListener;
+import org.apache.spark.scheduler.SparkListenerTaskEnd;
 
-/** The Spark settings every test here starts from. */
+/** The Spark settings every test here starts from, and what the tests wait with. */
 final class SparkTestConf {
+  /**
+   * How long a test waits for Spark to do something (start or release executors, notice one died,
+   * migrate blocks): far longer than it takes on a starved machine. Tests wait for the event.
+   */
+  static final long PATIENCE_NANOS = 150_000_000_000L;
+
   private SparkTestConf() {}
+
+  /** Waits until {@code condition} holds, or fails saying {@code what} after the patience. */
+  static void await(BooleanSupplier condition, Supplier<String> what) throws InterruptedException {
+    long deadline = System.nanoTime() + PATIENCE_NANOS;
+    while (!condition.getAsBoolean() && System.nanoTime() - deadline < 0) {
+      Thread.sleep(50);
+    }
+    assertTrue(condition.getAsBoolean(), what);
+  }
+
+  /** Waits until {@code sc} has {@code n} executors. */
+  static void awaitExecutors(JavaSparkContext sc, int n) throws InterruptedException {
+    await(
+        () -> sc.sc().getExecutorIds().size() == n,
+        () -> "executors up: " + sc.sc().getExecutorIds().size() + " of " + n);
+  }
+
+  /** Hands each finished task's metrics to {@code onMetrics}, on Spark's listener thread. */
+  static void onTaskEnd(JavaSparkContext sc, Consumer<TaskMetrics> onMetrics) {
+    sc.sc()
+        .addSparkListener(
+            new SparkListener() {
+              @Override
+              public void onTaskEnd(SparkListenerTaskEnd end) {
+                if (end.taskMetrics() != null) {
+                  onMetrics.accept(end.taskMetrics());
+                }
+              }
+            });
+  }
 
   /**
    * Makes a Spark home that local-cluster mode accepts and points Spark's workers at it. Spark's
@@ -17,7 +62,7 @@ final class SparkTestConf {
    */
   static Path prepareLocalClusters() throws IOException {
     Path sparkHome = Files.createTempDirectory("spark-home");
-    Files.createDirectories(sparkHome.resolve("launcher/target/scala-" + scalaBinaryVersion()));
+    Files.createDirectories(sparkHome.resolve("launcher/target/scala-" + BuiltFor.SCALA));
     Files.createDirectories(sparkHome.resolve("jars"));
     // Spark's workers read their home from these JVM properties, as in Spark's own tests.
     System.setProperty("spark.testing", "true");
@@ -28,12 +73,6 @@ final class SparkTestConf {
   static void forgetLocalClusters() {
     System.clearProperty("spark.testing");
     System.clearProperty("spark.test.home");
-  }
-
-  /** The Scala version Spark was built with, as its launcher names it: 2.12 or 2.13. */
-  private static String scalaBinaryVersion() {
-    String full = scala.util.Properties.versionNumberString();
-    return full.substring(0, full.lastIndexOf('.'));
   }
 
   /**
