@@ -99,7 +99,8 @@ final class ControllerCounters {
         c.hostNqn,
         c.subsystem == null ? "discovery" : c.subsystem.nqn(),
         Math.max(0, c.queues.size() - 1),
-        (int) outstanding.sum(),
+        // An adder's sum is no snapshot: taken while queues add and take away, it can dip below 0.
+        (int) Math.max(0, outstanding.sum()),
         reads.sum(),
         writes.sum(),
         others.sum(),

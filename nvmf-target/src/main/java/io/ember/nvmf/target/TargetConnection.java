@@ -273,10 +273,11 @@ final class TargetConnection extends ChannelInboundHandlerAdapter {
     if (qid <= 0 || !t.countCommands) {
       return;
     }
-    Timing t = timings.remove(cid);
-    if (t != null) {
+    Timing timing = timings.remove(cid);
+    if (timing != null) {
       ctrl.counters.outstanding.decrement();
-      ctrl.counters.completed(t.opcode(), t.bytes(), System.nanoTime() - t.startNanos(), ok);
+      ctrl.counters.completed(
+          timing.opcode(), timing.bytes(), System.nanoTime() - timing.startNanos(), ok);
     }
   }
 
