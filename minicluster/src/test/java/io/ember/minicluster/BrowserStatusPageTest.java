@@ -161,8 +161,13 @@ class BrowserStatusPageTest {
     List<List<String>> warnings =
         patiently(
             b -> {
+              // Read again until the refresh that shows the loss has come: an older table is
+              // complete too.
               List<List<String>> read = tableAfter("last-warnings");
-              return read.isEmpty() ? null : read;
+              return read.stream()
+                      .anyMatch(w -> w.get(1).contains(killed) && w.get(1).contains("lost"))
+                  ? read
+                  : null;
             });
     assertTrue(
         warnings.stream().anyMatch(w -> w.get(1).contains(killed) && w.get(1).contains("lost")),
