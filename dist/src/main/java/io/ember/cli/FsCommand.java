@@ -333,7 +333,9 @@ final class FsCommand implements Runnable {
     /**
      * Writes {@code in} to a new file at {@code target}; if reading or writing fails, the file is
      * given up, so a failed put leaves nothing behind. With {@code replace}, a file already at
-     * {@code target} is replaced, and only once the new one is whole.
+     * {@code target} is replaced, and only once the new one is whole; should the rename that puts
+     * the new one in place fail after the old one is deleted, the error names where the new copy
+     * was left.
      */
     static void copyIn(
         EmberClient client,
