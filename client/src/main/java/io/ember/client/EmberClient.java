@@ -171,8 +171,8 @@ public final class EmberClient implements AutoCloseable {
   /**
    * Creates a file, directory or multifile.
    *
-   * @return the new entry; fails with ALREADY_EXISTS, PARENT_NOT_FOUND, NOT_A_DIRECTORY or
-   *     INVALID_PATH
+   * @return the new entry; fails with ALREADY_EXISTS, PARENT_NOT_FOUND, NOT_A_DIRECTORY,
+   *     INVALID_PATH, or INVALID_ARGUMENT for {@link CreateOptions#overwrite} on other than a file
    */
   public CompletableFuture<NodeStatus> createAsync(
       String path, NodeType type, CreateOptions options) {
@@ -184,7 +184,8 @@ public final class EmberClient implements AutoCloseable {
             options.storageClass(),
             options.createParents(),
             type == NodeType.FILE ? leaseHolder : "",
-            false),
+            false,
+            options.overwrite()),
         NodeStatus::decode);
   }
 
@@ -199,7 +200,8 @@ public final class EmberClient implements AutoCloseable {
             options.storageClass(),
             options.createParents(),
             leaseHolder,
-            true),
+            true,
+            options.overwrite()),
         Messages.CreateResponse::decode);
   }
 

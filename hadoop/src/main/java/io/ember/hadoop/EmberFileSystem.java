@@ -213,30 +213,10 @@ public class EmberFileSystem extends FileSystem {
       throw new FileAlreadyExistsException("cannot create /: it is the root directory");
     }
     try {
-      NodeStatus existing = lookupOrNull(path);
-      if (existing != null) {
-        if (!existing.isFile()) {
-          throw new FileAlreadyExistsException("cannot create " + path + ": it is a directory");
-        }
-        if (!overwrite) {
-          throw new FileAlreadyExistsException("cannot create " + path + ": it exists");
-        }
-        client.delete(path, false);
-      }
-      if (!createParents) {
-        String parent = f.getParent() == null ? "/" : emberPath(f.getParent());
-        NodeStatus p = lookupOrNull(parent);
-        if (p == null) {
-          throw new FileNotFoundException(
-              "cannot create " + path + ": parent " + parent + " does not exist");
-        }
-        if (p.isFile()) {
-          throw new ParentNotDirectoryException(
-              "cannot create " + path + ": parent " + parent + " is a file");
-        }
-      }
+      // One request: the name node checks the parent (when parents are not made), refuses a
+      // directory at the path and replaces a file there when asked to.
       EmberOutputStream out =
-          client.createBuffered(path, new CreateOptions(storageClass, createParents));
+          client.createBuffered(path, new CreateOptions(storageClass, createParents, overwrite));
       statistics.incrementWriteOps(1);
       return new FSDataOutputStream(new EmberFsOutputStream(out), statistics);
     } catch (EmberException e) {

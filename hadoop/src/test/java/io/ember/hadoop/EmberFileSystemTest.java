@@ -91,6 +91,50 @@ class EmberFileSystemTest {
     };
   }
 
+  /**
+   * An empty file's create and close through Hadoop cost two name node round trips (the create,
+   * with its overwrite and parent checks, and the close), whether the file is new, replaces another
+   * or is created without parents; and each check still refuses what it refused before.
+   */
+  @Test
+  void createAndCloseOfAnEmptyFileCostTwoRoundTrips() throws Exception {
+    EmberFileSystem efs = (EmberFileSystem) fs;
+    fs.mkdirs(new Path("/trips"));
+    fs.create(new Path("/trips/warm")).close(); // the client's first lease renewal is not counted
+    Path file = new Path("/trips/f");
+    long before = efs.client().metrics().metadataCalls();
+    fs.create(file).close();
+    assertEquals(2, efs.client().metrics().metadataCalls() - before, "new file");
+
+    byte[] old = random(1000, 9);
+    try (FSDataOutputStream out = fs.create(file, true)) {
+      out.write(old);
+    }
+    before = efs.client().metrics().metadataCalls();
+    fs.create(file, true).close();
+    assertEquals(2, efs.client().metrics().metadataCalls() - before, "overwritten file");
+    assertEquals(0, fs.getFileStatus(file).getLen(), "the new, empty file replaced the old");
+
+    before = efs.client().metrics().metadataCalls();
+    fs.createNonRecursive(file, true, 4096, (short) 1, 1 << 20, null).close();
+    assertEquals(2, efs.client().metrics().metadataCalls() - before, "non-recursive create");
+
+    assertThrows(
+        org.apache.hadoop.fs.FileAlreadyExistsException.class, () -> fs.create(file, false));
+    assertThrows(
+        org.apache.hadoop.fs.FileAlreadyExistsException.class,
+        () -> fs.create(new Path("/trips"), true));
+    assertTrue(fs.getFileStatus(new Path("/trips")).isDirectory(), "a directory is never replaced");
+    assertThrows(
+        FileNotFoundException.class,
+        () ->
+            fs.createNonRecursive(new Path("/trips/none/f"), true, 4096, (short) 1, 1 << 20, null));
+    assertThrows(
+        org.apache.hadoop.fs.ParentNotDirectoryException.class,
+        () -> fs.createNonRecursive(new Path("/trips/f/g"), true, 4096, (short) 1, 1 << 20, null));
+    assertFalse(fs.exists(new Path("/trips/none")), "a non-recursive create makes no parent");
+  }
+
   @Test
   void registeredThroughServiceLoader() throws Exception {
     assertEquals(

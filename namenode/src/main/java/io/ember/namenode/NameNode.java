@@ -714,7 +714,8 @@ public final class NameNode implements AutoCloseable {
                   r.storageClass(),
                   r.createParents(),
                   r.leaseHolder(),
-                  r.firstBlock());
+                  r.firstBlock(),
+                  r.overwrite());
           return r.firstBlock() ? created : created.status();
         }
       case LOOKUP:

@@ -222,6 +222,14 @@ class JournalTest {
     s.allocateBlock(h.id(), 0);
     s.closeFile(h.id(), 1);
     s.delete("/r" + round + "/h", false);
+    // An overwriting create: a delete and a create in one step, replayed as both.
+    NodeStatus o = s.create("/r" + round + "/o", NodeType.FILE, StorageClass.DRAM, false);
+    s.allocateBlock(o.id(), 0);
+    s.closeFile(o.id(), 7);
+    NodeStatus o2 =
+        s.create("/r" + round + "/o", NodeType.FILE, StorageClass.DRAM, false, "", true, true)
+            .status();
+    s.closeFile(o2.id(), 0); // gives its first block back
   }
 
   @Test

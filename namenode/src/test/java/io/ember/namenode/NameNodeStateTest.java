@@ -72,6 +72,38 @@ class NameNodeStateTest {
   }
 
   @Test
+  void anOverwritingCreateReplacesAFileAndGivesItsBlocksBack() throws Exception {
+    nn.register(StorageClass.DRAM, "dram", "h:1", 10L * BS);
+    NodeStatus old = oneBlockFile("/o");
+    long freeWithOld = usage(StorageClass.DRAM).freeBlocks();
+    var made = nn.create("/o", NodeType.FILE, StorageClass.DRAM, false, "w", true, true);
+    assertTrue(made.status().id() != old.id(), "a new file, not the old one reopened");
+    assertTrue(made.status().open());
+    assertTrue(made.firstBlock() != null, "the new file got its first block");
+    // The old file's block came back and the new one's first block was taken.
+    assertEquals(freeWithOld, usage(StorageClass.DRAM).freeBlocks());
+    assertEquals(made.status().id(), nn.lookup("/o").id());
+    assertCode(ErrorCode.NOT_FOUND, () -> nn.getBlocks(old.id(), 0, 1));
+    // Where nothing is, it creates; a directory is never replaced, nor a missing parent made.
+    nn.create("/new", NodeType.FILE, StorageClass.DRAM, false, "w", false, true);
+    assertTrue(nn.lookup("/new").isFile());
+    dir("/d");
+    EmberException e =
+        assertThrows(
+            EmberException.class,
+            () -> nn.create("/d", NodeType.FILE, StorageClass.DRAM, false, "w", false, true));
+    assertEquals(ErrorCode.ALREADY_EXISTS, e.code());
+    assertEquals("cannot create /d: it is a directory", e.getMessage());
+    assertCode(
+        ErrorCode.PARENT_NOT_FOUND,
+        () -> nn.create("/p/f", NodeType.FILE, StorageClass.DRAM, false, "w", false, true));
+    assertCode(
+        ErrorCode.INVALID_ARGUMENT,
+        () -> nn.create("/o", NodeType.DIRECTORY, StorageClass.DRAM, false, "", false, true));
+    assertTrue(nn.lookup("/o").isFile(), "a refused create changes nothing");
+  }
+
+  @Test
   void distinctNamesAreDistinctEntries() throws Exception {
     String[] names = {
       "Aa", "BB", "a", "A", "\u00e9", "e\u0301", "x", "x ", "AaAa", "BBBB", "AaBB", "BBAa"

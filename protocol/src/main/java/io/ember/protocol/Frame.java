@@ -18,8 +18,11 @@ import io.netty.util.ReferenceCountUtil;
  * @param payload the body
  */
 public record Frame(int version, int type, int flags, long requestId, ByteBuf payload) {
-  /** The protocol version this build speaks (2: block reads and writes name their contents). */
-  public static final int VERSION = 2;
+  /**
+   * The protocol version this build speaks (2: block reads and writes name their contents; 3: a
+   * create can overwrite a file).
+   */
+  public static final int VERSION = 3;
 
   /** Bytes after the length field and before the payload. */
   public static final int HEADER_BYTES = 1 + 1 + 1 + 8;

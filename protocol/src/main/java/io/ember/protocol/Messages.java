@@ -21,19 +21,26 @@ public final class Messages {
 
   private Messages() {}
 
-  /** CREATE: make a file, directory or multifile. Answered by a {@link NodeStatus}. */
+  /**
+   * CREATE: make a file, directory or multifile. Answered by a {@link NodeStatus}, or by a {@link
+   * CreateResponse} when {@code firstBlock} is asked for.
+   *
+   * @param overwrite for a file: delete a file already at the path in the same step (a directory
+   *     there is still refused)
+   */
   public record CreateRequest(
       String path,
       NodeType type,
       StorageClass storageClass,
       boolean createParents,
       String leaseHolder,
-      boolean firstBlock)
+      boolean firstBlock,
+      boolean overwrite)
       implements Message {
     /** A create whose file (if it is one) no lease covers, without a first block. */
     public CreateRequest(
         String path, NodeType type, StorageClass storageClass, boolean createParents) {
-      this(path, type, storageClass, createParents, "", false);
+      this(path, type, storageClass, createParents, "", false, false);
     }
 
     @Override
@@ -44,6 +51,7 @@ public final class Messages {
       out.writeBoolean(createParents);
       Wire.writeString(out, leaseHolder);
       out.writeBoolean(firstBlock);
+      out.writeBoolean(overwrite);
     }
 
     /** Reads the body. */
@@ -54,8 +62,9 @@ public final class Messages {
       boolean parents = Wire.readBoolean(in, "create parents");
       String holder = Wire.readString(in, "lease holder", MAX_HOLDER_BYTES);
       boolean firstBlock = Wire.readBoolean(in, "first block");
+      boolean overwrite = Wire.readBoolean(in, "overwrite");
       Wire.expectEnd(in, "CREATE");
-      return new CreateRequest(path, type, sc, parents, holder, firstBlock);
+      return new CreateRequest(path, type, sc, parents, holder, firstBlock, overwrite);
     }
   }
 

@@ -33,7 +33,7 @@ class MessagesTest {
           },
           new Object[] {
             new Messages.CreateRequest(
-                "/a/f", NodeType.FILE, StorageClass.DRAM, false, "ember-client@host-1", true),
+                "/a/f", NodeType.FILE, StorageClass.DRAM, false, "ember-client@host-1", true, true),
             (Decoder) Messages.CreateRequest::decode
           },
           new Object[] {
