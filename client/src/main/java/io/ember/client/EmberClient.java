@@ -4,6 +4,7 @@ import io.ember.client.spi.StorageEndpoint;
 import io.ember.client.spi.StorageTier;
 import io.ember.client.spi.TierContext;
 import io.ember.protocol.BlockLocation;
+import io.ember.protocol.DirectConnection;
 import io.ember.protocol.EmberConfig;
 import io.ember.protocol.EmberException;
 import io.ember.protocol.EmberKeys;
@@ -20,6 +21,7 @@ import io.ember.protocol.NodeStatus;
 import io.ember.protocol.NodeType;
 import io.ember.protocol.Paths;
 import io.ember.protocol.ResponseDecoder;
+import io.ember.protocol.RpcClient;
 import io.ember.protocol.RpcClients;
 import java.io.InputStream;
 import java.util.ArrayList;
@@ -32,6 +34,7 @@ import java.util.ServiceLoader;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.Supplier;
 
 /**
  * The entry point to an Ember cluster: namespace operations against the name node, and streams that
@@ -83,6 +86,21 @@ public final class EmberClient implements AutoCloseable {
   /** How often leases are renewed: a quarter of the name node's lease timeout once known. */
   private volatile long renewMillis = 1000;
 
+  /** Orders calls to the name node that wait for the shared connection to open. */
+  private final Object sendOrder = new Object();
+
+  /** Calls that wait for the shared connection to open, in the order made (sendOrder's lock). */
+  private final java.util.ArrayDeque<WaitingCall> waiting = new java.util.ArrayDeque<>();
+
+  /** True while waiting calls are being sent (sendOrder's lock): later calls queue behind them. */
+  private boolean draining;
+
+  /** True on a thread inside {@link #blocking}: its name node calls may be made on it. */
+  private static final ThreadLocal<Boolean> CALLER_WAITS = ThreadLocal.withInitial(() -> false);
+
+  /** The name node connection of calls made on their callers' threads, or null. */
+  private final DirectConnection direct;
+
   /** Longest a blocking call waits: every call's own timeouts are shorter. */
   private final java.time.Duration waitLimit;
 
@@ -114,6 +132,10 @@ public final class EmberClient implements AutoCloseable {
       tiers.put(t.name(), t);
     }
     this.connections = new RpcClients(config, "ember-client");
+    this.direct =
+        config.get(ClientKeys.DIRECT_CALLS)
+            ? new DirectConnection(namenode, "name node", config)
+            : null;
   }
 
   /**
@@ -128,7 +150,7 @@ public final class EmberClient implements AutoCloseable {
     EmberClient client = new EmberClient(config, nn);
     client.lifeCycle.beginStart();
     try {
-      client.await(client.noopAsync());
+      client.blocking(client::noopAsync);
     } catch (EmberException e) {
       client.close();
       throw e;
@@ -294,14 +316,24 @@ public final class EmberClient implements AutoCloseable {
   // ---- namespace: blocking -------------------------------------------------------------------
 
   /**
+   * A round trip to the name node that does nothing, waited for.
+   *
+   * @throws EmberException when the name node cannot be reached or does not answer in time
+   */
+  public void noop() throws EmberException {
+    blocking(this::noopAsync);
+  }
+
+  /**
    * Creates an empty directory.
    *
    * @throws EmberException as {@link #createAsync}
    */
   public NodeStatus createDirectory(String path, boolean createParents) throws EmberException {
-    return await(
-        createAsync(
-            path, NodeType.DIRECTORY, CreateOptions.DEFAULT.withCreateParents(createParents)));
+    return blocking(
+        () ->
+            createAsync(
+                path, NodeType.DIRECTORY, CreateOptions.DEFAULT.withCreateParents(createParents)));
   }
 
   /**
@@ -310,7 +342,7 @@ public final class EmberClient implements AutoCloseable {
    * @throws EmberException as {@link #createAsync}
    */
   public NodeStatus createMultiFile(String path, CreateOptions options) throws EmberException {
-    return await(createAsync(path, NodeType.MULTIFILE, options));
+    return blocking(() -> createAsync(path, NodeType.MULTIFILE, options));
   }
 
   /**
@@ -349,7 +381,7 @@ public final class EmberClient implements AutoCloseable {
 
   private EmberOutputStream createStream(String path, CreateOptions options, int bufferSize)
       throws EmberException {
-    return await(createStreamAsync(path, options, bufferSize));
+    return blocking(() -> createStreamAsync(path, options, bufferSize));
   }
 
   private CompletableFuture<EmberOutputStream> createStreamAsync(
@@ -392,7 +424,7 @@ public final class EmberClient implements AutoCloseable {
    * @throws EmberException NOT_FOUND, or NOT_A_FILE for a directory or multifile
    */
   public EmberInputStream open(String path) throws EmberException {
-    return await(openAsync(path));
+    return blocking(() -> openAsync(path));
   }
 
   /**
@@ -456,7 +488,7 @@ public final class EmberClient implements AutoCloseable {
    * @throws EmberException NOT_FOUND or INVALID_PATH
    */
   public NodeStatus lookup(String path) throws EmberException {
-    return await(lookupAsync(path));
+    return blocking(() -> lookupAsync(path));
   }
 
   /**
@@ -465,7 +497,7 @@ public final class EmberClient implements AutoCloseable {
    * @throws EmberException NOT_FOUND or NOT_A_DIRECTORY
    */
   public List<DirEntry> list(String path) throws EmberException {
-    return await(listAsync(path));
+    return blocking(() -> listAsync(path));
   }
 
   /**
@@ -474,7 +506,7 @@ public final class EmberClient implements AutoCloseable {
    * @throws EmberException as {@link #deleteAsync}
    */
   public void delete(String path, boolean recursive) throws EmberException {
-    await(deleteAsync(path, recursive));
+    blocking(() -> deleteAsync(path, recursive));
   }
 
   /**
@@ -483,7 +515,7 @@ public final class EmberClient implements AutoCloseable {
    * @throws EmberException as {@link #renameAsync}
    */
   public void rename(String source, String target) throws EmberException {
-    await(renameAsync(source, target));
+    blocking(() -> renameAsync(source, target));
   }
 
   /**
@@ -492,7 +524,7 @@ public final class EmberClient implements AutoCloseable {
    * @throws EmberException when the name node cannot be reached
    */
   public List<ClassUsage> df() throws EmberException {
-    return await(dfAsync());
+    return blocking(this::dfAsync);
   }
 
   /**
@@ -501,7 +533,7 @@ public final class EmberClient implements AutoCloseable {
    * @throws EmberException when the name node cannot be reached
    */
   public List<Messages.DatanodeInfo> datanodes() throws EmberException {
-    return await(datanodesAsync());
+    return blocking(this::datanodesAsync);
   }
 
   /**
@@ -515,8 +547,9 @@ public final class EmberClient implements AutoCloseable {
       throw new EmberException(ErrorCode.NOT_A_FILE, path + " is not a file");
     }
     List<BlockLocation> all = new ArrayList<>();
+    long fileId = st.id();
     while (all.size() < st.blockCount()) {
-      List<BlockLocation> page = await(fetchBlocks(st.id(), all.size()));
+      List<BlockLocation> page = blocking(() -> fetchBlocks(fileId, all.size()));
       if (page.isEmpty()) {
         break;
       }
@@ -539,6 +572,9 @@ public final class EmberClient implements AutoCloseable {
     }
     for (StorageEndpoint e : endpoints.values()) {
       e.close();
+    }
+    if (direct != null) {
+      direct.close();
     }
     connections.close();
     lifeCycle.closed();
@@ -635,6 +671,27 @@ public final class EmberClient implements AutoCloseable {
   /** Waits for {@code f} at most as long as any Ember call may take, and unwraps its error. */
   <T> T await(CompletableFuture<T> f) throws EmberException {
     return Futures.await(f, waitLimit);
+  }
+
+  /**
+   * Starts {@code call} and waits for it. Name node calls it makes on this thread go over the
+   * direct connection when it is free ({@link ClientKeys#DIRECT_CALLS}): this thread waits anyway,
+   * so it may as well do the socket work.
+   */
+  <T> T blocking(Supplier<CompletableFuture<T>> call) throws EmberException {
+    boolean outer = CALLER_WAITS.get();
+    CompletableFuture<T> f;
+    if (outer) {
+      f = call.get();
+    } else {
+      CALLER_WAITS.set(true);
+      try {
+        f = call.get();
+      } finally {
+        CALLER_WAITS.set(false);
+      }
+    }
+    return await(f);
   }
 
   CompletableFuture<BlockLocation> allocateBlock(long fileId, int index) {
@@ -742,6 +799,80 @@ public final class EmberClient implements AutoCloseable {
 
   private <T> CompletableFuture<T> call(MessageType type, Message body, ResponseDecoder<T> dec) {
     metrics.metadataCalls.increment();
-    return connections.getOrRetry(namenode, "name node").thenCompose(c -> c.call(type, body, dec));
+    if (direct != null && CALLER_WAITS.get()) {
+      return direct.callOr(type, body, dec, () -> sharedCall(type, body, dec));
+    }
+    return sharedCall(type, body, dec);
+  }
+
+  /**
+   * A call over the shared connection, sent after every call made before it. While the connection
+   * opens, calls wait in a queue, sent in order once it is open: a future runs the continuations
+   * that wait for it in no fixed order, and a writer's block allocations, asked one after another,
+   * must reach the name node in the order asked.
+   */
+  private <T> CompletableFuture<T> sharedCall(
+      MessageType type, Message body, ResponseDecoder<T> dec) {
+    CompletableFuture<RpcClient> connection = connections.getOrRetry(namenode, "name node");
+    boolean startDraining = false;
+    CompletableFuture<T> answer;
+    synchronized (sendOrder) {
+      if (!draining && connection.isDone()) {
+        return connection.thenCompose(c -> c.call(type, body, dec));
+      }
+      answer = new CompletableFuture<>();
+      CompletableFuture<T> relayed = answer;
+      waiting.add(
+          new WaitingCall(
+              connection,
+              () -> {
+                var unused =
+                    connection
+                        .thenCompose(c -> c.call(type, body, dec))
+                        .whenComplete(
+                            (v, e) -> {
+                              if (e != null) {
+                                relayed.completeExceptionally(EmberException.unwrap(e));
+                              } else {
+                                relayed.complete(v);
+                              }
+                            });
+              }));
+      if (!draining) {
+        draining = true;
+        startDraining = true;
+      }
+    }
+    if (startDraining) {
+      var unused = connection.whenComplete((c, e) -> drainWaiting());
+    }
+    return answer;
+  }
+
+  /** A call waiting for its connection to open, and how to send it once it is. */
+  private record WaitingCall(CompletableFuture<RpcClient> connection, Runnable send) {}
+
+  /** Sends the waiting calls in order, each once its connection is open (or failed). */
+  private void drainWaiting() {
+    while (true) {
+      WaitingCall next;
+      boolean ready;
+      synchronized (sendOrder) {
+        next = waiting.peek();
+        if (next == null) {
+          draining = false;
+          return;
+        }
+        ready = next.connection().isDone();
+        if (ready) {
+          waiting.poll();
+        }
+      }
+      if (!ready) {
+        var unused = next.connection().whenComplete((c, e) -> drainWaiting());
+        return;
+      }
+      next.send().run();
+    }
   }
 }

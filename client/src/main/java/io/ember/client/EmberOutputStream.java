@@ -228,7 +228,7 @@ public final class EmberOutputStream extends OutputStream {
     closed = true;
     releaseBuffer();
     try {
-      client.await(client.closeFile(fileId, position));
+      client.blocking(() -> client.closeFile(fileId, position));
     } catch (EmberException e) {
       failure = new EmberException(e.code(), "closing " + path + " failed: " + e.getMessage(), e);
       throw failed();
@@ -271,7 +271,7 @@ public final class EmberOutputStream extends OutputStream {
     // Waited for, so a caller that retries at the same path as soon as the failure reaches it
     // finds the path free.
     try {
-      client.await(client.abandonFile(fileId));
+      client.blocking(() -> client.abandonFile(fileId));
     } catch (EmberException e) {
       org.slf4j.LoggerFactory.getLogger(EmberOutputStream.class)
           .warn(

@@ -209,7 +209,7 @@ class NameNodeServiceTest {
                     new Messages.CreateRequest("/c0/f0", NodeType.FILE, StorageClass.DRAM, false),
                     NodeStatus::decode));
     assertEquals(ErrorCode.ALREADY_EXISTS, e.code());
-    assertEquals("/c0/f0 exists", e.getMessage());
+    assertEquals("cannot create /c0/f0: it is a directory", e.getMessage());
   }
 
   @Test

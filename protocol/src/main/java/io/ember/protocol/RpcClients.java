@@ -185,7 +185,8 @@ public final class RpcClients implements AutoCloseable {
     if (cause instanceof java.net.UnknownHostException) {
       return "unknown host";
     }
-    if (cause instanceof io.netty.channel.ConnectTimeoutException) {
+    if (cause instanceof io.netty.channel.ConnectTimeoutException
+        || cause instanceof java.net.SocketTimeoutException) {
       return "no answer (timed out)";
     }
     if (cause instanceof java.net.NoRouteToHostException) {
