@@ -7,11 +7,17 @@ import io.ember.client.EmberInputStream;
 import io.ember.client.EmberOutputStream;
 import io.ember.datanode.dram.DramDataNodeKeys;
 import io.ember.minicluster.MiniCluster;
+import io.ember.protocol.BlockLocation;
 import io.ember.protocol.ConfigKey;
 import io.ember.protocol.EmberConfig;
 import io.ember.protocol.EmberKeys;
+import io.ember.protocol.Messages;
+import io.ember.protocol.NodeStatus;
+import io.ember.protocol.NodeType;
+import io.ember.protocol.StorageClass;
 import java.io.PrintWriter;
 import java.net.URI;
+import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.Callable;
 import org.apache.hadoop.conf.Configuration;
@@ -26,7 +32,9 @@ import picocli.CommandLine.Option;
 /**
  * {@code ember bench hadoop}: sequential 1 MiB writes and reads of one file through Hadoop's
  * FileSystem API on {@code ember://}, beside the same through Ember's own client in the same run,
- * rounds interleaved. The ratio is the adapter's cost.
+ * rounds interleaved: the ratio is the adapter's cost. Then one-call operations (getFileStatus,
+ * create + close of an empty file, a 4 KiB positional read) through both, each beside a raw TCP
+ * ping-pong of the same frame sizes: the ratio is what Ember's calls add to any TCP round trip.
  */
 @Command(
     name = "hadoop",
@@ -57,6 +65,25 @@ public final class HadoopBench implements Callable<Integer> {
       description = "seconds of unmeasured rounds first (default ${DEFAULT-VALUE})")
   int warmupSeconds;
 
+  @Option(
+      names = "--only",
+      defaultValue = "all",
+      description = "throughput, metadata or all (default ${DEFAULT-VALUE})")
+  String only;
+
+  @Option(
+      names = "--ops",
+      defaultValue = "5000",
+      description = "metadata calls per thread and round (default ${DEFAULT-VALUE})")
+  int ops;
+
+  @Option(
+      names = "--threads",
+      split = ",",
+      defaultValue = "1,8",
+      description = "threads for getFileStatus (default ${DEFAULT-VALUE})")
+  int[] threads;
+
   @CommandLine.Mixin ReportOption report;
 
   @CommandLine.Spec CommandLine.Model.CommandSpec spec;
@@ -67,9 +94,13 @@ public final class HadoopBench implements Callable<Integer> {
     PrintWriter progress = spec.commandLine().getErr();
     long bytes = ConfigKey.parseSize(size);
     int op = 1 << 20;
-    if (bytes < op || rounds < 1) {
+    if (bytes < op || rounds < 1 || ops < 1) {
       throw new CommandLine.ParameterException(
-          spec.commandLine(), "--size must be at least 1m and --rounds positive");
+          spec.commandLine(), "--size must be at least 1m, and --rounds and --ops positive");
+    }
+    if (!List.of("all", "throughput", "metadata").contains(only)) {
+      throw new CommandLine.ParameterException(
+          spec.commandLine(), "--only is throughput, metadata or all, not '" + only + "'");
     }
     MiniCluster cluster = null;
     EmberConfig config;
@@ -90,7 +121,7 @@ public final class HadoopBench implements Callable<Integer> {
     double[] hr = new double[rounds];
     byte[] buf = new byte[op];
     new java.util.Random(2).nextBytes(buf);
-    long ops = bytes / op;
+    long opsPerFile = bytes / op;
     String address = config.get(EmberKeys.NAMENODE_ADDRESS);
     try (EmberClient client = EmberClient.connect(config);
         FileSystem fs =
@@ -98,8 +129,11 @@ public final class HadoopBench implements Callable<Integer> {
       String dir = "/bench-hadoop-" + System.nanoTime();
       client.createDirectory(dir, true);
       try {
+        if (!only.equals("throughput")) {
+          metadata(client, fs, dir, progress);
+        }
         long warmupEnd = System.nanoTime() + warmupSeconds * 1_000_000_000L;
-        for (int round = -1; round < rounds; round++) {
+        for (int round = -1; round < (only.equals("metadata") ? -1 : rounds); round++) {
           // Round -1 repeats until the warm-up time is over; its figures are dropped.
           if (round == -1 && warmupSeconds > 0 && System.nanoTime() > warmupEnd) {
             continue;
@@ -111,40 +145,40 @@ public final class HadoopBench implements Callable<Integer> {
           String ep = dir + "/ember-" + r;
           long t0 = System.nanoTime();
           try (EmberOutputStream o = client.createBuffered(ep, CreateOptions.DEFAULT)) {
-            for (long i = 0; i < ops; i++) {
+            for (long i = 0; i < opsPerFile; i++) {
               o.write(buf);
             }
           }
           long t1 = System.nanoTime();
           try (EmberInputStream in = client.open(ep)) {
-            for (long i = 0; i < ops; i++) {
+            for (long i = 0; i < opsPerFile; i++) {
               in.readNBytes(buf, 0, op);
             }
           }
           long t2 = System.nanoTime();
           client.delete(ep, false);
-          ew[r] = BenchCommand.mibPerSec(ops * op, t1 - t0);
-          er[r] = BenchCommand.mibPerSec(ops * op, t2 - t1);
+          ew[r] = BenchCommand.mibPerSec(opsPerFile * op, t1 - t0);
+          er[r] = BenchCommand.mibPerSec(opsPerFile * op, t2 - t1);
 
           progress.printf(Locale.ROOT, "bench: %s: Hadoop API...%n", label);
           progress.flush();
           Path hp = new Path(dir + "/hadoop-" + r);
           long t3 = System.nanoTime();
           try (FSDataOutputStream o = fs.create(hp, false)) {
-            for (long i = 0; i < ops; i++) {
+            for (long i = 0; i < opsPerFile; i++) {
               o.write(buf);
             }
           }
           long t4 = System.nanoTime();
           try (FSDataInputStream in = fs.open(hp)) {
-            for (long i = 0; i < ops; i++) {
+            for (long i = 0; i < opsPerFile; i++) {
               in.readFully(buf, 0, op);
             }
           }
           long t5 = System.nanoTime();
           fs.delete(hp, false);
-          hw[r] = BenchCommand.mibPerSec(ops * op, t4 - t3);
-          hr[r] = BenchCommand.mibPerSec(ops * op, t5 - t4);
+          hw[r] = BenchCommand.mibPerSec(opsPerFile * op, t4 - t3);
+          hr[r] = BenchCommand.mibPerSec(opsPerFile * op, t5 - t4);
           if (round == -1 && System.nanoTime() < warmupEnd) {
             round--;
           }
@@ -158,24 +192,166 @@ public final class HadoopBench implements Callable<Integer> {
       }
     }
     Comparison figures = new Comparison("Hadoop API", "Ember client", 2);
-    figures.add("sequential write", "MiB/s", hw, ew, ">= 0.90");
-    figures.add("sequential read", "MiB/s", hr, er, ">= 0.90");
     String measure = "measure (" + ConfigKey.formatSize(bytes) + " file, 1 MiB ops)";
-    figures.print(out, measure);
     String how =
         "figures are medians of "
             + rounds
             + " round(s) after "
             + warmupSeconds
             + " s of warm-up; both use buffered streams.";
-    out.println(how);
+    if (!only.equals("metadata")) {
+      figures.add("sequential write", "MiB/s", hw, ew, ">= 0.90");
+      figures.add("sequential read", "MiB/s", hr, er, ">= 0.90");
+      figures.print(out, measure);
+      out.println(how);
+    }
+    if (!only.equals("throughput")) {
+      calls.print(out, "call (rate)");
+      out.println(CALLS);
+    }
     HtmlReport page = report.start(spec, "ember bench hadoop: Hadoop's API beside Ember's client");
     if (page != null) {
-      figures.addTo(page, "Hadoop FileSystem over ember://", measure);
-      page.paragraph(how);
+      if (!only.equals("metadata")) {
+        figures.addTo(page, "Hadoop FileSystem over ember://", measure);
+        page.paragraph(how);
+      }
+      if (!only.equals("throughput")) {
+        calls.addTo(page, "Calls beside a raw TCP ping-pong", "call (rate)");
+        page.paragraph(CALLS);
+      }
       report.finish(page, progress);
     }
     out.flush();
     return 0;
+  }
+
+  private static final String CALLS =
+      "baseline: a raw TCP ping-pong on loopback (blocking sockets, a server thread per"
+          + " connection) with the request and answer sizes of the call's frames (two ping-pongs"
+          + " for create + close, whose goal is two round trips), alternated call by call with"
+          + " the Hadoop API's and Ember's own calls; medians of the rounds. The goal: a call at"
+          + " most twice the ping-pong's time.";
+
+  private final Comparison calls = new Comparison("Ember", "ping-pong", 2);
+
+  /**
+   * Rates of one-call operations through Hadoop's API and Ember's own client, each beside a raw
+   * ping-pong of its frames' sizes, alternated call by call.
+   */
+  private void metadata(EmberClient client, FileSystem fs, String dir, PrintWriter progress)
+      throws Exception {
+    String target = dir + "/status";
+    byte[] block = new byte[1 << 20];
+    new java.util.Random(3).nextBytes(block);
+    try (EmberOutputStream o = client.createBuffered(target, CreateOptions.DEFAULT)) {
+      o.write(block);
+    }
+    NodeStatus status = client.lookup(target);
+    BlockLocation location = client.blockLocations(target).get(0);
+    int lookupAsk = PingPongBaseline.frameBytes(new Messages.PathRequest(target));
+    int statusAnswer = PingPongBaseline.frameBytes(status);
+    int createAsk =
+        PingPongBaseline.frameBytes(
+            new Messages.CreateRequest(
+                dir + "/c/f-0-0",
+                NodeType.FILE,
+                StorageClass.DRAM,
+                true,
+                client.leaseHolder(),
+                true,
+                true));
+    int createAnswer = PingPongBaseline.frameBytes(new Messages.CreateResponse(status, location));
+    int closeAsk = PingPongBaseline.frameBytes(new Messages.CloseFileRequest(status.id(), 0));
+    int readAsk = PingPongBaseline.frameBytes(Messages.BlockReadRequest.of(location, 0, READ_SIZE));
+    int readAnswer = 4 + io.ember.protocol.Frame.HEADER_BYTES + READ_SIZE;
+    try (PingPongBaseline pingPong = new PingPongBaseline();
+        EmberInputStream emberIn = client.open(target);
+        FSDataInputStream hadoopIn = fs.open(new Path(target))) {
+      for (int threadCount : threads) {
+        PingPongBaseline.Connection[] lookupLike = new PingPongBaseline.Connection[threadCount];
+        for (int t = 0; t < threadCount; t++) {
+          lookupLike[t] = pingPong.connect(lookupAsk, statusAnswer);
+        }
+        Path hadoopTarget = new Path(target);
+        List<AlternatingRates.Op> statusOps =
+            List.of(
+                (t, i) -> lookupLike[t].roundTrip(),
+                (t, i) -> fs.getFileStatus(hadoopTarget),
+                (t, i) -> client.lookup(target));
+        measure(
+            progress,
+            "getFileStatus",
+            threadCount,
+            statusOps,
+            "getFileStatus (Hadoop API)",
+            "lookup (Ember client)");
+      }
+      PingPongBaseline.Connection createLike = pingPong.connect(createAsk, createAnswer);
+      PingPongBaseline.Connection closeLike = pingPong.connect(closeAsk, statusAnswer);
+      Path hadoopDir = new Path(dir + "/h");
+      String emberDir = dir + "/e";
+      client.createDirectory(emberDir, false);
+      fs.mkdirs(hadoopDir);
+      measure(
+          progress,
+          "create + close",
+          1,
+          List.of(
+              (t, i) -> {
+                createLike.roundTrip();
+                closeLike.roundTrip();
+              },
+              (t, i) -> fs.create(new Path(hadoopDir, "f-" + i), true).close(),
+              (t, i) ->
+                  client
+                      .create(emberDir + "/f-" + i, CreateOptions.DEFAULT.withOverwrite(true))
+                      .close()),
+          "create + close, empty file (Hadoop API)",
+          "create + close, empty file (Ember client)");
+      PingPongBaseline.Connection readLike = pingPong.connect(readAsk, readAnswer);
+      byte[] hadoopBuf = new byte[READ_SIZE];
+      byte[] emberBuf = new byte[READ_SIZE];
+      long positions = (block.length - READ_SIZE) / READ_SIZE;
+      measure(
+          progress,
+          "4 KiB positional read",
+          1,
+          List.of(
+              (t, i) -> readLike.roundTrip(),
+              (t, i) -> hadoopIn.readFully((i % positions) * READ_SIZE, hadoopBuf, 0, READ_SIZE),
+              (t, i) -> emberIn.readFully((i % positions) * READ_SIZE, emberBuf, 0, READ_SIZE)),
+          "4 KiB positional read (Hadoop API)",
+          "4 KiB positional read (Ember client)");
+    }
+  }
+
+  private static final int READ_SIZE = 4096;
+
+  /** Measures a ping-pong and two calls in turns over rounds, and adds both calls' rows. */
+  private void measure(
+      PrintWriter progress,
+      String what,
+      int threadCount,
+      List<AlternatingRates.Op> turns,
+      String hadoopRow,
+      String emberRow)
+      throws Exception {
+    double[] raw = new double[rounds];
+    double[] hadoop = new double[rounds];
+    double[] ember = new double[rounds];
+    String th = BenchCommand.threads(threadCount);
+    BenchCommand.note(progress, what + ", " + th + ": warm-up...");
+    AlternatingRates.measure(threadCount, Math.max(1, ops / 4), turns, progress);
+    for (int r = 0; r < rounds; r++) {
+      BenchCommand.note(
+          progress, String.format(Locale.ROOT, "%s, %s: round %d/%d...", what, th, r + 1, rounds));
+      double[] rates = AlternatingRates.measure(threadCount, ops, turns, progress);
+      raw[r] = rates[0];
+      hadoop[r] = rates[1];
+      ember[r] = rates[2];
+    }
+    String goal = threadCount == 1 ? ">= 0.50" : "";
+    calls.add(hadoopRow + ", " + th, "calls/s", hadoop, raw, goal);
+    calls.add(emberRow + ", " + th, "calls/s", ember, raw, goal);
   }
 }

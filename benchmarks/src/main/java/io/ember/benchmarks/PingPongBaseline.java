@@ -1,0 +1,149 @@
+package io.ember.benchmarks;
+
+import io.ember.protocol.Frame;
+import io.ember.protocol.Message;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.StandardSocketOptions;
+import java.nio.ByteBuffer;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.channels.SocketChannel;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+
+/**
+ * The floor for a round trip: a plain TCP ping-pong on loopback, blocking sockets on both sides, a
+ * server thread per connection that answers each request of a fixed size with a response of a fixed
+ * size, with no framing, no protocol and no thread between the socket and its caller. Sized like
+ * the Ember exchange it stands beside ({@link #frameBytes}), it is what any RPC over TCP costs on
+ * this machine, and the Ember call's rate over its rate is what Ember's RPC path adds.
+ */
+final class PingPongBaseline implements AutoCloseable {
+  private final ServerSocketChannel server;
+  private final List<SocketChannel> open = new CopyOnWriteArrayList<>();
+  private volatile boolean closed;
+
+  PingPongBaseline() throws IOException {
+    server =
+        ServerSocketChannel.open()
+            .bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 64);
+    Thread acceptor = new Thread(this::accept, "ping-pong-baseline");
+    acceptor.setDaemon(true);
+    acceptor.start();
+  }
+
+  /** Bytes an Ember frame with this body takes on the wire: length field, header and body. */
+  static int frameBytes(Message body) {
+    ByteBuf b = Unpooled.buffer();
+    try {
+      body.encode(b);
+      return 4 + Frame.HEADER_BYTES + b.readableBytes();
+    } finally {
+      b.release();
+    }
+  }
+
+  /** A connection whose round trips send {@code requestBytes} and get {@code responseBytes}. */
+  Connection connect(int requestBytes, int responseBytes) throws IOException {
+    SocketChannel c = SocketChannel.open(server.getLocalAddress());
+    open.add(c);
+    c.setOption(StandardSocketOptions.TCP_NODELAY, true);
+    ByteBuffer sizes = ByteBuffer.allocate(8).putInt(requestBytes).putInt(responseBytes).flip();
+    while (sizes.hasRemaining()) {
+      c.write(sizes);
+    }
+    return new Connection(c, requestBytes, responseBytes);
+  }
+
+  /** One client connection; use it from one thread at a time. */
+  static final class Connection implements AutoCloseable {
+    private final SocketChannel channel;
+    private final ByteBuffer request;
+    private final ByteBuffer response;
+
+    private Connection(SocketChannel channel, int requestBytes, int responseBytes) {
+      this.channel = channel;
+      this.request = ByteBuffer.allocateDirect(requestBytes);
+      this.response = ByteBuffer.allocateDirect(responseBytes);
+    }
+
+    /** Sends a request and waits for the whole response. */
+    void roundTrip() throws IOException {
+      request.clear();
+      while (request.hasRemaining()) {
+        channel.write(request);
+      }
+      response.clear();
+      while (response.hasRemaining()) {
+        if (channel.read(response) < 0) {
+          throw new IOException("the ping-pong server closed the connection");
+        }
+      }
+    }
+
+    @Override
+    public void close() throws IOException {
+      channel.close();
+    }
+  }
+
+  private void accept() {
+    while (!closed) {
+      try {
+        SocketChannel s = server.accept();
+        open.add(s);
+        Thread t = new Thread(() -> answer(s), "ping-pong-baseline-server");
+        t.setDaemon(true);
+        t.start();
+      } catch (IOException e) {
+        return; // closed
+      }
+    }
+  }
+
+  private static void answer(SocketChannel s) {
+    try (s) {
+      s.setOption(StandardSocketOptions.TCP_NODELAY, true);
+      ByteBuffer sizes = ByteBuffer.allocate(8);
+      if (!fill(s, sizes)) {
+        return;
+      }
+      ByteBuffer in = ByteBuffer.allocateDirect(sizes.getInt(0));
+      ByteBuffer out = ByteBuffer.allocateDirect(sizes.getInt(4));
+      while (true) {
+        in.clear();
+        if (!fill(s, in)) {
+          return;
+        }
+        out.clear();
+        while (out.hasRemaining()) {
+          s.write(out);
+        }
+      }
+    } catch (IOException e) {
+      // The client went away or the baseline closed: nothing to answer.
+    }
+  }
+
+  /** Reads until {@code b} is full; false at end of stream. */
+  private static boolean fill(SocketChannel s, ByteBuffer b) throws IOException {
+    while (b.hasRemaining()) {
+      if (s.read(b) < 0) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  @Override
+  public void close() throws IOException {
+    closed = true;
+    server.close();
+    for (SocketChannel c : open) {
+      c.close();
+    }
+  }
+}
