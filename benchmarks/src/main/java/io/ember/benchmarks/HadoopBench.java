@@ -311,15 +311,17 @@ public final class HadoopBench implements Callable<Integer> {
       PingPongBaseline.Connection readLike = pingPong.connect(readAsk, readAnswer);
       byte[] hadoopBuf = new byte[READ_SIZE];
       byte[] emberBuf = new byte[READ_SIZE];
-      long positions = (block.length - READ_SIZE) / READ_SIZE;
+      int positions = (block.length - READ_SIZE) / READ_SIZE;
       measure(
           progress,
           "4 KiB positional read",
           1,
           List.of(
               (t, i) -> readLike.roundTrip(),
-              (t, i) -> hadoopIn.readFully((i % positions) * READ_SIZE, hadoopBuf, 0, READ_SIZE),
-              (t, i) -> emberIn.readFully((i % positions) * READ_SIZE, emberBuf, 0, READ_SIZE)),
+              (t, i) ->
+                  hadoopIn.readFully((long) (i % positions) * READ_SIZE, hadoopBuf, 0, READ_SIZE),
+              (t, i) ->
+                  emberIn.readFully((long) (i % positions) * READ_SIZE, emberBuf, 0, READ_SIZE)),
           "4 KiB positional read (Hadoop API)",
           "4 KiB positional read (Ember client)");
     }

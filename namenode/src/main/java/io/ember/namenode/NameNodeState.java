@@ -275,7 +275,7 @@ final class NameNodeState {
     if (there != null) {
       throw new EmberException(
           ErrorCode.ALREADY_EXISTS,
-          there instanceof Inode.Dir
+          there instanceof Inode.Dir && type == NodeType.FILE
               ? "cannot create " + canonical + ": it is a directory"
               : canonical + " exists");
     }

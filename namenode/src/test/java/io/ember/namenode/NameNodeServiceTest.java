@@ -210,6 +210,16 @@ class NameNodeServiceTest {
                     NodeStatus::decode));
     assertEquals(ErrorCode.ALREADY_EXISTS, e.code());
     assertEquals("cannot create /c0/f0: it is a directory", e.getMessage());
+    EmberException dir =
+        assertThrows(
+            EmberException.class,
+            () ->
+                call(
+                    clients.get(0),
+                    MessageType.CREATE,
+                    new Messages.CreateRequest("/c0", NodeType.DIRECTORY, StorageClass.DRAM, false),
+                    NodeStatus::decode));
+    assertEquals("/c0 exists", dir.getMessage());
   }
 
   @Test
