@@ -145,11 +145,10 @@ public final class DirectConnection implements AutoCloseable {
       throws EmberException {
     long id = ++nextId;
     long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMillis);
-    ByteBuf frame;
+    Frame frame;
     try {
       checkOpen();
-      encode(type, id, body);
-      send(type, deadline);
+      send(type, id, body, deadline);
       frame = receive(type, deadline);
     } catch (EmberException e) {
       drop();
@@ -162,7 +161,11 @@ public final class DirectConnection implements AutoCloseable {
       throw new EmberException(
           ErrorCode.CONNECTION_CLOSED, "connection to " + peer + " failed: " + e, e);
     }
-    return answer(type, id, frame, decoder);
+    try {
+      return answer(type, id, frame, decoder);
+    } finally {
+      frame.release();
+    }
   }
 
   /** Fails when the server closed the connection or sent what nobody asked for. */
@@ -184,18 +187,10 @@ public final class DirectConnection implements AutoCloseable {
     }
   }
 
-  private void encode(MessageType type, long id, Message body) {
+  private void send(MessageType type, long id, Message body, long deadline)
+      throws IOException, EmberException {
     out.clear();
-    out.writeInt(0);
-    out.writeByte(Frame.VERSION);
-    out.writeByte(type.code());
-    out.writeByte(0);
-    out.writeLong(id);
-    body.encode(out);
-    out.setInt(0, out.readableBytes() - 4);
-  }
-
-  private void send(MessageType type, long deadline) throws IOException, EmberException {
+    Frame.encode(out, type.code(), 0, id, body, 0);
     ByteBuffer b = out.nioBuffer();
     while (b.hasRemaining()) {
       if (channel.write(b) == 0) {
@@ -204,26 +199,24 @@ public final class DirectConnection implements AutoCloseable {
     }
   }
 
-  /** Reads one whole frame (after its length field); the buffer is valid until the next call. */
-  private ByteBuf receive(MessageType type, long deadline) throws IOException, EmberException {
+  /** Reads one whole frame; its payload is valid until the next call. */
+  private Frame receive(MessageType type, long deadline) throws IOException, EmberException {
     length.clear();
     fill(length, type, deadline);
-    int n = length.getInt(0);
+    long n = Integer.toUnsignedLong(length.getInt(0));
     if (n < Frame.HEADER_BYTES || n > maxFrame) {
       throw new EmberException(
           ErrorCode.FRAME_TOO_LARGE,
           peer
               + " sent an unreadable frame: "
-              + (n < Frame.HEADER_BYTES
-                  ? "frame length " + n + " is shorter than a header"
-                  : "frame length " + n + " exceeds the maximum of " + maxFrame + " bytes"));
+              + new FrameDecoder.FrameTooLargeEvent(n, maxFrame).describe());
     }
     if (in.capacity() < n) {
-      in = ByteBuffer.allocate(Math.max(n, in.capacity() * 2));
+      in = ByteBuffer.allocate((int) Math.max(n, in.capacity() * 2L));
     }
-    in.clear().limit(n);
+    in.clear().limit((int) n);
     fill(in, type, deadline);
-    return Unpooled.wrappedBuffer(in.array(), 0, n);
+    return Frame.read(Unpooled.wrappedBuffer(in.array(), 0, (int) n), n);
   }
 
   private void fill(ByteBuffer b, MessageType type, long deadline)
@@ -246,8 +239,7 @@ public final class DirectConnection implements AutoCloseable {
           ErrorCode.TIMEOUT,
           type + " to " + peer + " got no answer within " + timeoutMillis + " ms");
     }
-    if (Thread.interrupted()) {
-      Thread.currentThread().interrupt();
+    if (Thread.currentThread().isInterrupted()) {
       throw new EmberException(ErrorCode.CLOSED, "interrupted while waiting for " + peer);
     }
     if (closed) {
@@ -261,33 +253,21 @@ public final class DirectConnection implements AutoCloseable {
     selector.selectedKeys().clear();
   }
 
-  private <T> T answer(MessageType type, long id, ByteBuf frame, ResponseDecoder<T> decoder)
+  private <T> T answer(MessageType type, long id, Frame frame, ResponseDecoder<T> decoder)
       throws EmberException {
-    frame.readUnsignedByte(); // the version: an older server's refusal is still read
-    frame.readUnsignedByte(); // the type, which an answer repeats
-    int flags = frame.readUnsignedByte();
-    long answered = frame.readLong();
-    boolean error = (flags & Frame.FLAG_ERROR) != 0;
-    if (error && answered == 0) {
+    if (frame.isError() && frame.requestId() == 0) {
       // The server could not read our stream and is closing the connection.
       drop();
-      Messages.ErrorReply r = Messages.ErrorReply.decode(frame);
+      Messages.ErrorReply r = Messages.ErrorReply.decode(frame.payload());
       throw new EmberException(r.code(), peer + " closed the connection: " + r.message());
     }
-    if ((flags & Frame.FLAG_RESPONSE) == 0 || answered != id) {
+    if (!frame.isResponse() || frame.requestId() != id) {
       drop();
       throw new EmberException(
           ErrorCode.MALFORMED_FRAME,
           peer + " answered " + type + " with a frame that is not its answer; connection dropped");
     }
-    if (error) {
-      throw Messages.ErrorReply.decode(frame).toException();
-    }
-    try {
-      return decoder.decode(frame);
-    } catch (RuntimeException e) {
-      throw EmberException.of(e);
-    }
+    return RpcClient.answer(frame, decoder);
   }
 
   private EmberException closedError(Throwable cause) {

@@ -86,18 +86,40 @@ public record Frame(int version, int type, int flags, long requestId, ByteBuf pa
       ByteBufAllocator alloc, int type, int flags, long requestId, Message body, ByteBuf data) {
     ByteBuf out = alloc.buffer(64);
     try {
-      out.writeInt(0);
-      out.writeByte(VERSION);
-      out.writeByte(type);
-      out.writeByte(flags);
-      out.writeLong(requestId);
-      body.encode(out);
-      int dataBytes = data == null ? 0 : data.readableBytes();
-      out.setInt(0, out.readableBytes() - 4 + dataBytes);
+      encode(out, type, flags, requestId, body, data == null ? 0 : data.readableBytes());
       return out;
     } catch (RuntimeException e) {
       out.release();
       throw e;
     }
+  }
+
+  /**
+   * Appends a frame's length field, header and body to {@code out}; {@code dataBytes} of data
+   * follow it on the wire, counted in the length but not written here.
+   */
+  static void encode(
+      ByteBuf out, int type, int flags, long requestId, Message body, int dataBytes) {
+    int start = out.writerIndex();
+    out.writeInt(0);
+    out.writeByte(VERSION);
+    out.writeByte(type);
+    out.writeByte(flags);
+    out.writeLong(requestId);
+    body.encode(out);
+    out.setInt(start, out.writerIndex() - start - 4 + dataBytes);
+  }
+
+  /**
+   * Reads a frame whose length field ({@code length}, already checked against the header size and
+   * the maximum) was just read from {@code in}. The payload is a retained slice of {@code in}.
+   */
+  static Frame read(ByteBuf in, long length) {
+    int version = in.readUnsignedByte();
+    int type = in.readUnsignedByte();
+    int flags = in.readUnsignedByte();
+    long requestId = in.readLong();
+    ByteBuf payload = in.readRetainedSlice((int) length - HEADER_BYTES);
+    return new Frame(version, type, flags, requestId, payload);
   }
 }

@@ -52,12 +52,7 @@ public final class FrameDecoder extends ByteToMessageDecoder {
         return;
       }
       in.skipBytes(4);
-      int version = in.readUnsignedByte();
-      int type = in.readUnsignedByte();
-      int flags = in.readUnsignedByte();
-      long requestId = in.readLong();
-      ByteBuf payload = in.readRetainedSlice((int) length - Frame.HEADER_BYTES);
-      out.add(new Frame(version, type, flags, requestId, payload));
+      out.add(Frame.read(in, length));
     }
   }
 }

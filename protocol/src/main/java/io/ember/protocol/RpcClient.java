@@ -128,6 +128,22 @@ public final class RpcClient implements AutoCloseable {
     }
   }
 
+  /**
+   * The value of an answer frame, or the server's error it carries.
+   *
+   * @throws EmberException the server's error, or the decoder's refusal of the body
+   */
+  static <T> T answer(Frame frame, ResponseDecoder<T> decoder) throws EmberException {
+    try {
+      if (frame.isError()) {
+        throw Messages.ErrorReply.decode(frame.payload()).toException();
+      }
+      return decoder.decode(frame.payload());
+    } catch (RuntimeException e) {
+      throw EmberException.of(e);
+    }
+  }
+
   private static final class Pending<T> {
     final ResponseDecoder<T> decoder;
     final CompletableFuture<T> future = new CompletableFuture<>();
@@ -140,15 +156,9 @@ public final class RpcClient implements AutoCloseable {
     void complete(Frame frame) {
       cancelTimeout();
       try {
-        if (frame.isError()) {
-          future.completeExceptionally(Messages.ErrorReply.decode(frame.payload()).toException());
-        } else {
-          future.complete(decoder.decode(frame.payload()));
-        }
+        future.complete(answer(frame, decoder));
       } catch (EmberException e) {
         future.completeExceptionally(e);
-      } catch (RuntimeException e) {
-        future.completeExceptionally(EmberException.of(e));
       }
     }
 

@@ -103,6 +103,15 @@ class DirectConnectionTest {
             DirectConnectionTest::notShared));
   }
 
+  /** Waits until the server has a call in hand. */
+  private static void awaitFirstCall(Service service) throws InterruptedException {
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(PATIENCE_SECONDS);
+    while (service.calls.get() == 0 && System.nanoTime() < deadline) {
+      Thread.sleep(1);
+    }
+    assertTrue(service.calls.get() > 0, "the call reached the server");
+  }
+
   private static int freePort() throws IOException {
     try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
       return s.getLocalPort();
@@ -145,10 +154,7 @@ class DirectConnectionTest {
                 throw new java.util.concurrent.CompletionException(e);
               }
             });
-    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(PATIENCE_SECONDS);
-    while (service.calls.get() == 0 && System.nanoTime() < deadline) {
-      Thread.onSpinWait();
-    }
+    awaitFirstCall(service);
     CompletableFuture<NodeStatus> sharedAnswer = CompletableFuture.completedFuture(null);
     CompletableFuture<NodeStatus> other =
         d.callOr(
@@ -273,6 +279,48 @@ class DirectConnectionTest {
   }
 
   @Test
+  void anAnswerToAnotherCallFailsTheCallAndDropsTheConnection() throws Exception {
+    try (ServerSocket liar = new ServerSocket(0, 50, InetAddress.getLoopbackAddress())) {
+      Thread t =
+          new Thread(
+              () -> {
+                try (Socket a = liar.accept()) {
+                  java.io.DataInputStream in = new java.io.DataInputStream(a.getInputStream());
+                  byte[] request = new byte[in.readInt()];
+                  in.readFully(request);
+                  long askedId = java.nio.ByteBuffer.wrap(request, 3, 8).getLong();
+                  ByteBuf answer = io.netty.buffer.Unpooled.buffer();
+                  Frame.encode(
+                      answer,
+                      MessageType.LOOKUP.code(),
+                      Frame.FLAG_RESPONSE,
+                      askedId + 1,
+                      new NodeStatus(1, NodeType.FILE, 1, 0, 4096, StorageClass.DRAM, 0, false),
+                      0);
+                  byte[] bytes = new byte[answer.readableBytes()];
+                  answer.readBytes(bytes);
+                  a.getOutputStream().write(bytes);
+                  in.read(); // until the client drops it
+                } catch (IOException e) {
+                  // closed
+                }
+              });
+      t.setDaemon(true);
+      t.start();
+      DirectConnection d = direct(liar.getLocalPort(), "60s");
+      EmberException e = assertThrows(EmberException.class, () -> lookup(d, "/a"));
+      assertEquals(ErrorCode.MALFORMED_FRAME, e.code());
+      assertEquals(
+          "test server 127.0.0.1:"
+              + liar.getLocalPort()
+              + " answered LOOKUP with a frame that is not its answer; connection dropped",
+          e.getMessage());
+      t.join(TimeUnit.SECONDS.toMillis(PATIENCE_SECONDS));
+      assertFalse(t.isAlive(), "the client dropped the connection");
+    }
+  }
+
+  @Test
   void closingEndsACallInProgress() throws Exception {
     Service service = new Service();
     service.hold = new CountDownLatch(1);
@@ -280,10 +328,7 @@ class DirectConnectionTest {
     CompletableFuture<EmberException> failure =
         CompletableFuture.supplyAsync(
             () -> assertThrows(EmberException.class, () -> lookup(d, "/slow")));
-    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(PATIENCE_SECONDS);
-    while (service.calls.get() == 0 && System.nanoTime() < deadline) {
-      Thread.onSpinWait();
-    }
+    awaitFirstCall(service);
     d.close();
     EmberException e = failure.get(PATIENCE_SECONDS, TimeUnit.SECONDS);
     assertEquals(ErrorCode.CLOSED, e.code(), e.getMessage());
