@@ -193,14 +193,10 @@ final class NameNodeState {
       long now = System.currentTimeMillis();
       Inode existing = overwrite ? find(parts) : null;
       if (existing instanceof Inode.File old) {
-        // The delete is journaled before the create, so a replay makes the same two steps.
-        unlink(old, now);
-        log(
-            EDIT_DELETE,
-            out -> {
-              writeString(out, canonical);
-              out.writeLong(now);
-            });
+        // Journaled before the create, so a replay makes the same two steps. The create that
+        // follows cannot fail: the old file's parent exists and is a directory, and its name is
+        // free now.
+        unlinkAndLog(old, canonical, now);
       }
       long firstId = nextInodeId;
       // Every check comes before the first inode is made, so a create that fails changes nothing.
@@ -367,18 +363,21 @@ final class NameNodeState {
             ErrorCode.DIRECTORY_NOT_EMPTY,
             "cannot delete " + Paths.join(parts) + ": directory not empty (delete recursively)");
       }
-      long now = System.currentTimeMillis();
-      unlink(node, now);
-      String canonical = Paths.join(parts);
-      log(
-          EDIT_DELETE,
-          out -> {
-            writeString(out, canonical);
-            out.writeLong(now);
-          });
+      unlinkAndLog(node, Paths.join(parts), System.currentTimeMillis());
     } finally {
       lock.writeLock().unlock();
     }
+  }
+
+  /** Deletes {@code node}, found at {@code canonical}, and journals the delete. */
+  private void unlinkAndLog(Inode node, String canonical, long now) {
+    unlink(node, now);
+    log(
+        EDIT_DELETE,
+        out -> {
+          writeString(out, canonical);
+          out.writeLong(now);
+        });
   }
 
   private void unlink(Inode node, long now) {
