@@ -679,17 +679,15 @@ public final class EmberClient implements AutoCloseable {
    * so it may as well do the socket work.
    */
   <T> T blocking(Supplier<CompletableFuture<T>> call) throws EmberException {
-    boolean outer = CALLER_WAITS.get();
+    if (CALLER_WAITS.get()) {
+      return await(call.get()); // nested: the outer call clears the mark
+    }
     CompletableFuture<T> f;
-    if (outer) {
+    CALLER_WAITS.set(true);
+    try {
       f = call.get();
-    } else {
-      CALLER_WAITS.set(true);
-      try {
-        f = call.get();
-      } finally {
-        CALLER_WAITS.set(false);
-      }
+    } finally {
+      CALLER_WAITS.set(false);
     }
     return await(f);
   }
@@ -825,19 +823,7 @@ public final class EmberClient implements AutoCloseable {
       waiting.add(
           new WaitingCall(
               connection,
-              () -> {
-                var unused =
-                    connection
-                        .thenCompose(c -> c.call(type, body, dec))
-                        .whenComplete(
-                            (v, e) -> {
-                              if (e != null) {
-                                relayed.completeExceptionally(EmberException.unwrap(e));
-                              } else {
-                                relayed.complete(v);
-                              }
-                            });
-              }));
+              () -> relay(connection.thenCompose(c -> c.call(type, body, dec)), relayed)));
       if (!draining) {
         draining = true;
         startDraining = true;
@@ -847,6 +833,19 @@ public final class EmberClient implements AutoCloseable {
       var unused = connection.whenComplete((c, e) -> drainWaiting());
     }
     return answer;
+  }
+
+  /** Completes {@code to} as {@code from} completes. */
+  private static <T> void relay(CompletableFuture<T> from, CompletableFuture<T> to) {
+    var unused =
+        from.whenComplete(
+            (v, e) -> {
+              if (e != null) {
+                to.completeExceptionally(EmberException.unwrap(e));
+              } else {
+                to.complete(v);
+              }
+            });
   }
 
   /** A call waiting for its connection to open, and how to send it once it is. */
