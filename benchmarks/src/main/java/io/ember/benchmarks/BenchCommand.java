@@ -7,13 +7,12 @@ import io.ember.client.EmberInputStream;
 import io.ember.client.EmberOutputStream;
 import io.ember.datanode.dram.DramDataNodeKeys;
 import io.ember.minicluster.MiniCluster;
+import io.ember.protocol.BlockLocation;
 import io.ember.protocol.ConfigKey;
 import io.ember.protocol.EmberConfig;
 import io.ember.protocol.EmberKeys;
 import io.ember.protocol.Messages;
 import io.ember.protocol.NodeStatus;
-import io.ember.protocol.NodeType;
-import io.ember.protocol.StorageClass;
 import java.io.PrintWriter;
 import java.util.List;
 import java.util.Locale;
@@ -276,36 +275,23 @@ public final class BenchCommand implements Callable<Integer> {
     double[] rawForCreate = new double[rounds];
     double[] create = new double[rounds];
     String target = dir + "/looked-up-" + threadCount;
-    client.create(target, CreateOptions.DEFAULT).close();
+    try (EmberOutputStream o = client.create(target, CreateOptions.DEFAULT)) {
+      o.write(1); // a block, whose location sizes the ping-pong of a create's answer
+    }
     NodeStatus looked = client.lookup(target);
     String createDir = dir + "/c-" + threadCount + "-";
-    // The ping-pongs' sizes are those of the frames each call sends and gets back: a lookup's, and
-    // a create's and a close's for an empty file's create + close.
+    // The ping-pongs' sizes are those of the frames each call sends and gets back.
     int lookupAsk = PingPongBaseline.frameBytes(new Messages.PathRequest(target));
     int statusAnswer = PingPongBaseline.frameBytes(looked);
-    int createAsk =
-        PingPongBaseline.frameBytes(
-            new Messages.CreateRequest(
-                createDir + "0/f-0-0",
-                NodeType.FILE,
-                StorageClass.DRAM,
-                false,
-                client.leaseHolder(),
-                true,
-                false));
-    int createAnswer =
-        PingPongBaseline.frameBytes(
-            new Messages.CreateResponse(
-                looked, client.blockLocations(target).stream().findFirst().orElse(null)));
-    int closeAsk = PingPongBaseline.frameBytes(new Messages.CloseFileRequest(looked.id(), 0));
+    BlockLocation block = client.blockLocations(target).get(0);
     try (PingPongBaseline pingPong = new PingPongBaseline()) {
       PingPongBaseline.Connection[] lookupLike = new PingPongBaseline.Connection[threadCount];
-      PingPongBaseline.Connection[] createLike = new PingPongBaseline.Connection[threadCount];
-      PingPongBaseline.Connection[] closeLike = new PingPongBaseline.Connection[threadCount];
+      PingPongBaseline.CreateClose[] createCloseLike =
+          new PingPongBaseline.CreateClose[threadCount];
       for (int t = 0; t < threadCount; t++) {
         lookupLike[t] = pingPong.connect(lookupAsk, statusAnswer);
-        createLike[t] = pingPong.connect(createAsk, createAnswer);
-        closeLike[t] = pingPong.connect(closeAsk, statusAnswer);
+        createCloseLike[t] =
+            pingPong.connectCreateClose(createDir + "0/f-0-0", client.leaseHolder(), looked, block);
       }
       List<AlternatingRates.Op> lookups =
           List.of(
@@ -331,10 +317,7 @@ public final class BenchCommand implements Callable<Integer> {
                 threadCount,
                 ops,
                 List.of(
-                    (t, i) -> {
-                      createLike[t].roundTrip();
-                      closeLike[t].roundTrip();
-                    },
+                    (t, i) -> createCloseLike[t].roundTrips(),
                     (t, i) ->
                         client.create(cdir + "/f-" + t + "-" + i, CreateOptions.DEFAULT).close()),
                 progress);

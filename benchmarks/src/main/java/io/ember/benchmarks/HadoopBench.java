@@ -13,8 +13,6 @@ import io.ember.protocol.EmberConfig;
 import io.ember.protocol.EmberKeys;
 import io.ember.protocol.Messages;
 import io.ember.protocol.NodeStatus;
-import io.ember.protocol.NodeType;
-import io.ember.protocol.StorageClass;
 import java.io.PrintWriter;
 import java.net.URI;
 import java.util.List;
@@ -250,18 +248,6 @@ public final class HadoopBench implements Callable<Integer> {
     BlockLocation location = client.blockLocations(target).get(0);
     int lookupAsk = PingPongBaseline.frameBytes(new Messages.PathRequest(target));
     int statusAnswer = PingPongBaseline.frameBytes(status);
-    int createAsk =
-        PingPongBaseline.frameBytes(
-            new Messages.CreateRequest(
-                dir + "/c/f-0-0",
-                NodeType.FILE,
-                StorageClass.DRAM,
-                true,
-                client.leaseHolder(),
-                true,
-                true));
-    int createAnswer = PingPongBaseline.frameBytes(new Messages.CreateResponse(status, location));
-    int closeAsk = PingPongBaseline.frameBytes(new Messages.CloseFileRequest(status.id(), 0));
     int readAsk = PingPongBaseline.frameBytes(Messages.BlockReadRequest.of(location, 0, READ_SIZE));
     int readAnswer = 4 + io.ember.protocol.Frame.HEADER_BYTES + READ_SIZE;
     try (PingPongBaseline pingPong = new PingPongBaseline();
@@ -286,8 +272,8 @@ public final class HadoopBench implements Callable<Integer> {
             "getFileStatus (Hadoop API)",
             "lookup (Ember client)");
       }
-      PingPongBaseline.Connection createLike = pingPong.connect(createAsk, createAnswer);
-      PingPongBaseline.Connection closeLike = pingPong.connect(closeAsk, statusAnswer);
+      PingPongBaseline.CreateClose createCloseLike =
+          pingPong.connectCreateClose(dir + "/h/f-0", client.leaseHolder(), status, location);
       Path hadoopDir = new Path(dir + "/h");
       String emberDir = dir + "/e";
       client.createDirectory(emberDir, false);
@@ -297,10 +283,7 @@ public final class HadoopBench implements Callable<Integer> {
           "create + close",
           1,
           List.of(
-              (t, i) -> {
-                createLike.roundTrip();
-                closeLike.roundTrip();
-              },
+              (t, i) -> createCloseLike.roundTrips(),
               (t, i) -> fs.create(new Path(hadoopDir, "f-" + i), true).close(),
               (t, i) ->
                   client

@@ -1,7 +1,12 @@
 package io.ember.benchmarks;
 
+import io.ember.protocol.BlockLocation;
 import io.ember.protocol.Frame;
 import io.ember.protocol.Message;
+import io.ember.protocol.Messages;
+import io.ember.protocol.NodeStatus;
+import io.ember.protocol.NodeType;
+import io.ember.protocol.StorageClass;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import java.io.IOException;
@@ -56,6 +61,33 @@ final class PingPongBaseline implements AutoCloseable {
       c.write(sizes);
     }
     return new Connection(c, requestBytes, responseBytes);
+  }
+
+  /**
+   * Two connections shaped like an empty file's create + close: the CREATE that asks for the first
+   * block of a file at {@code path} and its answer, then the CLOSE_FILE and its status.
+   *
+   * @param status the status of a file like the one created
+   * @param firstBlock a block location like the one a create hands out
+   */
+  CreateClose connectCreateClose(
+      String path, String leaseHolder, NodeStatus status, BlockLocation firstBlock)
+      throws IOException {
+    int ask =
+        frameBytes(
+            new Messages.CreateRequest(
+                path, NodeType.FILE, StorageClass.DRAM, false, leaseHolder, true, true));
+    int answer = frameBytes(new Messages.CreateResponse(status, firstBlock));
+    int closeAsk = frameBytes(new Messages.CloseFileRequest(status.id(), 0));
+    return new CreateClose(connect(ask, answer), connect(closeAsk, frameBytes(status)));
+  }
+
+  /** The two round trips of an empty file's create + close. */
+  record CreateClose(Connection create, Connection close) {
+    void roundTrips() throws IOException {
+      create.roundTrip();
+      close.roundTrip();
+    }
   }
 
   /** One client connection; use it from one thread at a time. */
