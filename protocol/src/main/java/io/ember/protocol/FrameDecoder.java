@@ -11,9 +11,25 @@ import java.util.List;
  * the RPC handlers answer and then close on) and discards everything after it, so an attacker's
  * length never makes it allocate.
  */
-public final class FrameDecoder extends ByteToMessageDecoder {
+public class FrameDecoder extends ByteToMessageDecoder {
   private final int maxFrameBytes;
   private boolean broken;
+
+  /** True once {@link #divert} kept the frame now arriving on this path: it is not asked again. */
+  private boolean kept;
+
+  /** What {@link #divert} did with a frame that has not all arrived. */
+  protected enum Diversion {
+    /** The frame goes on as usual: gathered whole, then passed on. Not asked again for it. */
+    KEEP,
+    /** Not decided yet (too little of it has arrived): asked again when more does. */
+    ASK_AGAIN,
+    /**
+     * The subclass consumed all of the frame there was and takes the rest of it from the socket
+     * itself; this decoder sees bytes again once it has.
+     */
+    TAKEN
+  }
 
   /** A decoder that refuses frames longer than {@code maxFrameBytes} (after the length field). */
   public FrameDecoder(int maxFrameBytes) {
@@ -49,10 +65,24 @@ public final class FrameDecoder extends ByteToMessageDecoder {
         return;
       }
       if (in.readableBytes() < 4 + length) {
+        if (!kept) {
+          Diversion d = divert(ctx, in, length);
+          kept = d == Diversion.KEEP;
+        }
         return;
       }
+      kept = false;
       in.skipBytes(4);
       out.add(Frame.read(in, length));
     }
+  }
+
+  /**
+   * Offered the start of a frame of {@code length} bytes (after the length field, already checked)
+   * that has not all arrived, from {@code in}'s reader index (its length field) on; a subclass may
+   * take the rest of the frame past this decoder. This one keeps every frame.
+   */
+  protected Diversion divert(ChannelHandlerContext ctx, ByteBuf in, long length) {
+    return Diversion.KEEP;
   }
 }

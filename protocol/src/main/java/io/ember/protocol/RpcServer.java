@@ -30,6 +30,7 @@ public final class RpcServer implements AutoCloseable {
   private final String name;
   private final EmberConfig config;
   private final RpcService service;
+  private final Framing framing;
   private final LifeCycle lifeCycle;
   private final ChannelGroup connections = new DefaultChannelGroup(GlobalEventExecutor.INSTANCE);
   private EventLoopGroup bossGroup;
@@ -41,9 +42,18 @@ public final class RpcServer implements AutoCloseable {
 
   /** A server named {@code name} (used in thread names and messages). */
   public RpcServer(String name, EmberConfig config, RpcService service) {
+    this(name, config, service, Framing.WHOLE_FRAMES);
+  }
+
+  /**
+   * As {@link #RpcServer(String, EmberConfig, RpcService)}, its connections framed by {@code
+   * framing}.
+   */
+  public RpcServer(String name, EmberConfig config, RpcService service, Framing framing) {
     this.name = name;
     this.config = config;
     this.service = service;
+    this.framing = framing;
     this.lifeCycle = new LifeCycle(name);
   }
 
@@ -74,7 +84,7 @@ public final class RpcServer implements AutoCloseable {
                   protected void initChannel(SocketChannel ch) {
                     connections.add(ch);
                     ch.config().setAutoRead(!paused);
-                    ch.pipeline().addLast("frames", new FrameDecoder(maxFrame));
+                    framing.install(ch, maxFrame);
                     ch.pipeline().addLast("rpc", new ServerHandler());
                   }
                 });

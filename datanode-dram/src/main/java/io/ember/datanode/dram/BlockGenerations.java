@@ -4,9 +4,11 @@ import io.ember.protocol.ContiguousPrefix;
 import io.ember.protocol.EmberException;
 import io.ember.protocol.ErrorCode;
 import io.ember.protocol.Messages;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicLongArray;
+import java.util.concurrent.atomic.AtomicReferenceArray;
 
 /**
  * The generation of the block each slot of a DRAM region holds. The name node gives a slot a larger
@@ -29,6 +31,18 @@ final class BlockGenerations {
 
   private final Object[] stripes = new Object[64];
 
+  /**
+   * Per slot, the writes whose bytes are landing in the region straight from a socket (counted
+   * under the slot's stripe lock), and the one generation they are of. Such a write was checked
+   * when it began; it cannot be checked again as each socket read lands.
+   */
+  private final int[] receiving;
+
+  private final long[] receivingGeneration;
+
+  /** Per slot, writes waiting for its receives to end, in arrival order (null: none). */
+  private final AtomicReferenceArray<ArrayDeque<Runnable>> waiting;
+
   /** The generations of the region's blocks under {@code incarnation}, none known yet. */
   BlockGenerations(long incarnation, long capacity, int blockSize) {
     if (blockSize <= 0) {
@@ -38,6 +52,9 @@ final class BlockGenerations {
     this.blockSize = blockSize;
     this.generations = new AtomicLongArray((int) (capacity / blockSize));
     this.written = new ContiguousPrefix[generations.length()];
+    this.receiving = new int[generations.length()];
+    this.receivingGeneration = new long[generations.length()];
+    this.waiting = new AtomicReferenceArray<>(generations.length());
     for (int i = 0; i < stripes.length; i++) {
       stripes[i] = new Object();
     }
@@ -79,6 +96,66 @@ final class BlockGenerations {
         return;
       }
     }
+  }
+
+  /**
+   * True when a write of {@code generation} at {@code address} must wait, under the slot's lock,
+   * before it is checked: writes of another generation are landing there from a socket (so making
+   * its generation the slot's would not stop their bytes), or earlier writes wait already. False
+   * for an address outside the region, which {@link #checkWrite} refuses.
+   */
+  boolean mustWait(long address, long generation) {
+    int slot = slotOrMinus(address);
+    if (slot < 0) {
+      return false;
+    }
+    return waiting.get(slot) != null
+        || (receiving[slot] > 0 && receivingGeneration[slot] != generation);
+  }
+
+  /**
+   * Counts a write that {@link #checkWrite} let through, of {@code generation}, whose bytes now
+   * land at {@code address} from a socket until {@link #endReceive}; call under the slot's lock,
+   * after {@link #mustWait} said no.
+   */
+  void startReceive(long address, long generation) {
+    int slot = (int) (address / blockSize);
+    receiving[slot]++;
+    receivingGeneration[slot] = generation;
+  }
+
+  /**
+   * Ends a receive that {@link #startReceive} counted (complete or not); call under the slot's
+   * lock. Returns the writes that waited for the slot's last receive to end, to run now under the
+   * same lock in order, or an empty list.
+   */
+  List<Runnable> endReceive(long address) {
+    int slot = (int) (address / blockSize);
+    ArrayDeque<Runnable> queued = waiting.get(slot);
+    if (--receiving[slot] > 0 || queued == null) {
+      return List.of();
+    }
+    waiting.set(slot, null);
+    return new ArrayList<>(queued);
+  }
+
+  /**
+   * Queues {@code write} until the receives at {@code address}'s slot end; call under the slot's
+   * lock, when {@link #mustWait} said so. {@link #endReceive} hands it back.
+   */
+  void await(long address, Runnable write) {
+    int slot = (int) (address / blockSize);
+    ArrayDeque<Runnable> queued = waiting.get(slot);
+    if (queued == null) {
+      queued = new ArrayDeque<>();
+      waiting.set(slot, queued);
+    }
+    queued.add(write);
+  }
+
+  private int slotOrMinus(long address) {
+    long slot = address / blockSize;
+    return address < 0 || slot >= generations.length() ? -1 : (int) slot;
   }
 
   /**

@@ -5,10 +5,12 @@ import io.ember.datanode.NameNodeLink;
 import io.ember.http.Page;
 import io.ember.http.ServerMetrics;
 import io.ember.http.StatusServer;
+import io.ember.protocol.Deferred;
 import io.ember.protocol.EmberConfig;
 import io.ember.protocol.EmberException;
 import io.ember.protocol.EmberKeys;
 import io.ember.protocol.ErrorCode;
+import io.ember.protocol.Framing;
 import io.ember.protocol.HostPort;
 import io.ember.protocol.LifeCycle;
 import io.ember.protocol.Message;
@@ -26,9 +28,17 @@ import io.prometheus.metrics.core.metrics.GaugeWithCallback;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.UnknownHostException;
+import java.nio.ByteBuffer;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.LongAdder;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * A DRAM data node: serves reads and writes of its off-heap region over Netty, registers the region
@@ -36,6 +46,8 @@ import java.util.Map;
  * (a restart, or it was marked lost) it registers again with its whole region.
  */
 public final class DramDataNode implements DataNode {
+  private static final Logger LOG = LoggerFactory.getLogger(DramDataNode.class);
+
   /** The tier name clients look up to read and write this node's blocks. */
   public static final String TIER = DramTier.NAME;
 
@@ -53,6 +65,15 @@ public final class DramDataNode implements DataNode {
 
   /** Blocks' generations, for one incarnation; made anew at the first request of another. */
   private volatile BlockGenerations generations;
+
+  /**
+   * Writes whose bytes are landing in the region from their sockets, so that the connections of
+   * those of an earlier incarnation can be closed when a new one begins.
+   */
+  private final Set<DirectWrite> directWrites = ConcurrentHashMap.newKeySet();
+
+  private final LongAdder bytesWrittenDirectly = new LongAdder();
+  private final AtomicInteger writesWaiting = new AtomicInteger();
 
   private final LifeCycle lifeCycle = new LifeCycle("DRAM data node");
 
@@ -90,7 +111,14 @@ public final class DramDataNode implements DataNode {
         .labelNames("tier")
         .callback(cb -> cb.call((double) region.capacity(), TIER))
         .register(metrics.registry());
-    server = new RpcServer("data node", config, metrics.meter(new Service()));
+    // Looked at twice per RPC timeout, a stalled writer is cut off within one.
+    long stallNanos = config.get(EmberKeys.RPC_TIMEOUT).toNanos() / 2;
+    Framing framing =
+        config.get(DramDataNodeKeys.DIRECT_WRITES)
+            ? (ch, maxFrame) ->
+                DirectWriteDecoder.install(ch, maxFrame, new DirectWritesHere(), stallNanos)
+            : Framing.WHOLE_FRAMES;
+    server = new RpcServer("data node", config, metrics.meter(new Service()), framing);
     String bindHost = config.get(DramDataNodeKeys.BIND_HOST);
     InetSocketAddress bound = server.start(bindHost, config.get(DramDataNodeKeys.PORT));
     endpoint = new HostPort(advertisedHost(config, bindHost), bound.getPort()).toString();
@@ -220,6 +248,24 @@ public final class DramDataNode implements DataNode {
     return stamp.held();
   }
 
+  /** Bytes of writes that went from their socket straight into their block. */
+  public long bytesWrittenDirectly() {
+    return bytesWrittenDirectly.sum();
+  }
+
+  /** Writes whose bytes are arriving straight into their blocks now. */
+  public int directWritesArriving() {
+    return directWrites.size();
+  }
+
+  /**
+   * Writes waiting for a write of another generation that is arriving in their block (a writer of a
+   * deleted file, still sending) to end.
+   */
+  public int writesWaiting() {
+    return writesWaiting.get();
+  }
+
   /** The region's size in bytes. */
   public long capacity() {
     return region.capacity();
@@ -302,6 +348,12 @@ public final class DramDataNode implements DataNode {
         checkServes(incarnation);
         g = new BlockGenerations(incarnation, region.capacity(), link.blockSize());
         generations = g;
+        for (DirectWrite w : directWrites) {
+          if (w.incarnation != incarnation) {
+            // Its block may go to a new file at once; its next socket read must not land there.
+            var unused = w.channel.close();
+          }
+        }
       }
       return g;
     }
@@ -311,6 +363,196 @@ public final class DramDataNode implements DataNode {
   private List<Messages.HeldBlock> heldBlocks() {
     BlockGenerations g = generations;
     return g == null || g.incarnation() != stamp.held() ? List.of() : g.heldBlocks();
+  }
+
+  /** Writes {@code r}'s bytes into the region; call under the slot's lock. */
+  private void writeBuffered(BlockGenerations g, Messages.BlockWriteRequest r)
+      throws EmberException {
+    int length = r.data().readableBytes();
+    g.checkWrite(r.blockId(), r.generation(), r.address(), length, describe);
+    region.write(r.address(), r.data());
+    g.wrote(r.address(), length);
+    if (metrics.enabled()) {
+      bytesWritten.inc(length);
+    }
+  }
+
+  /**
+   * Answers {@code r} once the receives now landing in its slot end and it is written; call under
+   * the slot's lock, when {@link BlockGenerations#mustWait} said so.
+   */
+  private Deferred waitForReceives(BlockGenerations g, Messages.BlockWriteRequest r) {
+    CompletableFuture<Message> answer = new CompletableFuture<>();
+    ByteBuf data = r.data().retain();
+    writesWaiting.incrementAndGet();
+    g.await(
+        r.address(),
+        () -> {
+          writesWaiting.decrementAndGet();
+          try {
+            checkServes(r.incarnation());
+            writeBuffered(g, r);
+            answer.complete(Message.EMPTY);
+          } catch (EmberException | RuntimeException e) {
+            answer.completeExceptionally(e);
+          } finally {
+            data.release();
+          }
+        });
+    return new Deferred(answer);
+  }
+
+  /**
+   * A BLOCK_WRITE whose bytes land in the region from its socket ({@link DirectWriteDecoder}): it
+   * was checked when its fields arrived, and counts as receiving in its slot until it ends.
+   */
+  final class DirectWrite {
+    private final Channel channel;
+    private final long requestId;
+    private final long incarnation;
+    private final long address;
+    private final int length;
+    private final BlockGenerations generations;
+    private final ByteBuffer window;
+    private final long startNanos;
+
+    private DirectWrite(
+        Channel channel,
+        long requestId,
+        long incarnation,
+        long address,
+        int length,
+        BlockGenerations generations,
+        ByteBuffer window,
+        long startNanos) {
+      this.channel = channel;
+      this.requestId = requestId;
+      this.incarnation = incarnation;
+      this.address = address;
+      this.length = length;
+      this.generations = generations;
+      this.window = window;
+      this.startNanos = startNanos;
+    }
+
+    /** The block's bytes this write fills, from its first. */
+    ByteBuffer window() {
+      return window;
+    }
+
+    int length() {
+      return length;
+    }
+
+    /** All its bytes are in the region: counts them and answers the writer. */
+    void finish() {
+      directWrites.remove(this);
+      Message answer = Message.EMPTY;
+      try {
+        checkServes(incarnation);
+        synchronized (generations.lockFor(address)) {
+          generations.wrote(address, length);
+          runInOrder(generations.endReceive(address));
+        }
+        bytesWrittenDirectly.add(length);
+        if (metrics.enabled()) {
+          bytesWritten.inc(length);
+        }
+        metrics.observe(MessageType.BLOCK_WRITE, startNanos, "OK");
+      } catch (EmberException e) {
+        end();
+        metrics.observe(MessageType.BLOCK_WRITE, startNanos, e.code().name());
+        RpcServer.replyError(channel, "data node", MessageType.BLOCK_WRITE.code(), requestId, e);
+        return;
+      }
+      RpcServer.reply(channel, "data node", MessageType.BLOCK_WRITE.code(), requestId, answer);
+    }
+
+    /** Its connection closed before all its bytes came: they count for nothing. */
+    void abandon() {
+      directWrites.remove(this);
+      end();
+    }
+
+    private void end() {
+      synchronized (generations.lockFor(address)) {
+        runInOrder(generations.endReceive(address));
+      }
+    }
+  }
+
+  private static void runInOrder(List<Runnable> writes) {
+    for (Runnable w : writes) {
+      w.run();
+    }
+  }
+
+  /** What {@link DirectWriteDecoder} asks of this node. */
+  interface DirectWrites {
+    /**
+     * Begins a write of {@code length} bytes whose fields have arrived, or returns null when it
+     * must take the usual path: refused (which checks it again and says why), or waiting for writes
+     * of another generation in its slot.
+     */
+    DirectWrite begin(
+        Channel ch,
+        long requestId,
+        long incarnation,
+        long blockId,
+        long generation,
+        long address,
+        int length);
+
+    /** {@code w} got no byte for the stall period; its connection is about to close. */
+    void stalled(Channel ch, DirectWrite w, int received);
+  }
+
+  private final class DirectWritesHere implements DirectWrites {
+    @Override
+    public DirectWrite begin(
+        Channel ch,
+        long requestId,
+        long incarnation,
+        long blockId,
+        long generation,
+        long address,
+        int length) {
+      long start = System.nanoTime();
+      try {
+        checkServes(incarnation);
+        BlockGenerations g = generations(incarnation);
+        ByteBuffer window = region.window(address, length).slice();
+        synchronized (g.lockFor(address)) {
+          if (g.mustWait(address, generation)) {
+            return null;
+          }
+          g.checkWrite(blockId, generation, address, length, describe);
+          g.startReceive(address, generation);
+        }
+        DirectWrite w =
+            new DirectWrite(ch, requestId, incarnation, address, length, g, window, start);
+        directWrites.add(w);
+        if (stamp.held() != incarnation) {
+          // A new incarnation began after the check, and may have missed this write when it
+          // closed the old one's connections.
+          w.abandon();
+          return null;
+        }
+        return w;
+      } catch (EmberException e) {
+        return null;
+      }
+    }
+
+    @Override
+    public void stalled(Channel ch, DirectWrite w, int received) {
+      LOG.warn(
+          "{}: closing connection from {}: a {}-byte write stopped after {} bytes",
+          describe,
+          ch.remoteAddress(),
+          w.length,
+          received);
+    }
   }
 
   private final class Service implements RpcService {
@@ -325,14 +567,11 @@ public final class DramDataNode implements DataNode {
               BlockGenerations g = generations(r.incarnation());
               // Checked and copied under the slot's lock: a write of an older generation that
               // passed its check cannot land after the newer generation's first write.
-              int length = r.data().readableBytes();
               synchronized (g.lockFor(r.address())) {
-                g.checkWrite(r.blockId(), r.generation(), r.address(), length, describe);
-                region.write(r.address(), r.data());
-                g.wrote(r.address(), length);
-              }
-              if (metrics.enabled()) {
-                bytesWritten.inc(length);
+                if (g.mustWait(r.address(), r.generation())) {
+                  return waitForReceives(g, r);
+                }
+                writeBuffered(g, r);
               }
             } finally {
               r.data().release();

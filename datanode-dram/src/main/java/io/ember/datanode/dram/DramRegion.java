@@ -52,7 +52,13 @@ final class DramRegion {
     return Unpooled.wrappedBuffer(window(address, length).slice());
   }
 
-  private ByteBuffer window(long address, int length) throws EmberException {
+  /**
+   * The {@code length} bytes at {@code address} as a buffer positioned at them, for a socket to
+   * read into.
+   *
+   * @throws EmberException {@link ErrorCode#OUT_OF_RANGE} when the range is not inside one segment
+   */
+  ByteBuffer window(long address, int length) throws EmberException {
     // Written so that a huge address cannot overflow past the check.
     if (address < 0 || length < 0 || length > capacity || address > capacity - length) {
       throw new EmberException(

@@ -1,10 +1,14 @@
 package io.ember.datanode.dram;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.ember.protocol.EmberException;
 import io.ember.protocol.ErrorCode;
+import java.util.ArrayList;
+import java.util.List;
 import org.junit.jupiter.api.Test;
 
 /** The bytes a block holds without a gap, as lease recovery asks for them. */
@@ -72,5 +76,28 @@ class BlockGenerationsTest {
     EmberException notAStart =
         assertThrows(EmberException.class, () -> g.heldLength(1, 6, 10, "test"));
     assertEquals(ErrorCode.OUT_OF_RANGE, notAStart.code());
+  }
+
+  @Test
+  void writesOfAnotherGenerationWaitForReceivesInTheirSlotAndRunInOrder() throws EmberException {
+    BlockGenerations g = new BlockGenerations(7, 4 * BLOCK, BLOCK);
+    g.checkWrite(1, 5, BLOCK, 600, "test");
+    g.startReceive(BLOCK, 5);
+    g.startReceive(BLOCK + 600, 5);
+    // The same generation goes on; another one in that slot waits; other slots are free.
+    assertFalse(g.mustWait(BLOCK + 700, 5));
+    assertTrue(g.mustWait(BLOCK + 10, 6));
+    assertFalse(g.mustWait(2 * BLOCK, 6));
+    assertFalse(g.mustWait(100 * BLOCK, 6), "outside the region: checkWrite refuses it");
+    List<String> ran = new ArrayList<>();
+    g.await(BLOCK, () -> ran.add("first"));
+    // Once one waits, every later write to the slot queues behind it, even of the receiving one.
+    assertTrue(g.mustWait(BLOCK + 900, 5));
+    g.await(BLOCK, () -> ran.add("second"));
+    assertEquals(List.of(), g.endReceive(BLOCK), "a receive is still arriving");
+    List<Runnable> ready = g.endReceive(BLOCK + 600);
+    ready.forEach(Runnable::run);
+    assertEquals(List.of("first", "second"), ran);
+    assertFalse(g.mustWait(BLOCK, 6));
   }
 }

@@ -1,0 +1,244 @@
+package io.ember.datanode.dram;
+
+import io.ember.protocol.Frame;
+import io.ember.protocol.FrameDecoder;
+import io.ember.protocol.MessageType;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufAllocator;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.ChannelConfig;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.RecvByteBufAllocator;
+import io.netty.channel.socket.SocketChannel;
+import io.netty.util.UncheckedBooleanSupplier;
+import java.nio.ByteBuffer;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * Frames a DRAM data node's connection, and lands the bytes of a large {@code BLOCK_WRITE} in the
+ * block itself: once the request's fields have arrived and the write is allowed, the connection's
+ * next socket reads are handed the block's memory as their buffer, so the kernel copies the bytes
+ * there and nothing copies them again. Every other frame is gathered whole, as {@link FrameDecoder}
+ * does.
+ *
+ * <p>A writer that stops sending in the middle of such a frame holds its block's later writers of
+ * another generation back (see {@link BlockGenerations#mustWait}); one that makes no progress for a
+ * stall period (half the RPC timeout), seen twice, has its connection closed.
+ */
+final class DirectWriteDecoder extends FrameDecoder {
+  /**
+   * Writes of at most this many bytes are gathered as other frames: their bytes come in a socket
+   * read or two, which would be copied whichever way they land.
+   */
+  static final int MIN_DIRECT_BYTES = 64 << 10;
+
+  /**
+   * The fields of a BLOCK_WRITE before its data: incarnation, block, generation, address, length.
+   */
+  private static final int WRITE_FIELDS = 8 + 8 + 8 + 8 + 4;
+
+  private final DramDataNode.DirectWrites writes;
+  private final long stallNanos;
+
+  /** The write whose bytes the socket reads into, or null. */
+  private DramDataNode.DirectWrite current;
+
+  /** Bytes of {@link #current} in its block so far. */
+  private int filled;
+
+  /** The last buffer handed to the socket for {@link #current}, to know it when it comes back. */
+  private ByteBuf handedOut;
+
+  /** Whether the stall check runs (on this connection's thread, as everything here does). */
+  private boolean watching;
+
+  /** What the stall check saw when it last looked. */
+  private DramDataNode.DirectWrite seenWrite;
+
+  private int seenFilled;
+
+  private DirectWriteDecoder(int maxFrameBytes, DramDataNode.DirectWrites writes, long stallNanos) {
+    super(maxFrameBytes);
+    this.writes = writes;
+    this.stallNanos = stallNanos;
+  }
+
+  /**
+   * Installs the decoder on {@code ch} with the receive buffers that serve it.
+   *
+   * @param stallNanos how long a direct write may go without a byte before its connection closes
+   */
+  static void install(
+      SocketChannel ch, int maxFrameBytes, DramDataNode.DirectWrites writes, long stallNanos) {
+    DirectWriteDecoder decoder = new DirectWriteDecoder(maxFrameBytes, writes, stallNanos);
+    RecvByteBufAllocator usual = ch.config().getRecvByteBufAllocator();
+    ch.config().setRecvByteBufAllocator(new IntoBlocks(usual, decoder));
+    ch.pipeline().addLast("frames", decoder);
+  }
+
+  @Override
+  protected Diversion divert(ChannelHandlerContext ctx, ByteBuf in, long length) {
+    long dataBytes = length - Frame.HEADER_BYTES - WRITE_FIELDS;
+    if (dataBytes <= MIN_DIRECT_BYTES) {
+      return Diversion.KEEP;
+    }
+    if (in.readableBytes() < 4 + Frame.HEADER_BYTES + WRITE_FIELDS) {
+      return Diversion.ASK_AGAIN;
+    }
+    int header = in.readerIndex() + 4;
+    if (in.getUnsignedByte(header) != Frame.VERSION
+        || in.getUnsignedByte(header + 1) != MessageType.BLOCK_WRITE.code()
+        || in.getUnsignedByte(header + 2) != 0) {
+      // Gathered whole, the frame gets the server's usual error.
+      return Diversion.KEEP;
+    }
+    long requestId = in.getLong(header + 3);
+    int fields = header + Frame.HEADER_BYTES;
+    int declared = in.getInt(fields + 32);
+    if (declared != dataBytes) {
+      return Diversion.KEEP;
+    }
+    DramDataNode.DirectWrite w =
+        writes.begin(
+            ctx.channel(),
+            requestId,
+            in.getLong(fields),
+            in.getLong(fields + 8),
+            in.getLong(fields + 16),
+            in.getLong(fields + 24),
+            declared);
+    if (w == null) {
+      // Refused or must wait: the usual path checks it again and answers.
+      return Diversion.KEEP;
+    }
+    in.skipBytes(4 + Frame.HEADER_BYTES + WRITE_FIELDS);
+    filled = in.readableBytes();
+    ByteBuffer start = w.window().duplicate();
+    start.limit(filled);
+    in.readBytes(start);
+    current = w;
+    watchForStall(ctx);
+    return Diversion.TAKEN;
+  }
+
+  /** The block's memory from the first byte not yet received, for the next socket read. */
+  private ByteBuf nextBuffer() {
+    ByteBuffer rest = current.window().duplicate();
+    rest.position(filled);
+    handedOut = Unpooled.wrappedBuffer(rest).clear();
+    return handedOut;
+  }
+
+  @Override
+  public void channelRead(ChannelHandlerContext ctx, Object msg) throws Exception {
+    if (current == null || msg != handedOut) {
+      super.channelRead(ctx, msg);
+      return;
+    }
+    ByteBuf landed = (ByteBuf) msg;
+    filled += landed.readableBytes();
+    landed.release();
+    handedOut = null;
+    if (filled == current.length()) {
+      DramDataNode.DirectWrite done = current;
+      current = null;
+      done.finish();
+    }
+  }
+
+  @Override
+  public void channelInactive(ChannelHandlerContext ctx) throws Exception {
+    abandon();
+    super.channelInactive(ctx);
+  }
+
+  @Override
+  protected void handlerRemoved0(ChannelHandlerContext ctx) {
+    abandon();
+  }
+
+  private void abandon() {
+    if (current != null) {
+      DramDataNode.DirectWrite w = current;
+      current = null;
+      w.abandon();
+    }
+  }
+
+  /**
+   * Closes the connection when a write is arriving and got no byte since the last look; looks every
+   * stall period from this connection's first direct write on, until it closes.
+   */
+  private void watchForStall(ChannelHandlerContext ctx) {
+    if (watching) {
+      return;
+    }
+    watching = true;
+    Runnable look =
+        new Runnable() {
+          @Override
+          public void run() {
+            if (!ctx.channel().isActive()) {
+              return;
+            }
+            if (current != null && current == seenWrite && filled == seenFilled) {
+              writes.stalled(ctx.channel(), current, filled);
+              var unused = ctx.channel().close();
+              return;
+            }
+            seenWrite = current;
+            seenFilled = filled;
+            var unused = ctx.executor().schedule(this, stallNanos, TimeUnit.NANOSECONDS);
+          }
+        };
+    var unused = ctx.executor().schedule(look, stallNanos, TimeUnit.NANOSECONDS);
+  }
+
+  /**
+   * The connection's receive buffers: the usual ones, except while a direct write is arriving, when
+   * each read gets the rest of its block and no more (so a read never takes the next frame's bytes
+   * into the block).
+   */
+  private static final class IntoBlocks implements RecvByteBufAllocator {
+    private final RecvByteBufAllocator usual;
+    private final DirectWriteDecoder decoder;
+
+    IntoBlocks(RecvByteBufAllocator usual, DirectWriteDecoder decoder) {
+      this.usual = usual;
+      this.decoder = decoder;
+    }
+
+    @Override
+    @SuppressWarnings("deprecation") // Netty's interface still returns the deprecated type
+    public Handle newHandle() {
+      return new IntoBlocksHandle((ExtendedHandle) usual.newHandle(), decoder);
+    }
+  }
+
+  private static final class IntoBlocksHandle extends RecvByteBufAllocator.DelegatingHandle
+      implements RecvByteBufAllocator.ExtendedHandle {
+    private final RecvByteBufAllocator.ExtendedHandle usual;
+    private final DirectWriteDecoder decoder;
+
+    IntoBlocksHandle(RecvByteBufAllocator.ExtendedHandle usual, DirectWriteDecoder decoder) {
+      super(usual);
+      this.usual = usual;
+      this.decoder = decoder;
+    }
+
+    @Override
+    public ByteBuf allocate(ByteBufAllocator alloc) {
+      return decoder.current != null ? decoder.nextBuffer() : usual.allocate(alloc);
+    }
+
+    @Override
+    public void reset(ChannelConfig config) {
+      usual.reset(config);
+    }
+
+    @Override
+    public boolean continueReading(UncheckedBooleanSupplier maybeMoreDataSupplier) {
+      return usual.continueReading(maybeMoreDataSupplier);
+    }
+  }
+}
