@@ -100,6 +100,9 @@ public final class BenchCommand implements Callable<Integer> {
 
   @CommandLine.Spec CommandLine.Model.CommandSpec spec;
 
+  /** How the in-process data node's network threads are named (its RPC server's, "data node"). */
+  private static final String DATANODE_THREADS = "data node-io";
+
   private PrintWriter out;
   private PrintWriter progress;
   private final Comparison figures = new Comparison("Ember", "baseline", 2);
@@ -180,6 +183,8 @@ public final class BenchCommand implements Callable<Integer> {
     double[] emberR = new double[rounds];
     double[] rawW = new double[rounds];
     double[] rawR = new double[rounds];
+    double[] emberCpu = new double[rounds];
+    double[] rawCpu = new double[rounds];
     String label = opSize >= (1 << 20) ? (opSize >> 20) + " MiB" : (opSize >> 10) + " KiB";
     // Warm-up rounds run until --warmup seconds have passed and are not counted: on two cores the
     // JIT needs gigabytes of traffic through Ember's deeper stack before it stops recompiling,
@@ -206,15 +211,50 @@ public final class BenchCommand implements Callable<Integer> {
       rawW[r] = f.rawWrite();
       emberR[r] = f.emberRead();
       rawR[r] = f.rawRead();
+      emberCpu[r] = f.emberReceiverCpu();
+      rawCpu[r] = f.rawReceiverCpu();
     }
     String how = buffered ? " (buffered stream)" : "";
     String goal = opSize >= (1 << 20) ? ">= 0.70" : "";
     figures.add("write " + label + " ops" + how, "MiB/s", emberW, rawW, goal);
     figures.add("read " + label + " ops" + how, "MiB/s", emberR, rawR, goal);
+    if (namenode == null && !buffered) {
+      figures.add("receiver CPU per GiB written, " + label + " ops", "ms", emberCpu, rawCpu, "");
+    }
   }
 
-  /** One round's throughput, MiB/s: Ember's and the raw socket's, writing then reading. */
-  private record Figures(double emberWrite, double rawWrite, double emberRead, double rawRead) {}
+  /**
+   * CPU time so far of this process's threads whose names start with {@code prefix}: the data
+   * node's network threads, or the raw socket's server.
+   */
+  private static long cpuNanos(String prefix) {
+    java.lang.management.ThreadMXBean threads =
+        java.lang.management.ManagementFactory.getThreadMXBean();
+    long sum = 0;
+    for (java.lang.management.ThreadInfo t : threads.getThreadInfo(threads.getAllThreadIds())) {
+      if (t != null && t.getThreadName().startsWith(prefix)) {
+        sum += Math.max(0, threads.getThreadCpuTime(t.getThreadId()));
+      }
+    }
+    return sum;
+  }
+
+  private static double msPerGiB(long nanos, long bytes) {
+    return nanos / 1e6 / (bytes / (double) (1L << 30));
+  }
+
+  /**
+   * One round's throughput, MiB/s: Ember's and the raw socket's, writing then reading; and the CPU
+   * time of the receiving side (the data node's network threads, the raw socket's server) per GiB
+   * written, in ms.
+   */
+  private record Figures(
+      double emberWrite,
+      double rawWrite,
+      double emberRead,
+      double rawRead,
+      double emberReceiverCpu,
+      double rawReceiverCpu) {}
 
   /** Moves {@code bytes} through the raw socket and then through an Ember file, in ops of buf. */
   private Figures round(
@@ -231,10 +271,13 @@ public final class BenchCommand implements Callable<Integer> {
     int opSize = buf.length;
     long ops = bytes / opSize;
     note(String.format(Locale.ROOT, "throughput %s ops, %s: raw socket...", label, round));
+    long rawCpu0 = cpuNanos(RawSocketBaseline.SERVER_THREAD);
     double rw = raw.send(bytes, opSize);
+    long rawCpu = cpuNanos(RawSocketBaseline.SERVER_THREAD) - rawCpu0;
     double rr = raw.receive(bytes, opSize);
     note(String.format(Locale.ROOT, "throughput %s ops, %s: Ember...", label, round));
     String path = dir + "/t-" + opSize + "-" + index;
+    long dnCpu0 = cpuNanos(DATANODE_THREADS);
     long t0 = System.nanoTime();
     try (EmberOutputStream o =
         buffered
@@ -245,6 +288,7 @@ public final class BenchCommand implements Callable<Integer> {
       }
     }
     long t1 = System.nanoTime();
+    long dnCpu = cpuNanos(DATANODE_THREADS) - dnCpu0;
     try (EmberInputStream in = client.open(path)) {
       for (long i = 0; i < ops; i++) {
         if (in.readNBytes(buf, 0, opSize) != opSize) {
@@ -254,7 +298,14 @@ public final class BenchCommand implements Callable<Integer> {
     }
     long t2 = System.nanoTime();
     client.delete(path, false);
-    Figures f = new Figures(mibPerSec(bytes, t1 - t0), rw, mibPerSec(bytes, t2 - t1), rr);
+    Figures f =
+        new Figures(
+            mibPerSec(bytes, t1 - t0),
+            rw,
+            mibPerSec(bytes, t2 - t1),
+            rr,
+            msPerGiB(dnCpu, bytes),
+            msPerGiB(rawCpu, bytes));
     note(
         String.format(
             Locale.ROOT,
@@ -337,7 +388,8 @@ public final class BenchCommand implements Callable<Integer> {
   private static final String BASELINES =
       "baselines: throughput = raw socket over loopback moving the same bytes in the"
           + " same op size, its server sending from and receiving into direct memory the size of"
-          + " the data; metadata = a raw TCP ping-pong on loopback (blocking sockets, a server"
+          + " the data (receiver CPU: the data node's network threads beside the raw socket's"
+          + " server thread, while each takes the written bytes; lower is better); metadata = a raw TCP ping-pong on loopback (blocking sockets, a server"
           + " thread per connection) of the same request and answer sizes (two for create + close),"
           + " alternated call by call with the measured operation; the no-op RPC is Ember's own"
           + " round trip that does nothing. Metadata calls are the blocking ones (lookup, create,"

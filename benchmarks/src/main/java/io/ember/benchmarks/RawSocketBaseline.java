@@ -26,6 +26,9 @@ final class RawSocketBaseline implements AutoCloseable {
   /** Direct memory the server moves bytes through; larger runs cycle through it. */
   private static final int MAX_STORE = 1 << 30;
 
+  /** The name of the thread that serves the baseline's connections. */
+  static final String SERVER_THREAD = "raw-socket-baseline";
+
   private final ServerSocketChannel server;
   private final Thread acceptor;
   private final ByteBuffer store;
@@ -42,7 +45,7 @@ final class RawSocketBaseline implements AutoCloseable {
     server =
         ServerSocketChannel.open()
             .bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 8);
-    acceptor = new Thread(this::serve, "raw-socket-baseline");
+    acceptor = new Thread(this::serve, SERVER_THREAD);
     acceptor.setDaemon(true);
     acceptor.start();
   }
