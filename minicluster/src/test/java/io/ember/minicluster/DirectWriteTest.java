@@ -6,6 +6,7 @@ import static java.nio.charset.StandardCharsets.UTF_8;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.ember.client.CreateOptions;
 import io.ember.client.EmberClient;
@@ -115,6 +116,9 @@ class DirectWriteTest {
       out.write(big);
     }
     assertArrayEquals(big, readAll(client, "/big"));
+    assertTrue(
+        datanode().bytesWrittenDirectly() - directBefore >= 3L * BLOCK,
+        "the client's 1 MiB writes took the direct path");
   }
 
   @Test
@@ -132,6 +136,7 @@ class DirectWriteTest {
       assertArrayEquals(data(100, 1), replies.get(2L).body());
     }
     assertEquals(0, datanode().directWritesArriving());
+    assertEquals(0, datanode().bytesWrittenDirectly(), "a refused write landed bytes");
   }
 
   @Test
@@ -169,18 +174,17 @@ class DirectWriteTest {
     try (Socket s = connect()) {
       OutputStream out = s.getOutputStream();
       byte[] frame = writeFrame(1, old, 0, stale, old.incarnation());
-      int half = frame.length / 2;
-      out.write(frame, 0, half);
-      out.flush();
-      awaitTrue(() -> datanode().directWritesArriving() == 1, "the old write to begin arriving");
+      int sent = frame.length / 2;
+      out.write(frame, 0, sent);
+      sent = trickle(out, frame, sent, () -> datanode().directWritesArriving() == 1, "arriving");
 
       client.delete("/old", false);
       byte[] fresh = data(500_000, 8);
       CompletableFuture<Void> written = writeInBackground(client, "/new", fresh);
-      awaitTrue(() -> datanode().writesWaiting() > 0, "the new file's write to wait");
+      sent = trickle(out, frame, sent, () -> datanode().writesWaiting() > 0, "the new write");
       assertFalse(written.isDone(), "the new write went ahead of bytes still arriving");
 
-      out.write(frame, half, frame.length - half);
+      out.write(frame, sent, frame.length - sent);
       out.flush();
       // The old write was allowed when it began, so it is answered; then the new one lands over it.
       assertEquals(0, replies(s, 1).get(1L).errorCode());
@@ -198,26 +202,88 @@ class DirectWriteTest {
 
   @Test
   void aWriterThatStallsMidWriteIsCutOffAndTheWriteWaitingForItLands() throws Exception {
-    cluster = oneBlockCluster("4s");
+    cluster = oneBlockCluster("10s");
     // The client waits far longer than the data node lets a stalled write hold its block.
     EmberClient client =
         cluster.newClient(EmberConfig.defaults().with(EmberKeys.RPC_TIMEOUT, "2m"));
     BlockLocation old = smallFile(client, "/old");
     try (Socket s = connect()) {
+      OutputStream out = s.getOutputStream();
       byte[] frame = writeFrame(1, old, 0, data(600_000, 9), old.incarnation());
-      s.getOutputStream().write(frame, 0, frame.length / 3);
-      s.getOutputStream().flush();
-      awaitTrue(() -> datanode().directWritesArriving() == 1, "the old write to begin arriving");
+      int sent = frame.length / 3;
+      out.write(frame, 0, sent);
+      sent = trickle(out, frame, sent, () -> datanode().directWritesArriving() == 1, "arriving");
 
       client.delete("/old", false);
       byte[] fresh = data(300_000, 10);
       CompletableFuture<Void> written = writeInBackground(client, "/new", fresh);
-      awaitTrue(() -> datanode().writesWaiting() > 0, "the new file's write to wait");
+      trickle(out, frame, sent, () -> datanode().writesWaiting() > 0, "the new write");
 
-      // The stalled writer's connection is closed without an answer.
-      assertEquals(-1, s.getInputStream().read());
+      // Now it stops: its connection is closed without an answer.
+      assertClosedWithoutAnswer(s);
       written.get(DEADLINE.toMillis(), TimeUnit.MILLISECONDS);
       assertArrayEquals(fresh, readAll(client, "/new"));
+    }
+  }
+
+  @Test
+  void aWriteStillArrivingWhenTheNodeRegistersAnewIsCutOffAndHoldsTheNewContentsBackUntilThen()
+      throws Exception {
+    cluster = oneBlockCluster("20s");
+    EmberClient client = cluster.newClient();
+    BlockLocation old = smallFile(client, "/old");
+    try (Socket s = connect()) {
+      OutputStream out = s.getOutputStream();
+      byte[] frame = writeFrame(1, old, 0, data(600_000, 11), old.incarnation());
+      int sent = frame.length / 2;
+      out.write(frame, 0, sent);
+      sent = trickle(out, frame, sent, () -> datanode().directWritesArriving() == 1, "arriving");
+
+      // A name node that forgot everything: the data node registers anew, its blocks free again.
+      cluster.restartNamenodeEmpty();
+      trickle(out, frame, sent, () -> datanode().incarnation() != old.incarnation(), "new stamp");
+
+      // The new contents' first write closes the old writer's connection and waits for it to end.
+      byte[] fresh = data(300_000, 12);
+      try (EmberOutputStream o = client.create("/new", CreateOptions.DEFAULT)) {
+        o.write(fresh);
+      }
+      assertClosedWithoutAnswer(s);
+      assertEquals(old.address(), client.blockLocations("/new").get(0).address());
+      assertArrayEquals(fresh, readAll(client, "/new"));
+    }
+    awaitTrue(() -> datanode().directWritesArriving() == 0, "the old write to end");
+  }
+
+  /**
+   * Sends {@code frame}'s bytes from {@code from} on, one every 20 ms, until {@code until} holds,
+   * so that a writer others wait for never looks stalled; returns where it stopped.
+   */
+  private static int trickle(
+      OutputStream out, byte[] frame, int from, BooleanSupplier until, String what)
+      throws IOException, InterruptedException {
+    long end = System.nanoTime() + DEADLINE.toNanos();
+    int at = from;
+    out.flush();
+    while (!until.getAsBoolean()) {
+      if (System.nanoTime() > end || at == frame.length - 1) {
+        throw new AssertionError("timed out waiting for " + what);
+      }
+      out.write(frame[at++]);
+      out.flush();
+      Thread.sleep(20);
+    }
+    return at;
+  }
+
+  /** The server closed {@code s} without sending anything (a close, or a reset). */
+  private static void assertClosedWithoutAnswer(Socket s) {
+    try {
+      assertEquals(-1, s.getInputStream().read(), "an answer came instead of a close");
+    } catch (java.net.SocketTimeoutException e) {
+      throw new AssertionError("the connection was not closed", e);
+    } catch (IOException reset) {
+      // Closed with bytes of ours unread: a reset is a close too.
     }
   }
 

@@ -32,6 +32,12 @@ final class BlockGenerations {
   private final Object[] stripes = new Object[64];
 
   /**
+   * The generation {@link #startReceive} is given for a write of earlier contents still arriving
+   * (see {@code DramDataNode.DirectWrite#holdBack}): no write's, so every write to the slot waits.
+   */
+  static final long OTHER_CONTENTS = -1;
+
+  /**
    * Per slot, the writes whose bytes are landing in the region straight from a socket (counted
    * under the slot's stripe lock), and the one generation they are of. Such a write was checked
    * when it began; it cannot be checked again as each socket read lands.

@@ -22,8 +22,9 @@ import java.util.concurrent.TimeUnit;
  * does.
  *
  * <p>A writer that stops sending in the middle of such a frame holds its block's later writers of
- * another generation back (see {@link BlockGenerations#mustWait}); one that makes no progress for a
- * stall period (half the RPC timeout), seen twice, has its connection closed.
+ * another generation back (see {@link BlockGenerations#mustWait}); one that sends nothing between
+ * two looks of a check run every half RPC timeout has its connection closed (not while this node
+ * itself stopped reading). A writer that goes on sending, however slowly, is not cut off.
  */
 final class DirectWriteDecoder extends FrameDecoder {
   /**
@@ -181,13 +182,18 @@ final class DirectWriteDecoder extends FrameDecoder {
             if (!ctx.channel().isActive()) {
               return;
             }
-            if (current != null && current == seenWrite && filled == seenFilled) {
+            if (!ctx.channel().config().isAutoRead()) {
+              // This node stopped reading (its answers back up, or it is paused): the writer is
+              // not the one stalling.
+              seenWrite = null;
+            } else if (current != null && current == seenWrite && filled == seenFilled) {
               writes.stalled(ctx.channel(), current, filled);
               var unused = ctx.channel().close();
               return;
+            } else {
+              seenWrite = current;
+              seenFilled = filled;
             }
-            seenWrite = current;
-            seenFilled = filled;
             var unused = ctx.executor().schedule(this, stallNanos, TimeUnit.NANOSECONDS);
           }
         };
@@ -196,8 +202,8 @@ final class DirectWriteDecoder extends FrameDecoder {
 
   /**
    * The connection's receive buffers: the usual ones, except while a direct write is arriving, when
-   * each read gets the rest of its block and no more (so a read never takes the next frame's bytes
-   * into the block).
+   * each read gets the block's memory for the rest of that write's bytes and no more (so a read
+   * never takes the next frame's bytes into the block).
    */
   private static final class IntoBlocks implements RecvByteBufAllocator {
     private final RecvByteBufAllocator usual;

@@ -347,13 +347,16 @@ public final class DramDataNode implements DataNode {
         // registered anew must not start the new incarnation's table.
         checkServes(incarnation);
         g = new BlockGenerations(incarnation, region.capacity(), link.blockSize());
-        generations = g;
         for (DirectWrite w : directWrites) {
           if (w.incarnation != incarnation) {
-            // Its block may go to a new file at once; its next socket read must not land there.
+            // Its block may go to a new file at once, and its connection closes only once its
+            // thread gets to it: until it ends, the new contents' writes to its slot wait.
+            w.holdBack(g);
             var unused = w.channel.close();
           }
         }
+        // Published once the old writes hold their slots, so no new write finds one free.
+        generations = g;
       }
       return g;
     }
@@ -416,6 +419,12 @@ public final class DramDataNode implements DataNode {
     private final ByteBuffer window;
     private final long startNanos;
 
+    /** Set once it ended; guarded by this write. */
+    private boolean ended;
+
+    /** Newer contents' table it holds its slot in, or null; guarded by this write. */
+    private BlockGenerations heldBackIn;
+
     private DirectWrite(
         Channel channel,
         long requestId,
@@ -447,25 +456,25 @@ public final class DramDataNode implements DataNode {
     /** All its bytes are in the region: counts them and answers the writer. */
     void finish() {
       directWrites.remove(this);
-      Message answer = Message.EMPTY;
       try {
         checkServes(incarnation);
-        synchronized (generations.lockFor(address)) {
-          generations.wrote(address, length);
-          runInOrder(generations.endReceive(address));
-        }
-        bytesWrittenDirectly.add(length);
-        if (metrics.enabled()) {
-          bytesWritten.inc(length);
-        }
-        metrics.observe(MessageType.BLOCK_WRITE, startNanos, "OK");
       } catch (EmberException e) {
         end();
         metrics.observe(MessageType.BLOCK_WRITE, startNanos, e.code().name());
         RpcServer.replyError(channel, "data node", MessageType.BLOCK_WRITE.code(), requestId, e);
         return;
       }
-      RpcServer.reply(channel, "data node", MessageType.BLOCK_WRITE.code(), requestId, answer);
+      synchronized (generations.lockFor(address)) {
+        generations.wrote(address, length);
+      }
+      end();
+      bytesWrittenDirectly.add(length);
+      if (metrics.enabled()) {
+        bytesWritten.inc(length);
+      }
+      metrics.observe(MessageType.BLOCK_WRITE, startNanos, "OK");
+      RpcServer.reply(
+          channel, "data node", MessageType.BLOCK_WRITE.code(), requestId, Message.EMPTY);
     }
 
     /** Its connection closed before all its bytes came: they count for nothing. */
@@ -474,9 +483,34 @@ public final class DramDataNode implements DataNode {
       end();
     }
 
+    /**
+     * Makes the writes of {@code newer} contents to this write's slot wait until it ends, as writes
+     * of another generation wait in its own contents' table.
+     */
+    synchronized void holdBack(BlockGenerations newer) {
+      if (ended) {
+        return;
+      }
+      synchronized (newer.lockFor(address)) {
+        newer.startReceive(address, BlockGenerations.OTHER_CONTENTS);
+      }
+      heldBackIn = newer;
+    }
+
+    /** Ends the receive in its table (and the one it holds back), running the writes it held. */
     private void end() {
+      BlockGenerations newer;
+      synchronized (this) {
+        ended = true;
+        newer = heldBackIn;
+      }
       synchronized (generations.lockFor(address)) {
         runInOrder(generations.endReceive(address));
+      }
+      if (newer != null) {
+        synchronized (newer.lockFor(address)) {
+          runInOrder(newer.endReceive(address));
+        }
       }
     }
   }
