@@ -218,7 +218,9 @@ public final class BenchCommand implements Callable<Integer> {
     String goal = opSize >= (1 << 20) ? ">= 0.70" : "";
     figures.add("write " + label + " ops" + how, "MiB/s", emberW, rawW, goal);
     figures.add("read " + label + " ops" + how, "MiB/s", emberR, rawR, goal);
-    if (namenode == null && !buffered) {
+    if (namenode == null
+        && !buffered
+        && java.lang.management.ManagementFactory.getThreadMXBean().isThreadCpuTimeEnabled()) {
       figures.add("receiver CPU per GiB written, " + label + " ops", "ms", emberCpu, rawCpu, "");
     }
   }
@@ -389,7 +391,8 @@ public final class BenchCommand implements Callable<Integer> {
       "baselines: throughput = raw socket over loopback moving the same bytes in the"
           + " same op size, its server sending from and receiving into direct memory the size of"
           + " the data (receiver CPU: the data node's network threads beside the raw socket's"
-          + " server thread, while each takes the written bytes; lower is better); metadata = a raw TCP ping-pong on loopback (blocking sockets, a server"
+          + " server thread, while each takes the written bytes; lower is better); metadata = a"
+          + " raw TCP ping-pong on loopback (blocking sockets, a server"
           + " thread per connection) of the same request and answer sizes (two for create + close),"
           + " alternated call by call with the measured operation; the no-op RPC is Ember's own"
           + " round trip that does nothing. Metadata calls are the blocking ones (lookup, create,"

@@ -13,6 +13,8 @@ import io.netty.channel.socket.SocketChannel;
 import io.netty.util.UncheckedBooleanSupplier;
 import java.nio.ByteBuffer;
 import java.util.concurrent.TimeUnit;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * Frames a DRAM data node's connection, and lands the bytes of a large {@code BLOCK_WRITE} in the
@@ -27,6 +29,8 @@ import java.util.concurrent.TimeUnit;
  * itself stopped reading). A writer that goes on sending, however slowly, is not cut off.
  */
 final class DirectWriteDecoder extends FrameDecoder {
+  private static final Logger LOG = LoggerFactory.getLogger(DirectWriteDecoder.class);
+
   /**
    * Writes of at most this many bytes are gathered as other frames: their bytes come in a socket
    * read or two, which would be copied whichever way they land.
@@ -38,7 +42,7 @@ final class DirectWriteDecoder extends FrameDecoder {
    */
   private static final int WRITE_FIELDS = 8 + 8 + 8 + 8 + 4;
 
-  private final DramDataNode.DirectWrites writes;
+  private final DramDataNode node;
   private final long stallNanos;
 
   /** The write whose bytes the socket reads into, or null. */
@@ -58,9 +62,9 @@ final class DirectWriteDecoder extends FrameDecoder {
 
   private int seenFilled;
 
-  private DirectWriteDecoder(int maxFrameBytes, DramDataNode.DirectWrites writes, long stallNanos) {
+  private DirectWriteDecoder(int maxFrameBytes, DramDataNode node, long stallNanos) {
     super(maxFrameBytes);
-    this.writes = writes;
+    this.node = node;
     this.stallNanos = stallNanos;
   }
 
@@ -69,9 +73,8 @@ final class DirectWriteDecoder extends FrameDecoder {
    *
    * @param stallNanos how long a direct write may go without a byte before its connection closes
    */
-  static void install(
-      SocketChannel ch, int maxFrameBytes, DramDataNode.DirectWrites writes, long stallNanos) {
-    DirectWriteDecoder decoder = new DirectWriteDecoder(maxFrameBytes, writes, stallNanos);
+  static void install(SocketChannel ch, int maxFrameBytes, DramDataNode node, long stallNanos) {
+    DirectWriteDecoder decoder = new DirectWriteDecoder(maxFrameBytes, node, stallNanos);
     RecvByteBufAllocator usual = ch.config().getRecvByteBufAllocator();
     ch.config().setRecvByteBufAllocator(new IntoBlocks(usual, decoder));
     ch.pipeline().addLast("frames", decoder);
@@ -100,7 +103,7 @@ final class DirectWriteDecoder extends FrameDecoder {
       return Diversion.KEEP;
     }
     DramDataNode.DirectWrite w =
-        writes.begin(
+        node.beginDirectWrite(
             ctx.channel(),
             requestId,
             in.getLong(fields),
@@ -187,7 +190,12 @@ final class DirectWriteDecoder extends FrameDecoder {
               // not the one stalling.
               seenWrite = null;
             } else if (current != null && current == seenWrite && filled == seenFilled) {
-              writes.stalled(ctx.channel(), current, filled);
+              LOG.warn(
+                  "{}: closing connection from {}: a {}-byte write stopped after {} bytes",
+                  current.node(),
+                  ctx.channel().remoteAddress(),
+                  current.length(),
+                  filled);
               var unused = ctx.channel().close();
               return;
             } else {

@@ -37,8 +37,6 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.LongAdder;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /**
  * A DRAM data node: serves reads and writes of its off-heap region over Netty, registers the region
@@ -46,8 +44,6 @@ import org.slf4j.LoggerFactory;
  * (a restart, or it was marked lost) it registers again with its whole region.
  */
 public final class DramDataNode implements DataNode {
-  private static final Logger LOG = LoggerFactory.getLogger(DramDataNode.class);
-
   /** The tier name clients look up to read and write this node's blocks. */
   public static final String TIER = DramTier.NAME;
 
@@ -115,8 +111,7 @@ public final class DramDataNode implements DataNode {
     long stallNanos = config.get(EmberKeys.RPC_TIMEOUT).toNanos() / 2;
     Framing framing =
         config.get(DramDataNodeKeys.DIRECT_WRITES)
-            ? (ch, maxFrame) ->
-                DirectWriteDecoder.install(ch, maxFrame, new DirectWritesHere(), stallNanos)
+            ? (ch, maxFrame) -> DirectWriteDecoder.install(ch, maxFrame, this, stallNanos)
             : Framing.WHOLE_FRAMES;
     server = new RpcServer("data node", config, metrics.meter(new Service()), framing);
     String bindHost = config.get(DramDataNodeKeys.BIND_HOST);
@@ -453,6 +448,11 @@ public final class DramDataNode implements DataNode {
       return length;
     }
 
+    /** How logs name this data node. */
+    String node() {
+      return describe;
+    }
+
     /** All its bytes are in the region: counts them and answers the writer. */
     void finish() {
       directWrites.remove(this);
@@ -521,71 +521,43 @@ public final class DramDataNode implements DataNode {
     }
   }
 
-  /** What {@link DirectWriteDecoder} asks of this node. */
-  interface DirectWrites {
-    /**
-     * Begins a write of {@code length} bytes whose fields have arrived, or returns null when it
-     * must take the usual path: refused (which checks it again and says why), or waiting for writes
-     * of another generation in its slot.
-     */
-    DirectWrite begin(
-        Channel ch,
-        long requestId,
-        long incarnation,
-        long blockId,
-        long generation,
-        long address,
-        int length);
-
-    /** {@code w} got no byte for the stall period; its connection is about to close. */
-    void stalled(Channel ch, DirectWrite w, int received);
-  }
-
-  private final class DirectWritesHere implements DirectWrites {
-    @Override
-    public DirectWrite begin(
-        Channel ch,
-        long requestId,
-        long incarnation,
-        long blockId,
-        long generation,
-        long address,
-        int length) {
-      long start = System.nanoTime();
-      try {
-        checkServes(incarnation);
-        BlockGenerations g = generations(incarnation);
-        ByteBuffer window = region.window(address, length).slice();
-        synchronized (g.lockFor(address)) {
-          if (g.mustWait(address, generation)) {
-            return null;
-          }
-          g.checkWrite(blockId, generation, address, length, describe);
-          g.startReceive(address, generation);
-        }
-        DirectWrite w =
-            new DirectWrite(ch, requestId, incarnation, address, length, g, window, start);
-        directWrites.add(w);
-        if (stamp.held() != incarnation) {
-          // A new incarnation began after the check, and may have missed this write when it
-          // closed the old one's connections.
-          w.abandon();
+  /**
+   * Begins a direct write ({@link DirectWriteDecoder}) of {@code length} bytes whose fields have
+   * arrived, or returns null when it must take the usual path: refused (which checks it again and
+   * says why), or waiting for writes of another generation in its slot.
+   */
+  DirectWrite beginDirectWrite(
+      Channel ch,
+      long requestId,
+      long incarnation,
+      long blockId,
+      long generation,
+      long address,
+      int length) {
+    long start = System.nanoTime();
+    try {
+      checkServes(incarnation);
+      BlockGenerations g = generations(incarnation);
+      ByteBuffer window = region.window(address, length).slice();
+      synchronized (g.lockFor(address)) {
+        if (g.mustWait(address, generation)) {
           return null;
         }
-        return w;
-      } catch (EmberException e) {
+        g.checkWrite(blockId, generation, address, length, describe);
+        g.startReceive(address, generation);
+      }
+      DirectWrite w =
+          new DirectWrite(ch, requestId, incarnation, address, length, g, window, start);
+      directWrites.add(w);
+      if (stamp.held() != incarnation) {
+        // A new incarnation began after the check, and may have missed this write when it
+        // closed the old one's connections.
+        w.abandon();
         return null;
       }
-    }
-
-    @Override
-    public void stalled(Channel ch, DirectWrite w, int received) {
-      LOG.warn(
-          "{}: closing connection from {}: a {}-byte write stopped after {} bytes",
-          describe,
-          ch.remoteAddress(),
-          w.length,
-          received);
+      return w;
+    } catch (EmberException e) {
+      return null;
     }
   }
 
