@@ -1,7 +1,9 @@
 package io.ember.benchmarks;
 
+import io.ember.benchmarks.nvmf.ThreadCpuProfiler;
 import io.ember.benchmarks.report.Charts;
 import io.ember.benchmarks.report.HtmlReport;
+import java.lang.management.ManagementFactory;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.LinkedHashMap;
@@ -18,16 +20,20 @@ import org.openjdk.jmh.runner.NoBenchmarksException;
 import org.openjdk.jmh.runner.Runner;
 import org.openjdk.jmh.runner.options.CommandLineOptionException;
 import org.openjdk.jmh.runner.options.CommandLineOptions;
+import org.openjdk.jmh.runner.options.Options;
+import org.openjdk.jmh.runner.options.OptionsBuilder;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Unmatched;
 
 /**
  * {@code ember bench jmh [--report DIR] [JMH options]}: runs the JMH microbenchmarks of this module
- * (the NVMe/TCP path: {@code NvmfBenchmark}, and its floor {@code TcpPingPongBenchmark}). Arguments
- * go to JMH unchanged, e.g. {@code ember bench jmh 'NvmfBenchmark.*Qd32' -p queues=1,4 -rf json}.
- * With {@code --report}, JMH's results are also drawn, each benchmark beside the others of its mode
- * and unit, so a run that includes the ping-pong floor shows the NVMf latency beside it.
+ * (the NVMe/TCP path: {@code NvmfBenchmark}, and its raw-socket floors {@code TcpPingPongBenchmark}
+ * for QD1 and {@code TcpStreamBenchmark} for the queued ones). Arguments go to JMH unchanged, e.g.
+ * {@code ember bench jmh 'NvmfBenchmark.*Qd32' -p queues=1,4 -rf json}. Every run also reports the
+ * host's and the target's CPU time per operation ({@link ThreadCpuProfiler}). With {@code
+ * --report}, JMH's results are also drawn, each benchmark beside the others of its mode and unit,
+ * so a run that includes a floor shows the NVMf figure beside it.
  */
 @Command(
     name = "jmh",
@@ -52,8 +58,7 @@ public final class JmhCommand implements Callable<Integer> {
     } catch (CommandLineOptionException e) {
       throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
     }
-    if (report.dir == null
-        || options.shouldHelp()
+    if (options.shouldHelp()
         || options.shouldList()
         || options.shouldListWithParams()
         || options.shouldListProfilers()
@@ -63,15 +68,32 @@ public final class JmhCommand implements Callable<Integer> {
     }
     Collection<RunResult> results;
     try {
-      results = new Runner(options).run();
+      results = new Runner(withThreadCpu(options)).run();
     } catch (NoBenchmarksException e) {
       spec.commandLine().getErr().println("ember bench jmh: no benchmark matches " + args);
       return 1;
+    }
+    if (report.dir == null) {
+      return 0;
     }
     HtmlReport page = report.start(spec, "ember bench jmh: microbenchmarks of the NVMf path");
     draw(page, results);
     report.finish(page, spec.commandLine().getErr());
     return 0;
+  }
+
+  /**
+   * The options with {@link ThreadCpuProfiler} added, so that every run reports the host's and the
+   * target's CPU time per operation, unless this JVM cannot measure it or it was asked for already.
+   */
+  private static Options withThreadCpu(CommandLineOptions options) {
+    boolean asked =
+        options.getProfilers().stream()
+            .anyMatch(p -> p.getKlass().equals(ThreadCpuProfiler.class.getName()));
+    if (asked || !ManagementFactory.getThreadMXBean().isThreadCpuTimeSupported()) {
+      return options;
+    }
+    return new OptionsBuilder().parent(options).addProfiler(ThreadCpuProfiler.class).build();
   }
 
   /** One table of every result, then a chart per mode and unit. */
@@ -80,14 +102,11 @@ public final class JmhCommand implements Callable<Integer> {
     Map<String, List<RunResult>> byKind = new LinkedHashMap<>();
     for (RunResult r : results) {
       Result<?> primary = r.getPrimaryResult();
-      rows.add(
-          List.of(
-              label(r),
-              r.getParams().getMode().shortLabel(),
-              Long.toString(primary.getSampleCount()),
-              String.format(Locale.ROOT, "%.3f", primary.getScore()),
-              String.format(Locale.ROOT, "%.3f", primary.getScoreError()),
-              primary.getScoreUnit()));
+      rows.add(row(label(r), r, primary));
+      for (String secondary : r.getSecondaryResults().keySet()) {
+        Result<?> result = r.getSecondaryResults().get(secondary);
+        rows.add(row(label(r) + " " + secondary, r, result));
+      }
       byKind
           .computeIfAbsent(
               r.getParams().getMode().longLabel() + ", " + primary.getScoreUnit(),
@@ -113,6 +132,16 @@ public final class JmhCommand implements Callable<Integer> {
           Charts.spreadCaption("the measured iterations of every fork")
               + " The table gives JMH's own mean and error.");
     }
+  }
+
+  private static List<String> row(String label, RunResult r, Result<?> result) {
+    return List.of(
+        label,
+        r.getParams().getMode().shortLabel(),
+        Long.toString(result.getSampleCount()),
+        String.format(Locale.ROOT, "%.3f", result.getScore()),
+        String.format(Locale.ROOT, "%.3f", result.getScoreError()),
+        result.getScoreUnit());
   }
 
   /** The benchmark's method name with its parameters, as JMH prints them. */

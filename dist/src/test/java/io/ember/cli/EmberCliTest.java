@@ -553,6 +553,12 @@ class EmberCliTest {
         html.contains("<td>TcpPingPongBenchmark.pingPong shape=read,size=4096</td><td>sample</td>"),
         html);
     assertTrue(html.contains("<img alt=\"Sampling time, us/op\""), html);
+    // The host's and the target's CPU time per operation, from the JVM's thread clocks.
+    for (String side : List.of("host", "target")) {
+      assertTrue(
+          html.contains("<td>TcpPingPongBenchmark.pingPong shape=read,size=4096 ·cpu." + side),
+          html);
+    }
   }
 
   @Test

@@ -1,11 +1,7 @@
 package io.ember.benchmarks.nvmf;
 
 import java.io.IOException;
-import java.net.InetAddress;
-import java.net.InetSocketAddress;
-import java.net.StandardSocketOptions;
 import java.nio.ByteBuffer;
-import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
 import java.util.concurrent.TimeUnit;
 import org.openjdk.jmh.annotations.Benchmark;
@@ -41,9 +37,8 @@ public class TcpPingPongBenchmark {
   @Param({"4096", "131072"})
   public int size;
 
-  private ServerSocketChannel server;
+  private ShapedEchoServer server;
   private SocketChannel client;
-  private Thread echo;
   private ByteBuffer request;
   private ByteBuffer response;
 
@@ -51,36 +46,8 @@ public class TcpPingPongBenchmark {
   public void setup() throws IOException {
     int reqLen = shape.equals("read") ? 72 : size + 72;
     int respLen = shape.equals("read") ? size + 24 : 24;
-    server =
-        ServerSocketChannel.open().bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0));
-    echo =
-        new Thread(
-            () -> {
-              try (SocketChannel s = server.accept()) {
-                s.setOption(StandardSocketOptions.TCP_NODELAY, true);
-                ByteBuffer in = ByteBuffer.allocateDirect(reqLen);
-                ByteBuffer out = ByteBuffer.allocateDirect(respLen);
-                while (true) {
-                  in.clear();
-                  while (in.hasRemaining()) {
-                    if (s.read(in) < 0) {
-                      return;
-                    }
-                  }
-                  out.clear();
-                  while (out.hasRemaining()) {
-                    s.write(out);
-                  }
-                }
-              } catch (IOException e) {
-                // closed by tearDown
-              }
-            },
-            "pingpong-server");
-    echo.setDaemon(true);
-    echo.start();
-    client = SocketChannel.open(server.getLocalAddress());
-    client.setOption(StandardSocketOptions.TCP_NODELAY, true);
+    server = new ShapedEchoServer(reqLen, respLen, 1, "pingpong-server");
+    client = server.connect();
     request = ByteBuffer.allocateDirect(reqLen);
     response = ByteBuffer.allocateDirect(respLen);
   }
@@ -93,15 +60,9 @@ public class TcpPingPongBenchmark {
 
   @Benchmark
   public int pingPong() throws IOException {
-    request.clear();
-    while (request.hasRemaining()) {
-      client.write(request);
-    }
-    response.clear();
-    while (response.hasRemaining()) {
-      if (client.read(response) < 0) {
-        throw new IOException("server closed");
-      }
+    ShapedEchoServer.writeFully(client, request.clear());
+    if (!ShapedEchoServer.readFully(client, response.clear())) {
+      throw new IOException("server closed");
     }
     return response.get(0);
   }
