@@ -103,6 +103,11 @@ public class NvmfBenchmark {
     }
   }
 
+  @TearDown(Level.Iteration)
+  public void readCpuClocks() {
+    ThreadCpuProfiler.iterationEnded();
+  }
+
   @TearDown(Level.Trial)
   public void tearDown() throws InterruptedException {
     if (loop != null) {

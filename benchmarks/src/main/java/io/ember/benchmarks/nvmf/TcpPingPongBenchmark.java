@@ -52,6 +52,11 @@ public class TcpPingPongBenchmark {
     response = ByteBuffer.allocateDirect(respLen);
   }
 
+  @TearDown(Level.Iteration)
+  public void readCpuClocks() {
+    ThreadCpuProfiler.iterationEnded();
+  }
+
   @TearDown(Level.Trial)
   public void tearDown() throws IOException {
     client.close();

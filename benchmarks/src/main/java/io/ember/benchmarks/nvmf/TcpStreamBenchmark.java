@@ -91,6 +91,11 @@ public class TcpStreamBenchmark {
     completions.skipToNow();
   }
 
+  @TearDown(Level.Iteration)
+  public void readCpuClocks() {
+    ThreadCpuProfiler.iterationEnded();
+  }
+
   @TearDown(Level.Trial)
   public void tearDown() throws IOException {
     client.close();

@@ -27,8 +27,18 @@ public final class ThreadCpuProfiler implements InternalProfiler {
   private static final List<String> TARGET =
       List.of("nvmf-target", "pingpong-server", "stream-server");
 
-  private final ThreadMXBean threads = ManagementFactory.getThreadMXBean();
-  private Map<Long, Long> before = Map.of();
+  private static final ThreadMXBean THREADS = ManagementFactory.getThreadMXBean();
+
+  /**
+   * The clocks as the last iteration ended, taken by the benchmark itself: after a trial's last
+   * iteration its teardown stops the host and target before JMH asks this profiler, and a stopped
+   * thread's clock can no longer be read.
+   */
+  private static volatile Map<Long, Clock> atIterationEnd;
+
+  private Map<Long, Clock> before = Map.of();
+
+  private record Clock(String thread, long cpuNanos) {}
 
   /**
    * Checks that this JVM measures thread CPU time.
@@ -36,10 +46,18 @@ public final class ThreadCpuProfiler implements InternalProfiler {
    * @throws UnsupportedOperationException when it cannot
    */
   public ThreadCpuProfiler() {
-    if (!threads.isThreadCpuTimeSupported()) {
+    if (!THREADS.isThreadCpuTimeSupported()) {
       throw new UnsupportedOperationException("this JVM does not measure thread CPU time");
     }
-    threads.setThreadCpuTimeEnabled(true);
+    THREADS.setThreadCpuTimeEnabled(true);
+  }
+
+  /**
+   * Reads every thread's clock now, for this iteration's figures; benchmarks call it from their
+   * {@code @TearDown(Level.Iteration)}, which JMH runs before the trial's teardown.
+   */
+  public static void iterationEnded() {
+    atIterationEnd = clocks();
   }
 
   @Override
@@ -49,28 +67,24 @@ public final class ThreadCpuProfiler implements InternalProfiler {
 
   @Override
   public void beforeIteration(BenchmarkParams benchmark, IterationParams iteration) {
-    before = cpuByThread();
+    atIterationEnd = null;
+    before = clocks();
   }
 
   @Override
   @SuppressWarnings("rawtypes") // JMH's signature
   public Collection<? extends Result> afterIteration(
       BenchmarkParams benchmark, IterationParams iteration, IterationResult result) {
+    Map<Long, Clock> after = atIterationEnd != null ? atIterationEnd : clocks();
     long ops = Math.max(1, result.getMetadata().getAllOps());
     long host = 0;
     long target = 0;
-    for (ThreadInfo t : threads.getThreadInfo(threads.getAllThreadIds(), 0)) {
-      if (t == null) {
-        continue;
-      }
-      long cpu = threads.getThreadCpuTime(t.getThreadId());
-      if (cpu < 0) {
-        continue;
-      }
-      long used = cpu - before.getOrDefault(t.getThreadId(), 0L);
-      if (matches(t.getThreadName(), HOST)) {
+    for (Map.Entry<Long, Clock> t : after.entrySet()) {
+      Clock then = before.get(t.getKey());
+      long used = t.getValue().cpuNanos() - (then == null ? 0 : then.cpuNanos());
+      if (matches(t.getValue().thread(), HOST)) {
         host += used;
-      } else if (matches(t.getThreadName(), TARGET)) {
+      } else if (matches(t.getValue().thread(), TARGET)) {
         target += used;
       }
     }
@@ -79,15 +93,18 @@ public final class ThreadCpuProfiler implements InternalProfiler {
         new ScalarResult("·cpu.target", target / 1000.0 / ops, "us/op", AggregationPolicy.AVG));
   }
 
-  private Map<Long, Long> cpuByThread() {
-    Map<Long, Long> cpu = new HashMap<>();
-    for (long id : threads.getAllThreadIds()) {
-      long ns = threads.getThreadCpuTime(id);
+  private static Map<Long, Clock> clocks() {
+    Map<Long, Clock> clocks = new HashMap<>();
+    for (ThreadInfo t : THREADS.getThreadInfo(THREADS.getAllThreadIds(), 0)) {
+      if (t == null) {
+        continue;
+      }
+      long ns = THREADS.getThreadCpuTime(t.getThreadId());
       if (ns >= 0) {
-        cpu.put(id, ns);
+        clocks.put(t.getThreadId(), new Clock(t.getThreadName(), ns));
       }
     }
-    return cpu;
+    return clocks;
   }
 
   private static boolean matches(String name, List<String> parts) {
