@@ -7,6 +7,7 @@ import java.net.StandardSocketOptions;
 import java.nio.ByteBuffer;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
+import java.util.function.IntConsumer;
 
 /**
  * The server side of the raw-socket floors: on one loopback connection, reads requests of a fixed
@@ -30,19 +31,7 @@ final class ShapedEchoServer implements AutoCloseable {
             () -> {
               try (SocketChannel s = server.accept()) {
                 s.setOption(StandardSocketOptions.TCP_NODELAY, true);
-                ByteBuffer in = ByteBuffer.allocateDirect(requestLength * depth);
-                ByteBuffer out = ByteBuffer.allocateDirect(responseLength * depth);
-                long received = 0;
-                while (true) {
-                  int n = s.read(in.clear());
-                  if (n < 0) {
-                    return;
-                  }
-                  received += n;
-                  int whole = (int) (received / requestLength);
-                  received -= (long) whole * requestLength;
-                  writeFully(s, out.clear().limit(whole * responseLength));
-                }
+                answerEach(s, requestLength, responseLength, depth, answered -> {});
               } catch (IOException e) {
                 // closed by close()
               }
@@ -57,6 +46,30 @@ final class ShapedEchoServer implements AutoCloseable {
     SocketChannel client = SocketChannel.open(server.getLocalAddress());
     client.setOption(StandardSocketOptions.TCP_NODELAY, true);
     return client;
+  }
+
+  /**
+   * Until the peer closes: reads whatever has arrived (at most {@code depth} messages of {@code
+   * inLength} bytes are in flight) and answers every whole message in it with one write of as many
+   * {@code outLength}-byte messages, then tells {@code answered} how many.
+   */
+  static void answerEach(
+      SocketChannel s, int inLength, int outLength, int depth, IntConsumer answered)
+      throws IOException {
+    ByteBuffer in = ByteBuffer.allocateDirect(inLength * depth);
+    ByteBuffer out = ByteBuffer.allocateDirect(outLength * depth);
+    long partial = 0;
+    while (true) {
+      int n = s.read(in.clear());
+      if (n < 0) {
+        return;
+      }
+      partial += n;
+      int whole = (int) (partial / inLength);
+      partial -= (long) whole * inLength;
+      writeFully(s, out.clear().limit(whole * outLength));
+      answered.accept(whole);
+    }
   }
 
   /** Reads until {@code b} is full; false at end of stream. */

@@ -59,22 +59,10 @@ public class TcpStreamBenchmark {
     Thread pump =
         new Thread(
             () -> {
-              ByteBuffer requests = ByteBuffer.allocateDirect(reqLen * inFlight);
-              ByteBuffer responses = ByteBuffer.allocateDirect(respLen * inFlight);
-              long received = 0;
               try {
-                ShapedEchoServer.writeFully(client, requests.clear());
-                while (true) {
-                  int n = client.read(responses.clear());
-                  if (n < 0) {
-                    return;
-                  }
-                  received += n;
-                  int whole = (int) (received / respLen);
-                  received -= (long) whole * respLen;
-                  ShapedEchoServer.writeFully(client, requests.clear().limit(whole * reqLen));
-                  completions.completed(whole);
-                }
+                ShapedEchoServer.writeFully(client, ByteBuffer.allocateDirect(reqLen * inFlight));
+                ShapedEchoServer.answerEach(
+                    client, respLen, reqLen, inFlight, completions::completed);
               } catch (IOException e) {
                 if (client.isOpen()) {
                   completions.failed(e);
