@@ -556,7 +556,7 @@ class EmberCliTest {
     // The host's and the target's CPU time per operation, from the JVM's thread clocks.
     for (String side : List.of("host", "target")) {
       assertTrue(
-          html.contains("<td>TcpPingPongBenchmark.pingPong shape=read,size=4096 ·cpu." + side),
+          html.contains("<td>TcpPingPongBenchmark.pingPong shape=read,size=4096 cpu." + side),
           html);
     }
   }

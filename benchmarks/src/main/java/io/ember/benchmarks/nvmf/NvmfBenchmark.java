@@ -29,6 +29,7 @@ import org.openjdk.jmh.annotations.Setup;
 import org.openjdk.jmh.annotations.State;
 import org.openjdk.jmh.annotations.TearDown;
 import org.openjdk.jmh.annotations.Warmup;
+import org.openjdk.jmh.infra.BenchmarkParams;
 
 /**
  * NVMe/TCP host performance: 4 KiB random read/write latency at QD1, 4 KiB random IOPS at QD32 on 1
@@ -73,7 +74,8 @@ public class NvmfBenchmark {
   private long seqLba;
 
   @Setup(Level.Trial)
-  public void setup() throws Exception {
+  public void setup(BenchmarkParams params) throws Exception {
+    threads = params.getThreads();
     String uri = target;
     if (target.equals("embedded")) {
       Subsystem s = new Subsystem("nqn.2024-01.io.ember:bench");
@@ -110,14 +112,17 @@ public class NvmfBenchmark {
 
   @TearDown(Level.Trial)
   public void tearDown() throws InterruptedException {
-    if (loop != null) {
-      loop.stop();
-    }
-    if (ctrl != null) {
-      ctrl.close();
-    }
-    if (embedded != null) {
-      embedded.close();
+    try {
+      if (loop != null) {
+        loop.stop();
+      }
+    } finally {
+      if (ctrl != null) {
+        ctrl.close();
+      }
+      if (embedded != null) {
+        embedded.close();
+      }
     }
   }
 
@@ -201,7 +206,11 @@ public class NvmfBenchmark {
 
       @Override
       public void complete(NvmfException e) {
-        if (stopping || e != null) {
+        if (e != null) {
+          // One failure ends the loop: the waiting call throws it, and JMH then skips teardown.
+          stopping = true;
+        }
+        if (stopping) {
           if (inFlight.decrementAndGet() == 0) {
             drained.countDown();
           }
@@ -221,14 +230,31 @@ public class NvmfBenchmark {
   }
 
   private OpenLoop loop;
+  private int threads;
 
-  /** Runs {@code batch} operations of the open loop, starting it on the first call. */
+  /**
+   * Runs {@code batch} operations of the open loop, starting it on the first call. A failure stops
+   * the loop before it is thrown: JMH skips the trial's teardown after a failed call, and a loop
+   * left running would load the benchmarks after it.
+   */
   private void openLoop(boolean write, int len, int depth, int nq, boolean sequential, int batch)
       throws Exception {
+    if (threads != 1) {
+      throw new IllegalStateException(
+          "the queued benchmarks run on one thread (-t 1); raise the depth instead");
+    }
     if (loop == null) {
       loop = new OpenLoop(write, len, depth, nq, sequential);
     }
-    loop.completions.await(batch);
+    try {
+      loop.completions.await(batch);
+    } catch (Exception e) {
+      OpenLoop failed = loop;
+      loop = null;
+      failed.stopping = true;
+      failed.drained.await(60, TimeUnit.SECONDS);
+      throw e;
+    }
   }
 
   @Setup(Level.Iteration)
@@ -236,6 +262,7 @@ public class NvmfBenchmark {
     if (loop != null) {
       loop.completions.skipToNow();
     }
+    ThreadCpuProfiler.iterationStarted();
   }
 
   @Benchmark

@@ -52,6 +52,11 @@ public class TcpPingPongBenchmark {
     response = ByteBuffer.allocateDirect(respLen);
   }
 
+  @Setup(Level.Iteration)
+  public void startCpuClocks() {
+    ThreadCpuProfiler.iterationStarted();
+  }
+
   @TearDown(Level.Iteration)
   public void readCpuClocks() {
     ThreadCpuProfiler.iterationEnded();

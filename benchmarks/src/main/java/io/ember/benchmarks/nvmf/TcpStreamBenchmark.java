@@ -18,6 +18,7 @@ import org.openjdk.jmh.annotations.Setup;
 import org.openjdk.jmh.annotations.State;
 import org.openjdk.jmh.annotations.TearDown;
 import org.openjdk.jmh.annotations.Warmup;
+import org.openjdk.jmh.infra.BenchmarkParams;
 
 /**
  * The floor for {@link NvmfBenchmark}'s queued benchmarks: the same bytes as its QD32 and QD8
@@ -50,7 +51,10 @@ public class TcpStreamBenchmark {
   private final Completions completions = new Completions();
 
   @Setup(Level.Trial)
-  public void setup() throws IOException {
+  public void setup(BenchmarkParams params) throws IOException {
+    if (params.getThreads() != 1) {
+      throw new IllegalStateException("the stream runs on one thread (-t 1); raise the depth");
+    }
     int reqLen = shape.equals("read") ? 72 : size + 72;
     int respLen = shape.equals("read") ? size + 24 : 24;
     int inFlight = depth > 0 ? depth : size <= 4096 ? 32 : 8;
@@ -77,6 +81,7 @@ public class TcpStreamBenchmark {
   @Setup(Level.Iteration)
   public void measureFromNow() {
     completions.skipToNow();
+    ThreadCpuProfiler.iterationStarted();
   }
 
   @TearDown(Level.Iteration)
