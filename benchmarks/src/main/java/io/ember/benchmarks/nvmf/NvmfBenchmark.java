@@ -251,8 +251,11 @@ public class NvmfBenchmark {
     } catch (Exception e) {
       OpenLoop failed = loop;
       loop = null;
-      failed.stopping = true;
-      failed.drained.await(60, TimeUnit.SECONDS);
+      try {
+        failed.stop();
+      } catch (IllegalStateException | InterruptedException notDrained) {
+        e.addSuppressed(notDrained);
+      }
       throw e;
     }
   }
