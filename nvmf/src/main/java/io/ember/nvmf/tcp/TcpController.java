@@ -10,6 +10,7 @@ import io.ember.nvmf.NvmfHostOptions;
 import io.ember.nvmf.NvmfQueue;
 import io.ember.nvmf.NvmfTimeoutException;
 import io.ember.nvmf.NvmfUri;
+import io.ember.nvmf.host.ControllerSetup;
 import io.ember.nvmf.spec.Cqe;
 import io.ember.nvmf.spec.Nvme;
 import io.ember.nvmf.spec.Sqe;
@@ -21,8 +22,6 @@ import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
 import java.util.Map;
-import java.util.TreeMap;
-import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutionException;
@@ -104,7 +103,7 @@ public final class TcpController implements NvmfController {
       int cc = c.propGet(Nvme.PROP_CC, false) == 0 ? 1 : 0;
       if (cc == 1) {
         c.propSet(Nvme.PROP_CC, 1);
-        c.waitReady(true);
+        ControllerSetup.waitReady(c::adminSync, u, c.propGet(Nvme.PROP_CAP, true), true);
       }
       byte[] head = c.getLog(Nvme.LOG_DISCOVERY, 0, 1024);
       long numrec = ByteBuffer.wrap(head).order(ByteOrder.LITTLE_ENDIAN).getLong(8);
@@ -141,23 +140,9 @@ public final class TcpController implements NvmfController {
   private void start() throws NvmfException {
     long kato = opts.keepAlive().toMillis();
     startAdmin((int) kato);
-    cap = propGet(Nvme.PROP_CAP, true);
+    cap = ControllerSetup.enable(this::adminSync, uri, cntlid);
     vs = (int) propGet(Nvme.PROP_VS, false);
-    if ((propGet(Nvme.PROP_CSTS, false) & 1) != 0) {
-      throw new NvmfException(
-          "controller "
-              + cntlid
-              + " at "
-              + uri
-              + " is already enabled (CSTS.RDY=1)"
-              + " right after Connect; it is not a fresh dynamic controller");
-    }
-    // CC: IOCQES=4 (16-byte CQEs), IOSQES=6 (64-byte SQEs), MPS=0 (4 KiB), CSS=0 (NVM), EN=1.
-    propSet(Nvme.PROP_CC, (4 << 20) | (6 << 16) | 1);
-    waitReady(true);
-    identify =
-        IdentifyController.parse(
-            adminRead(new Sqe().opcode(Nvme.ADMIN_IDENTIFY).cdw(10, Nvme.CNS_CONTROLLER), 4096));
+    identify = ControllerSetup.identifyController(this::adminSync);
     if (identify.icdoff() != 0) {
       throw new NvmfException(
           "controller at "
@@ -166,9 +151,7 @@ public final class TcpController implements NvmfController {
               + identify.icdoff()
               + " (ICDOFF), which this host does not support");
     }
-    long mps = 1L << (12 + ((cap >>> 48) & 0xF));
-    long mdtsBytes = identify.mdts() == 0 ? Long.MAX_VALUE : mps << identify.mdts();
-    maxTransfer = (int) Math.min(opts.maxTransferSize(), mdtsBytes);
+    maxTransfer = ControllerSetup.maxTransfer(cap, identify, opts.maxTransferSize());
     if (kato > 0) {
       long period = Math.max(100, kato / 2);
       keepAlive =
@@ -176,22 +159,8 @@ public final class TcpController implements NvmfController {
               .next()
               .scheduleAtFixedRate(this::sendKeepAlive, period, period, TimeUnit.MILLISECONDS);
     }
-    identifyNamespaces();
-    int wanted = opts.ioQueues();
-    int granted = wanted;
-    try {
-      Cqe r =
-          adminSync(
-              new Sqe()
-                  .opcode(Nvme.ADMIN_SET_FEATURES)
-                  .cdw(10, Nvme.FEAT_NUM_QUEUES)
-                  .cdw(11, ((wanted - 1) << 16) | (wanted - 1)),
-              null,
-              false);
-      granted = Math.min(wanted, Math.min((r.dw0() & 0xFFFF) + 1, (r.dw0() >>> 16) + 1));
-    } catch (NvmeStatusException e) {
-      LOG.debug("Set Features Number of Queues refused by {}: {}", uri, e.getMessage());
-    }
+    namespaces = ControllerSetup.identifyNamespaces(this::adminSync, uri, identify);
+    int granted = ControllerSetup.negotiateIoQueues(this::adminSync, opts.ioQueues());
     int mqes = (int) (cap & 0xFFFF) + 1;
     int qsize = Math.min(opts.ioQueueSize(), mqes);
     int inCapsule = identify.inCapsuleDataSize();
@@ -215,50 +184,6 @@ public final class TcpController implements NvmfController {
         qsize,
         inCapsule,
         maxTransfer);
-  }
-
-  private void identifyNamespaces() throws NvmfException {
-    List<Integer> ids = new ArrayList<>();
-    if (uri.nsid() != 0) {
-      ids.add(uri.nsid());
-    } else {
-      try {
-        ByteBuffer list =
-            ByteBuffer.wrap(
-                    adminRead(
-                        new Sqe().opcode(Nvme.ADMIN_IDENTIFY).cdw(10, Nvme.CNS_ACTIVE_NS_LIST),
-                        4096))
-                .order(ByteOrder.LITTLE_ENDIAN);
-        for (int i = 0; i < 1024; i++) {
-          int id = list.getInt(i * 4);
-          if (id == 0) {
-            break;
-          }
-          ids.add(id);
-        }
-      } catch (NvmeStatusException e) {
-        // Controllers before NVMe 1.1 lack CNS 02h: probe NSIDs 1..NN instead.
-        for (int id = 1; id <= Math.min(identify.nn(), 1024); id++) {
-          ids.add(id);
-        }
-      }
-    }
-    Map<Integer, IdentifyNamespace> m = new TreeMap<>();
-    for (int id : ids) {
-      IdentifyNamespace ns =
-          IdentifyNamespace.parse(
-              id,
-              adminRead(
-                  new Sqe().opcode(Nvme.ADMIN_IDENTIFY).nsid(id).cdw(10, Nvme.CNS_NAMESPACE),
-                  4096));
-      if (ns.active()) {
-        m.put(id, ns);
-      } else if (uri.nsid() != 0) {
-        throw new NvmfException(
-            "namespace " + id + " named in " + uri + " is not active on the controller");
-      }
-    }
-    namespaces = Collections.unmodifiableMap(m);
   }
 
   /**
@@ -316,23 +241,9 @@ public final class TcpController implements NvmfController {
 
   private Cqe connectQueue(TcpQueue q, int cntlid, int qsize, int kato, boolean disableSqFlow)
       throws NvmfException {
-    ByteBuffer d = ByteBuffer.allocate(TcpQueue.CONNECT_DATA).order(ByteOrder.LITTLE_ENDIAN);
-    UUID id = opts.hostId();
-    d.order(ByteOrder.BIG_ENDIAN)
-        .putLong(0, id.getMostSignificantBits())
-        .putLong(8, id.getLeastSignificantBits());
-    d.order(ByteOrder.LITTLE_ENDIAN).putShort(16, (short) cntlid);
-    d.put(256, Nvme.ascii(uri.subsystemNqn(), 256, (byte) 0));
-    d.put(512, Nvme.ascii(opts.hostNqn(), 256, (byte) 0));
-    Sqe sqe =
-        new Sqe()
-            .opcode(Nvme.FABRICS)
-            .fctype(Nvme.FCTYPE_CONNECT)
-            .shortAt(40, 0)
-            .shortAt(42, q.qid())
-            .shortAt(44, qsize - 1)
-            .byteAt(46, disableSqFlow ? 1 << 2 : 0)
-            .intAt(48, kato);
+    ByteBuffer d =
+        ControllerSetup.connectData(opts.hostId(), cntlid, uri.subsystemNqn(), opts.hostNqn());
+    Sqe sqe = ControllerSetup.connect(q.qid(), qsize, kato, disableSqFlow);
     CompletableFuture<Cqe> f = new CompletableFuture<>();
     TcpQueue.Cmd[] holder = new TcpQueue.Cmd[1];
     holder[0] = new TcpQueue.Cmd(sqe, d, true, true, err -> complete(f, holder[0], err));
@@ -353,18 +264,13 @@ public final class TcpController implements NvmfController {
     TcpQueue.Cmd[] holder = new TcpQueue.Cmd[1];
     holder[0] = new TcpQueue.Cmd(sqe, buf, dataOut, false, err -> complete(f, holder[0], err));
     admin.submit(holder[0]);
-    return await(f, opts.commandTimeout().toMillis() + 1000, describe(sqe, true));
-  }
-
-  private byte[] adminRead(Sqe sqe, int len) throws NvmfException {
-    ByteBuffer b = ByteBuffer.allocate(len);
-    adminSync(sqe, b, false);
-    return b.array();
+    return await(f, opts.commandTimeout().toMillis() + 1000, ControllerSetup.describe(sqe, true));
   }
 
   private byte[] getLog(int lid, long offset, int len) throws NvmfException {
     int numd = len / 4 - 1;
-    return adminRead(
+    return ControllerSetup.adminRead(
+        this::adminSync,
         new Sqe()
             .opcode(Nvme.ADMIN_GET_LOG_PAGE)
             .cdw(10, lid | ((numd & 0xFFFF) << 16))
@@ -375,59 +281,11 @@ public final class TcpController implements NvmfController {
   }
 
   long propGet(int offset, boolean eight) throws NvmfException {
-    Cqe r =
-        adminSync(
-            new Sqe()
-                .opcode(Nvme.FABRICS)
-                .fctype(Nvme.FCTYPE_PROPERTY_GET)
-                .byteAt(40, eight ? 1 : 0)
-                .intAt(44, offset),
-            null,
-            false);
-    return eight ? r.value64() : r.dw0() & 0xFFFFFFFFL;
+    return ControllerSetup.propGet(this::adminSync, offset, eight);
   }
 
   void propSet(int offset, int value) throws NvmfException {
-    adminSync(
-        new Sqe()
-            .opcode(Nvme.FABRICS)
-            .fctype(Nvme.FCTYPE_PROPERTY_SET)
-            .byteAt(40, 0)
-            .intAt(44, offset)
-            .longAt(48, value & 0xFFFFFFFFL),
-        null,
-        false);
-  }
-
-  private void waitReady(boolean ready) throws NvmfException {
-    long toMs = Math.max(500, ((cap >>> 24) & 0xFF) * 500L);
-    long end = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(toMs);
-    while (true) {
-      long csts = propGet(Nvme.PROP_CSTS, false);
-      if ((csts & 2) != 0) {
-        throw new NvmfException(
-            "controller at " + uri + " reports Controller Fatal Status (CSTS.CFS)");
-      }
-      if (((csts & 1) != 0) == ready) {
-        return;
-      }
-      if (System.nanoTime() - end > 0) {
-        throw new NvmfTimeoutException(
-            "controller at "
-                + uri
-                + " did not set CSTS.RDY="
-                + (ready ? 1 : 0)
-                + " within CAP.TO ("
-                + toMs
-                + " ms)");
-      }
-      try {
-        Thread.sleep(10);
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-        throw new NvmfException("interrupted while waiting for CSTS.RDY of " + uri, e);
-      }
-    }
+    ControllerSetup.propSet(this::adminSync, offset, value);
   }
 
   static <T> T await(CompletableFuture<T> f, long ms, String what) throws NvmfException {
@@ -443,59 +301,6 @@ public final class TcpController implements NvmfController {
         throw n;
       }
       throw new NvmfException(what + " failed: " + e.getCause(), e.getCause());
-    }
-  }
-
-  /**
-   * A short description of a command for error messages; {@code admin} tells the opcode spaces
-   * apart.
-   */
-  static String describe(Sqe s, boolean admin) {
-    int op = s.opcode();
-    if (op == Nvme.FABRICS) {
-      switch (s.fctype()) {
-        case Nvme.FCTYPE_CONNECT:
-          return "Fabrics Connect qid " + s.shortAt(42);
-        case Nvme.FCTYPE_PROPERTY_GET:
-          return String.format("Property Get 0x%x", s.intAt(44));
-        case Nvme.FCTYPE_PROPERTY_SET:
-          return String.format("Property Set 0x%x", s.intAt(44));
-        default:
-          return String.format("Fabrics command type 0x%x", s.fctype());
-      }
-    }
-    long slba = (s.cdw(10) & 0xFFFFFFFFL) | ((long) s.cdw(11) << 32);
-    int nlb = (s.cdw(12) & 0xFFFF) + 1;
-    String nsid = Integer.toUnsignedString(s.nsid());
-    if (admin) {
-      switch (op) {
-        case Nvme.ADMIN_IDENTIFY:
-          return "Identify CNS " + (s.cdw(10) & 0xFF) + " nsid " + nsid;
-        case Nvme.ADMIN_GET_LOG_PAGE:
-          return String.format("Get Log Page 0x%02x", s.cdw(10) & 0xFF);
-        case Nvme.ADMIN_SET_FEATURES:
-          return String.format("Set Features 0x%02x", s.cdw(10) & 0xFF);
-        case Nvme.ADMIN_GET_FEATURES:
-          return String.format("Get Features 0x%02x", s.cdw(10) & 0xFF);
-        case Nvme.ADMIN_KEEP_ALIVE:
-          return "Keep Alive";
-        default:
-          return String.format("admin command 0x%02x", op);
-      }
-    }
-    switch (op) {
-      case Nvme.IO_READ:
-        return "Read nsid " + nsid + " slba " + slba + " nlb " + nlb;
-      case Nvme.IO_WRITE:
-        return "Write nsid " + nsid + " slba " + slba + " nlb " + nlb;
-      case Nvme.IO_FLUSH:
-        return "Flush nsid " + nsid;
-      case Nvme.IO_WRITE_ZEROES:
-        return "Write Zeroes nsid " + nsid + " slba " + slba + " nlb " + nlb;
-      case Nvme.IO_DSM:
-        return "Dataset Management (deallocate) nsid " + nsid;
-      default:
-        return String.format("I/O command 0x%02x nsid %s", op, nsid);
     }
   }
 
@@ -590,16 +395,9 @@ public final class TcpController implements NvmfController {
     }
     if (admin != null && identify != null) {
       try {
-        // Normal shutdown notification (CC.SHN=01b), then a bounded wait for CSTS.SHST=10b.
-        propSet(Nvme.PROP_CC, (4 << 20) | (6 << 16) | 1 | (1 << 14));
-        long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(2);
-        while (((propGet(Nvme.PROP_CSTS, false) >> 2) & 3) != 2 && System.nanoTime() - end < 0) {
-          Thread.sleep(5);
-        }
+        ControllerSetup.shutdown(this::adminSync);
       } catch (NvmfException e) {
         LOG.debug("shutdown notification to {} failed: {}", uri, e.getMessage());
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
       }
     }
     if (admin != null) {

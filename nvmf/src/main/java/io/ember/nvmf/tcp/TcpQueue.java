@@ -4,8 +4,9 @@ import io.ember.nvmf.IdentifyNamespace;
 import io.ember.nvmf.NvmeStatusException;
 import io.ember.nvmf.NvmfCallback;
 import io.ember.nvmf.NvmfException;
-import io.ember.nvmf.NvmfQueue;
 import io.ember.nvmf.NvmfTimeoutException;
+import io.ember.nvmf.host.CommandQueue;
+import io.ember.nvmf.host.ControllerSetup;
 import io.ember.nvmf.spec.Cqe;
 import io.ember.nvmf.spec.Nvme;
 import io.ember.nvmf.spec.Sqe;
@@ -41,11 +42,8 @@ import org.slf4j.LoggerFactory;
  * copying the caller's data, pooled header buffers, and the same pipeline model the embedded target
  * uses.
  */
-final class TcpQueue implements NvmfQueue {
+final class TcpQueue extends CommandQueue {
   private static final Logger LOG = LoggerFactory.getLogger(TcpQueue.class);
-
-  /** Bytes the Connect command carries in its capsule (HOSTID, CNTLID, SUBNQN, HOSTNQN). */
-  static final int CONNECT_DATA = 1024;
 
   private final TcpController ctrl;
   private final int qid;
@@ -239,7 +237,7 @@ final class TcpQueue implements NvmfQueue {
     boolean admin;
 
     String describe() {
-      return TcpController.describe(sqe, admin);
+      return ControllerSetup.describe(sqe, admin);
     }
   }
 
@@ -452,154 +450,19 @@ final class TcpQueue implements NvmfQueue {
   // ------------------------------------------------------------------------------------------
   // public I/O
 
-  private IdentifyNamespace ns(int nsid) {
+  @Override
+  protected IdentifyNamespace namespace(int nsid) {
     return ctrl.namespace(nsid);
   }
 
-  private void rw(int opcode, int nsid, long slba, ByteBuffer buf, NvmfCallback cb) {
-    IdentifyNamespace ns = ns(nsid);
-    int bs = ns.blockSize();
-    int len = buf.remaining();
-    if (len == 0 || len % bs != 0) {
-      throw new IllegalArgumentException(
-          "transfer of "
-              + len
-              + " bytes is not a positive multiple of the "
-              + bs
-              + "-byte block size of namespace "
-              + nsid);
-    }
-    // NLB is a 16-bit 0's based field: 65536 blocks per command at most, whatever MDTS allows.
-    int max = (int) Math.min(ctrl.maxTransferSize(), 65536L * bs) / bs * bs;
-    int pos = buf.position();
-    if (len <= max) {
-      submit(
-          new Cmd(
-              rwSqe(opcode, nsid, slba, len / bs),
-              buf.slice(pos, len),
-              opcode == Nvme.IO_WRITE,
-              false,
-              cb));
-      return;
-    }
-    int parts = (len + max - 1) / max;
-    SplitCallback split = new SplitCallback(parts, cb);
-    for (int off = 0; off < len; off += max) {
-      int n = Math.min(max, len - off);
-      submit(
-          new Cmd(
-              rwSqe(opcode, nsid, slba + off / bs, n / bs),
-              buf.slice(pos + off, n),
-              opcode == Nvme.IO_WRITE,
-              false,
-              split));
-    }
-  }
-
-  private static Sqe rwSqe(int opcode, int nsid, long slba, int nlb) {
-    return new Sqe()
-        .opcode(opcode)
-        .nsid(nsid)
-        .cdw(10, (int) slba)
-        .cdw(11, (int) (slba >>> 32))
-        .cdw(12, nlb - 1);
+  @Override
+  protected int maxTransferSize() {
+    return ctrl.maxTransferSize();
   }
 
   @Override
-  public void read(int nsid, long slba, ByteBuffer dst, NvmfCallback callback) {
-    if (dst.isReadOnly()) {
-      throw new IllegalArgumentException("read into a read-only buffer");
-    }
-    rw(Nvme.IO_READ, nsid, slba, dst, callback);
-  }
-
-  @Override
-  public void write(int nsid, long slba, ByteBuffer src, NvmfCallback callback) {
-    rw(Nvme.IO_WRITE, nsid, slba, src, callback);
-  }
-
-  @Override
-  public void flush(int nsid, NvmfCallback callback) {
-    submit(new Cmd(new Sqe().opcode(Nvme.IO_FLUSH).nsid(nsid), null, false, false, callback));
-  }
-
-  @Override
-  public void deallocate(int nsid, long slba, long nlb, NvmfCallback callback) {
-    ns(nsid);
-    if (nlb <= 0) {
-      throw new IllegalArgumentException("deallocate of " + nlb + " blocks");
-    }
-    // One range descriptor holds up to 2^32-1 blocks; up to 256 descriptors per command.
-    int ranges = (int) ((nlb + 0xFFFFFFFEL) / 0xFFFFFFFFL);
-    if (ranges > 256) {
-      throw new IllegalArgumentException(
-          "deallocate of " + nlb + " blocks needs more than 256 ranges");
-    }
-    ByteBuffer d = ByteBuffer.allocateDirect(16 * ranges).order(java.nio.ByteOrder.LITTLE_ENDIAN);
-    long lba = slba;
-    long left = nlb;
-    for (int i = 0; i < ranges; i++) {
-      long n = Math.min(left, 0xFFFFFFFFL);
-      d.putInt(0).putInt((int) n).putLong(lba);
-      lba += n;
-      left -= n;
-    }
-    d.flip();
-    Sqe sqe = new Sqe().opcode(Nvme.IO_DSM).nsid(nsid).cdw(10, ranges - 1).cdw(11, 1 << 2);
-    submit(new Cmd(sqe, d, true, false, callback));
-  }
-
-  @Override
-  public void writeZeroes(int nsid, long slba, long nlb, NvmfCallback callback) {
-    ns(nsid);
-    if (nlb <= 0) {
-      throw new IllegalArgumentException("write zeroes of " + nlb + " blocks");
-    }
-    int parts = (int) ((nlb + 65535) / 65536);
-    NvmfCallback cb = parts == 1 ? callback : new SplitCallback(parts, callback);
-    for (long off = 0; off < nlb; off += 65536) {
-      int n = (int) Math.min(65536, nlb - off);
-      long lba = slba + off;
-      submit(
-          new Cmd(
-              new Sqe()
-                  .opcode(Nvme.IO_WRITE_ZEROES)
-                  .nsid(nsid)
-                  .cdw(10, (int) lba)
-                  .cdw(11, (int) (lba >>> 32))
-                  .cdw(12, n - 1),
-              null,
-              false,
-              false,
-              cb));
-    }
-  }
-
-  /** Completes the caller once every part completed; reports the first failure. */
-  private static final class SplitCallback implements NvmfCallback {
-    private final NvmfCallback target;
-    private int left;
-    private NvmfException first;
-
-    SplitCallback(int parts, NvmfCallback target) {
-      this.left = parts;
-      this.target = target;
-    }
-
-    @Override
-    public void complete(NvmfException error) {
-      NvmfException report;
-      synchronized (this) {
-        if (error != null && first == null) {
-          first = error;
-        }
-        if (--left > 0) {
-          return;
-        }
-        report = first;
-      }
-      target.complete(report);
-    }
+  protected void submitCommand(Sqe sqe, ByteBuffer data, boolean dataOut, NvmfCallback cb) {
+    submit(new Cmd(sqe, data, dataOut, false, cb));
   }
 
   // ------------------------------------------------------------------------------------------
