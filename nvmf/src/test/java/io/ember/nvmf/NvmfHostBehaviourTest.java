@@ -73,7 +73,7 @@ public abstract class NvmfHostBehaviourTest {
     return region * regionBytes / bs;
   }
 
-  static ByteBuffer pattern(Random r, int len) {
+  protected static ByteBuffer pattern(Random r, int len) {
     byte[] b = new byte[len];
     r.nextBytes(b);
     ByteBuffer d = ByteBuffer.allocateDirect(len + 16);
@@ -82,13 +82,13 @@ public abstract class NvmfHostBehaviourTest {
     return d;
   }
 
-  static byte[] bytes(ByteBuffer b) {
+  protected static byte[] bytes(ByteBuffer b) {
     byte[] out = new byte[b.remaining()];
     b.duplicate().get(out);
     return out;
   }
 
-  static <T> T join(CompletableFuture<T> f) throws NvmfException {
+  protected static <T> T join(CompletableFuture<T> f) throws NvmfException {
     try {
       return f.get(60, TimeUnit.SECONDS);
     } catch (java.util.concurrent.ExecutionException e) {
@@ -307,6 +307,9 @@ public abstract class NvmfHostBehaviourTest {
 
   @Test
   void digestsWhenNegotiated() throws Exception {
+    assumeTrue(
+        NvmfUri.parse(uriForAsserts()).transport().equals("tcp"),
+        "header and data digests belong to NVMe/TCP");
     try (NvmfController c =
         NvmfHost.connect(
             uriForAsserts(),
@@ -338,7 +341,13 @@ public abstract class NvmfHostBehaviourTest {
   void connectToUnknownSubsystemFailsWithConnectStatus() throws Exception {
     NvmfUri u = NvmfUri.parse(uriForAsserts());
     String bad =
-        "nvmf+tcp://" + u.host() + ":" + u.port() + "/nqn.2014-08.io.ember:no-such-subsystem";
+        "nvmf+"
+            + u.transport()
+            + "://"
+            + u.host()
+            + ":"
+            + u.port()
+            + "/nqn.2014-08.io.ember:no-such-subsystem";
     NvmfException e =
         assertThrows(
             NvmfException.class,
@@ -354,6 +363,7 @@ public abstract class NvmfHostBehaviourTest {
   @Test
   void discoveryControllerListsTheSubsystem() throws Exception {
     NvmfUri u = NvmfUri.parse(uriForAsserts());
+    assumeTrue(u.transport().equals("tcp"), "this host discovers over NVMe/TCP only");
     List<DiscoveryLogEntry> entries =
         NvmfHost.discover(u.host(), u.port(), NvmfHostOptions.defaults());
     assertTrue(

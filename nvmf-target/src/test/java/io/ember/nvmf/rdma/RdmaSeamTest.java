@@ -6,7 +6,6 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
-import io.ember.nvmf.NvmeStatusException;
 import io.ember.nvmf.NvmfException;
 import io.ember.nvmf.NvmfHost;
 import io.ember.nvmf.NvmfHostOptions;
@@ -28,17 +27,6 @@ class RdmaSeamTest {
                     NvmfHostOptions.defaults()));
     assertTrue(e.getMessage().contains(reason.get()), e.getMessage());
     assertFalse(e.getMessage().contains("\n"), "one line: " + e.getMessage());
-  }
-
-  @Test
-  void completionStatusBecomesWords() {
-    NvmfException e = RdmaController.statusError("Read nsid 1 slba 9", 0, 0x80, true);
-    NvmeStatusException s = (NvmeStatusException) e;
-    assertEquals(0x80, s.sc());
-    assertEquals(0, s.sct());
-    assertTrue(s.dnr());
-    assertTrue(e.getMessage().contains("LBA Out of Range"), e.getMessage());
-    assertTrue(e.getMessage().startsWith("Read nsid 1 slba 9 failed"), e.getMessage());
   }
 
   @Test

@@ -1,192 +1,294 @@
 package io.ember.nvmf.rdma;
 
-import com.ibm.jnvmf.Controller;
-import com.ibm.jnvmf.IdentifyControllerData;
-import com.ibm.jnvmf.IdentifyNamespaceData;
-import com.ibm.jnvmf.IoQueuePair;
-import com.ibm.jnvmf.KeyedNativeBuffer;
-import com.ibm.jnvmf.NamespaceIdentifier;
-import com.ibm.jnvmf.NvmIoCommand;
-import com.ibm.jnvmf.NvmIoCommandSqe;
-import com.ibm.jnvmf.NvmReadCommand;
-import com.ibm.jnvmf.NvmResponseCapsule;
-import com.ibm.jnvmf.NvmWriteCommand;
-import com.ibm.jnvmf.Nvme;
-import com.ibm.jnvmf.NvmeQualifiedName;
-import com.ibm.jnvmf.NvmfTransportId;
-import com.ibm.jnvmf.OperationCallback;
-import com.ibm.jnvmf.RdmaException;
-import com.ibm.jnvmf.Response;
+import com.ibm.disni.verbs.RdmaCmEvent;
+import com.ibm.disni.verbs.RdmaEventChannel;
 import io.ember.nvmf.IdentifyController;
 import io.ember.nvmf.IdentifyNamespace;
 import io.ember.nvmf.NvmeStatusException;
-import io.ember.nvmf.NvmfCallback;
 import io.ember.nvmf.NvmfController;
 import io.ember.nvmf.NvmfException;
 import io.ember.nvmf.NvmfHostOptions;
 import io.ember.nvmf.NvmfQueue;
+import io.ember.nvmf.NvmfTimeoutException;
 import io.ember.nvmf.NvmfUri;
+import io.ember.nvmf.host.ControllerSetup;
+import io.ember.nvmf.spec.Cqe;
+import io.ember.nvmf.spec.Nvme;
+import io.ember.nvmf.spec.Sqe;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
-import java.util.ArrayList;
+import java.util.Collections;
 import java.util.List;
 import java.util.Map;
-import java.util.TreeMap;
-import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicBoolean;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The host interface over RDMA, through jNVMf and DiSNI. Loaded by name from {@link
- * io.ember.nvmf.NvmfHost} so that the rest of the library never links against DiSNI. jNVMf
- * implements only Read and Write on I/O queues: Flush, Dataset Management and Write Zeroes complete
- * with an {@link NvmfException} saying so.
+ * The host interface over RDMA: NVMe-oF's RDMA transport binding written over DiSNI's verbs (not
+ * jNVMf, which cannot decode every status, lacks Flush, Dataset Management and Write Zeroes, and
+ * needs per-target workarounds). Loaded by name from {@link io.ember.nvmf.NvmfHost} so that the
+ * rest of the library never links against DiSNI.
  *
- * <p>jNVMf queue pairs are not thread-safe and progress only when polled, so each queue owns one
- * thread that takes submissions from a lock-free queue and polls for completions. Each command
- * registers the caller's buffer with the RDMA device (memory registration is the price of not
- * copying).
+ * <p>Needs an RDMA device, {@code libdisni} on {@code java.library.path}, and the JVM flag {@code
+ * --add-exports java.base/sun.nio.ch=ALL-UNNAMED} (DiSNI reads direct buffers' addresses).
  */
 public final class RdmaController implements NvmfController {
   private static final Logger LOG = LoggerFactory.getLogger(RdmaController.class);
 
-  private final NvmfUri uri;
-  private final Controller ctrl;
-  private final IdentifyController identify;
-  private final Map<Integer, IdentifyNamespace> namespaces = new TreeMap<>();
-  private final List<RdmaQueue> queues = new ArrayList<>();
-  private final ScheduledExecutorService keepAlive;
+  /** Linux's nvmet-rdma refuses an admin queue deeper than 32 (NVME_AQ_DEPTH). */
+  private static final int ADMIN_DEPTH = 32;
 
-  private final int maxTransfer;
+  /** The host's own cap on in-capsule write data per command, whatever the target allows. */
+  private static final int MAX_IN_CAPSULE = 8192;
+
+  private final NvmfUri uri;
+  private final NvmfHostOptions opts;
+  private final RdmaEventChannel events;
+  private RdmaQueue admin;
+  private final List<RdmaQueue> ioQueues = new CopyOnWriteArrayList<>();
+  private volatile Map<Integer, IdentifyNamespace> namespaces = Collections.emptyMap();
+  private IdentifyController identify;
+  private long cap;
+  private int vs;
+  private int cntlid;
+  private int maxTransfer;
+  private ScheduledExecutorService timers;
+  private Thread cmWatcher;
   private volatile boolean closed;
+  private final AtomicBoolean lost = new AtomicBoolean();
 
   private RdmaController(NvmfUri uri, NvmfHostOptions opts) throws IOException {
     this.uri = uri;
-    Nvme nvme = new Nvme(new NvmeQualifiedName(opts.hostNqn()));
-    long kato = opts.keepAlive().toMillis();
-    ctrl =
-        nvme.connect(
-            new NvmfTransportId(
-                new InetSocketAddress(uri.host(), uri.port()),
-                new NvmeQualifiedName(uri.subsystemNqn())),
-            Math.max(1, kato),
-            TimeUnit.MILLISECONDS,
-            true);
-    ctrl.getControllerConfiguration().setEnable(true);
-    ctrl.syncConfiguration();
-    try {
-      ctrl.waitUntilReady();
-    } catch (java.util.concurrent.TimeoutException e) {
-      throw new NvmfException("RDMA controller at " + uri + " did not become ready", e);
-    }
-    IdentifyControllerData id = ctrl.getIdentifyControllerData();
-    int mdtsPages = id.getMaximumDataTransferSize().toInt();
-    long mdtsBytes =
-        mdtsPages <= 0
-            ? Long.MAX_VALUE
-            : (long) mdtsPages
-                * ctrl.getControllerCapabilities().getMemoryPageSizeMinimum().toInt();
-    this.maxTransfer = (int) Math.min(opts.maxTransferSize(), mdtsBytes);
-    this.identify =
-        new IdentifyController(
-            id.getPciVendorId() & 0xFFFF,
-            id.getSerialNumber(),
-            id.getModelNumber(),
-            id.getFirmwareRevision(),
-            0,
-            id.getControllerId().toShort() & 0xFFFF,
-            (id.getNvmeVersion().getMajor() << 16)
-                | (id.getNvmeVersion().getMinor() << 8)
-                | id.getNvmeVersion().getTertiary(),
-            1,
-            0,
-            0,
-            0,
-            0,
-            0,
-            1,
-            uri.subsystemNqn(),
-            (int) id.getIoQueueCommandCapsuleSupportedSize(),
-            (int) id.getIoQueueResponseCapsuleSupportedSize(),
-            id.getInCapsuleDataOffset());
-    for (com.ibm.jnvmf.Namespace ns : ctrl.getActiveNamespaces()) {
-      int nsid = ns.getIdentifier().toInt();
-      if (uri.nsid() != 0 && nsid != uri.nsid()) {
-        continue;
-      }
-      IdentifyNamespaceData d = ns.getIdentifyNamespaceData();
-      int bs = d.getFormattedLbaSize().getLbaDataSize().toInt();
-      namespaces.put(
-          nsid,
-          new IdentifyNamespace(
-              nsid,
-              d.getNamespaceSize(),
-              d.getNamespaceCapacity(),
-              0,
-              bs,
-              d.getFormattedLbaSize().getMetadataSize(),
-              0,
-              new byte[16]));
-    }
-    for (int i = 0; i < opts.ioQueues(); i++) {
-      IoQueuePair qp = ctrl.createIoQueuePair(opts.ioQueueSize());
-      queues.add(new RdmaQueue(i + 1, qp, opts.ioQueueSize() - 1));
-    }
-    keepAlive =
-        Executors.newSingleThreadScheduledExecutor(
-            r -> {
-              Thread t = new Thread(r, "nvmf-rdma-keepalive");
-              t.setDaemon(true);
-              return t;
-            });
-    // A periodic task that throws is never run again: every failure is caught, so that one bad
-    // Keep Alive does not end them all (and the target then drop the controller).
-    if (kato > 0) {
-      // Stopped by keepAlive.shutdownNow() at close.
-      var unused =
-          keepAlive.scheduleAtFixedRate(
-              () -> {
-                try {
-                  ctrl.keepAlive();
-                } catch (IOException | RuntimeException e) {
-                  LOG.warn("Keep Alive to {} failed: {}", uri, e.toString());
-                }
-              },
-              kato / 2,
-              kato / 2,
-              TimeUnit.MILLISECONDS);
-    }
+    this.opts = opts;
+    this.maxTransfer = opts.maxTransferSize();
+    this.events = RdmaEventChannel.createEventChannel();
   }
 
   /**
-   * Connects over RDMA.
+   * Connects over RDMA: admin queue, controller enable, identify, then the I/O queues.
    *
-   * @throws NvmfException when there is no RDMA device, libdisni is missing, or the target refuses
+   * @throws NvmfException when there is no RDMA device, libdisni or the JVM flag is missing, the
+   *     target cannot be reached, or it refuses
    */
   public static RdmaController connect(NvmfUri uri, NvmfHostOptions opts) throws NvmfException {
     var reason = RdmaSupport.unavailableReason();
     if (reason.isPresent()) {
       throw new NvmfException("cannot connect to " + uri + ": " + reason.get());
     }
+    RdmaController c;
     try {
-      return new RdmaController(uri, opts);
-    } catch (NvmfException e) {
+      c = new RdmaController(uri, opts);
+    } catch (IOException e) {
+      throw new NvmfException("RDMA to " + uri + " cannot start: " + e.getMessage(), e);
+    }
+    try {
+      c.start();
+      return c;
+    } catch (NvmfException | RuntimeException e) {
+      c.close();
       throw e;
     } catch (IOException e) {
+      c.close();
       throw new NvmfException("RDMA connect to " + uri + " failed: " + e.getMessage(), e);
-    } catch (LinkageError e) {
-      throw new NvmfException("RDMA transport cannot load (DiSNI/libdisni): " + e, e);
     }
   }
 
-  /** Maps a completion's status code type and code to this library's exception. */
-  static NvmfException statusError(String command, int sct, int sc, boolean dnr) {
-    return new NvmeStatusException(
-        command, (sc & 0xFF) | ((sct & 7) << 8) | (dnr ? 1 << 14 : 0), false);
+  private void start() throws IOException {
+    InetSocketAddress target = new InetSocketAddress(uri.host(), uri.port());
+    if (target.isUnresolved()) {
+      throw new NvmfException("cannot resolve the host name of " + uri);
+    }
+    int tmo = (int) Math.min(Integer.MAX_VALUE, opts.connectTimeout().toMillis());
+    long commandTimeout = opts.commandTimeout().toNanos();
+    int kato = (int) opts.keepAlive().toMillis();
+    int adminDepth = Math.min(ADMIN_DEPTH, opts.adminQueueSize());
+    admin = new RdmaQueue(this, 0, adminDepth, 0, commandTimeout);
+    admin.open(events, target, 0xFFFF, tmo);
+    cntlid = connectQueue(admin, 0xFFFF, adminDepth, kato).dw0() & 0xFFFF;
+    cap = ControllerSetup.enable(this::adminSync, uri, cntlid);
+    vs = (int) ControllerSetup.propGet(this::adminSync, Nvme.PROP_VS, false);
+    identify = ControllerSetup.identifyController(this::adminSync);
+    if (identify.icdoff() != 0) {
+      throw new NvmfException(
+          "controller at "
+              + uri
+              + " needs in-capsule data offset "
+              + identify.icdoff()
+              + " (ICDOFF), which this host does not support");
+    }
+    maxTransfer = ControllerSetup.maxTransfer(cap, identify, opts.maxTransferSize());
+    timers =
+        Executors.newSingleThreadScheduledExecutor(
+            r -> {
+              Thread t = new Thread(r, "nvmf-rdma-keepalive");
+              t.setDaemon(true);
+              return t;
+            });
+    if (kato > 0) {
+      long period = Math.max(100, kato / 2);
+      // Stopped by timers.shutdownNow() at close; sendKeepAlive catches what it can throw.
+      var unused =
+          timers.scheduleAtFixedRate(this::sendKeepAlive, period, period, TimeUnit.MILLISECONDS);
+    }
+    namespaces = ControllerSetup.identifyNamespaces(this::adminSync, uri, identify);
+    int granted = ControllerSetup.negotiateIoQueues(this::adminSync, opts.ioQueues());
+    int mqes = (int) (cap & 0xFFFF) + 1;
+    int qsize = Math.min(opts.ioQueueSize(), mqes);
+    int inCapsule = Math.max(0, Math.min(MAX_IN_CAPSULE, identify.inCapsuleDataSize()));
+    for (int qid = 1; qid <= granted; qid++) {
+      RdmaQueue q = new RdmaQueue(this, qid, qsize, inCapsule, commandTimeout);
+      ioQueues.add(q);
+      q.open(events, target, cntlid, tmo);
+      connectQueue(q, cntlid, qsize, 0);
+    }
+    cmWatcher = new Thread(this::watchConnections, "nvmf-rdma-cm");
+    cmWatcher.setDaemon(true);
+    cmWatcher.start();
+    LOG.debug(
+        "connected to {} over RDMA: cntlid {}, {} I/O queues of {}, in-capsule {} bytes, max"
+            + " transfer {}",
+        uri,
+        cntlid,
+        granted,
+        qsize,
+        inCapsule,
+        maxTransfer);
+  }
+
+  /** Reads connection events: a disconnect on any queue ends the association. */
+  private void watchConnections() {
+    while (!closed && !lost.get()) {
+      try {
+        RdmaCmEvent ev = events.getCmEvent(100);
+        if (ev == null) {
+          continue;
+        }
+        int type = ev.getEvent();
+        ev.ackEvent();
+        if (type == CmEvents.DISCONNECTED || type == CmEvents.DEVICE_REMOVAL) {
+          if (!closed) {
+            lose(
+                new NvmfException(
+                    "controller "
+                        + cntlid
+                        + " at "
+                        + uri
+                        + " is gone: the target "
+                        + (type == CmEvents.DISCONNECTED
+                            ? "disconnected"
+                            : "'s RDMA device was removed")));
+          }
+        }
+      } catch (IOException | RuntimeException e) {
+        if (!closed) {
+          lose(new NvmfException("RDMA connection events of " + uri + " failed: " + e, e));
+        }
+        return;
+      }
+    }
+  }
+
+  private void sendKeepAlive() {
+    if (closed || lost.get()) {
+      return;
+    }
+    RdmaQueue.Cmd ka =
+        new RdmaQueue.Cmd(
+            new Sqe().opcode(Nvme.ADMIN_KEEP_ALIVE),
+            null,
+            false,
+            err -> {
+              if (err == null || closed) {
+                return;
+              }
+              if (err instanceof NvmeStatusException) {
+                LOG.warn("Keep Alive to {} failed: {}", uri, err.getMessage());
+                return;
+              }
+              lose(
+                  new NvmfException(
+                      "controller " + cntlid + " at " + uri + " is gone: " + err.getMessage(),
+                      err));
+            });
+    ka.timeoutNanos = opts.keepAlive().toNanos();
+    admin.submit(ka);
+  }
+
+  /**
+   * The association is gone: fails every queue, so that commands in flight and new ones fail at
+   * once and {@link #isConnected()} says to connect again.
+   */
+  void lose(NvmfException cause) {
+    if (!lost.compareAndSet(false, true)) {
+      return;
+    }
+    if (!closed) {
+      LOG.warn("{}; closing its queues", cause.getMessage());
+    }
+    for (RdmaQueue q : ioQueues) {
+      q.fail(cause);
+    }
+    if (admin != null) {
+      admin.fail(cause);
+    }
+  }
+
+  private Cqe connectQueue(RdmaQueue q, int cntlid, int qsize, int kato) throws NvmfException {
+    ByteBuffer d =
+        ControllerSetup.connectData(opts.hostId(), cntlid, uri.subsystemNqn(), opts.hostNqn());
+    Sqe sqe = ControllerSetup.connect(q.qid(), qsize, kato, false);
+    try {
+      return call(q, sqe, d, true, opts.connectTimeout().toMillis());
+    } catch (NvmeStatusException e) {
+      throw new NvmeStatusException("Fabrics Connect of " + q.where(), e.status(), true);
+    }
+  }
+
+  private Cqe adminSync(Sqe sqe, ByteBuffer data, boolean dataOut) throws NvmfException {
+    return call(admin, sqe, data, dataOut, opts.commandTimeout().toMillis() + 1000);
+  }
+
+  private static Cqe call(RdmaQueue q, Sqe sqe, ByteBuffer data, boolean dataOut, long ms)
+      throws NvmfException {
+    CompletableFuture<Cqe> f = new CompletableFuture<>();
+    Cqe[] reply = new Cqe[1];
+    RdmaQueue.Cmd c =
+        new RdmaQueue.Cmd(
+            sqe,
+            data,
+            dataOut,
+            err -> {
+              if (err != null) {
+                f.completeExceptionally(err);
+              } else {
+                f.complete(reply[0]);
+              }
+            });
+    c.reply = reply;
+    q.submit(c);
+    String what = ControllerSetup.describe(sqe, q.qid() == 0) + " on " + q.where();
+    try {
+      return f.get(ms, TimeUnit.MILLISECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new NvmfException("interrupted while waiting for " + what, e);
+    } catch (TimeoutException e) {
+      throw new NvmfTimeoutException(what + " got no answer within " + ms + " ms");
+    } catch (ExecutionException e) {
+      if (e.getCause() instanceof NvmfException n) {
+        throw n;
+      }
+      throw new NvmfException(what + " failed: " + e.getCause(), e.getCause());
+    }
   }
 
   @Override
@@ -196,7 +298,15 @@ public final class RdmaController implements NvmfController {
 
   @Override
   public boolean isConnected() {
-    return !closed; // jNVMf reports a broken connection only through failed commands
+    if (closed || lost.get() || admin == null || !admin.isActive()) {
+      return false;
+    }
+    for (RdmaQueue q : ioQueues) {
+      if (!q.isActive()) {
+        return false;
+      }
+    }
+    return true;
   }
 
   @Override
@@ -213,34 +323,46 @@ public final class RdmaController implements NvmfController {
   public IdentifyNamespace namespace(int nsid) {
     IdentifyNamespace ns = namespaces.get(nsid);
     if (ns == null) {
-      throw new IllegalArgumentException("namespace " + nsid + " is not active on " + uri);
+      throw new IllegalArgumentException(
+          "namespace "
+              + nsid
+              + " is not active on "
+              + uri
+              + " (active: "
+              + namespaces.keySet()
+              + ")");
     }
     return ns;
   }
 
   @Override
   public int ioQueueCount() {
-    return queues.size();
+    return ioQueues.size();
   }
 
   @Override
   public NvmfQueue ioQueue(int index) {
-    return queues.get(index);
+    return ioQueues.get(index);
   }
 
   @Override
   public long cap() {
-    return ctrl.getControllerCapabilities().getMaximumQueueEntriesSupported() - 1 | (1L << 37);
+    return cap;
   }
 
   @Override
   public int version() {
-    return identify.version();
+    return vs;
   }
 
   @Override
   public int maxTransferSize() {
     return maxTransfer;
+  }
+
+  /** The controller id the target assigned. */
+  public int controllerId() {
+    return cntlid;
   }
 
   @Override
@@ -249,188 +371,34 @@ public final class RdmaController implements NvmfController {
       return;
     }
     closed = true;
-    keepAlive.shutdownNow();
-    for (RdmaQueue q : queues) {
-      q.stop();
+    if (timers != null) {
+      timers.shutdownNow();
     }
-    try {
-      ctrl.free();
-    } catch (IOException e) {
-      LOG.debug("freeing the jNVMf controller of {} failed: {}", uri, e.toString());
+    NvmfException reason = new NvmfException("host closed the controller at " + uri);
+    for (RdmaQueue q : ioQueues) {
+      q.close(reason);
     }
-  }
-
-  /** One RDMA I/O queue pair driven by its own thread. */
-  private final class RdmaQueue implements NvmfQueue, Runnable {
-    private final int qid;
-    private final IoQueuePair qp;
-    private final int depth;
-    private final ConcurrentLinkedQueue<Runnable> submissions = new ConcurrentLinkedQueue<>();
-    private final Thread thread;
-    private int inFlight;
-    private volatile boolean running = true;
-
-    RdmaQueue(int qid, IoQueuePair qp, int depth) {
-      this.qid = qid;
-      this.qp = qp;
-      this.depth = depth;
-      this.thread = new Thread(this, "nvmf-rdma-q" + qid);
-      thread.setDaemon(true);
-      thread.start();
-    }
-
-    @Override
-    public void run() {
-      while (running) {
-        try {
-          Runnable r;
-          while (inFlight < depth && (r = submissions.poll()) != null) {
-            r.run();
-          }
-          if (qp.poll() == 0 && submissions.isEmpty()) {
-            Thread.onSpinWait();
-          }
-        } catch (IOException e) {
-          LOG.warn("polling RDMA queue {} of {} failed: {}", qid, uri, e.toString());
-        }
+    if (admin != null && admin.isActive() && identify != null) {
+      try {
+        ControllerSetup.shutdown(this::adminSync);
+      } catch (NvmfException e) {
+        LOG.debug("shutdown notification to {} failed: {}", uri, e.getMessage());
       }
     }
-
-    void stop() {
-      running = false;
+    if (admin != null) {
+      admin.close(reason);
+    }
+    if (cmWatcher != null) {
       try {
-        thread.join(2000);
+        cmWatcher.join(2000);
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
       }
-      Runnable r;
-      while ((r = submissions.poll()) != null) {
-        r.run(); // runs with running == false: fails the command
-      }
     }
-
-    @Override
-    public int qid() {
-      return qid;
-    }
-
-    @Override
-    public int depth() {
-      return depth;
-    }
-
-    private void io(boolean write, int nsid, long slba, ByteBuffer buf, NvmfCallback cb) {
-      IdentifyNamespace ns = namespace(nsid);
-      int len = buf.remaining();
-      if (len == 0
-          || len % ns.blockSize() != 0
-          || len > maxTransfer
-          || len / ns.blockSize() > 65535) {
-        throw new IllegalArgumentException(
-            "RDMA transfer of "
-                + len
-                + " bytes: must be a positive multiple"
-                + " of the "
-                + ns.blockSize()
-                + "-byte block size and at most "
-                + maxTransfer
-                + " bytes");
-      }
-      if (!buf.isDirect()) {
-        throw new IllegalArgumentException(
-            "RDMA needs direct buffers (registered with the device)");
-      }
-      ByteBuffer slice = buf.slice(buf.position(), len);
-      String what = (write ? "Write" : "Read") + " nsid " + nsid + " slba " + slba + " over RDMA";
-      submissions.add(
-          () -> {
-            if (!running) {
-              cb.complete(new NvmfException(what + " not sent: the controller was closed"));
-              return;
-            }
-            try {
-              NvmIoCommand<?> cmd = write ? new NvmWriteCommand(qp) : new NvmReadCommand(qp);
-              NvmIoCommandSqe sqe = cmd.getCommandCapsule().getSubmissionQueueEntry();
-              sqe.setNamespaceIdentifier(new NamespaceIdentifier(nsid));
-              sqe.setStartingLba(slba);
-              sqe.setNumberOfLogicalBlocks(len / ns.blockSize());
-              KeyedNativeBuffer reg = qp.registerMemory(slice);
-              cmd.getCommandCapsule().setSglDescriptor(reg);
-              Response<NvmResponseCapsule> resp = cmd.newResponse();
-              inFlight++;
-              resp.setCallback(
-                  new OperationCallback() {
-                    @Override
-                    public void onStart() {}
-
-                    @Override
-                    public void onComplete() {
-                      inFlight--;
-                      var cqe = resp.getResponseCapsule().getCompletionQueueEntry();
-                      int sct = cqe.getStatusCodeType().toInt();
-                      int sc = cqe.getStatusCode().toInt();
-                      free(reg);
-                      cb.complete(
-                          sct == 0 && sc == 0
-                              ? null
-                              : statusError(what, sct, sc, cqe.getDoNotRetry()));
-                    }
-
-                    @Override
-                    public void onFailure(RdmaException e) {
-                      inFlight--;
-                      free(reg);
-                      cb.complete(
-                          new NvmfException(
-                              what + " failed in the RDMA transport: " + e.getStatus(), e));
-                    }
-                  });
-              cmd.execute(resp);
-            } catch (IOException | RuntimeException e) {
-              cb.complete(new NvmfException(what + " could not be posted: " + e.getMessage(), e));
-            }
-          });
-    }
-
-    private void free(KeyedNativeBuffer reg) {
-      try {
-        reg.free();
-      } catch (IOException e) {
-        LOG.debug("deregistering a buffer failed: {}", e.toString());
-      }
-    }
-
-    @Override
-    public void read(int nsid, long slba, ByteBuffer dst, NvmfCallback callback) {
-      io(false, nsid, slba, dst, callback);
-    }
-
-    @Override
-    public void write(int nsid, long slba, ByteBuffer src, NvmfCallback callback) {
-      io(true, nsid, slba, src, callback);
-    }
-
-    private void unsupported(String what, NvmfCallback cb) {
-      cb.complete(
-          new NvmfException(
-              what
-                  + " is not implemented by jNVMf 1.6 (only Read and Write are);"
-                  + " use the TCP transport for it"));
-    }
-
-    @Override
-    public void flush(int nsid, NvmfCallback callback) {
-      unsupported("Flush", callback);
-    }
-
-    @Override
-    public void deallocate(int nsid, long slba, long nlb, NvmfCallback callback) {
-      unsupported("Dataset Management", callback);
-    }
-
-    @Override
-    public void writeZeroes(int nsid, long slba, long nlb, NvmfCallback callback) {
-      unsupported("Write Zeroes", callback);
+    try {
+      events.destroyEventChannel();
+    } catch (IOException | RuntimeException e) {
+      LOG.debug("destroying the RDMA event channel of {} failed: {}", uri, e.toString());
     }
   }
 }

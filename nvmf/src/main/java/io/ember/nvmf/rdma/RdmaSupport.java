@@ -17,13 +17,18 @@ public final class RdmaSupport {
     if (devices == null || devices.length == 0) {
       return Optional.of("no RDMA device (/sys/class/infiniband is empty or missing)");
     }
+    if (!Object.class.getModule().isExported("sun.nio.ch", RdmaSupport.class.getModule())) {
+      return Optional.of(
+          "DiSNI needs the JVM flag --add-exports java.base/sun.nio.ch=ALL-UNNAMED"
+              + " (bin/ember sets it; add it to your java command line)");
+    }
     try {
       System.loadLibrary("disni");
     } catch (UnsatisfiedLinkError e) {
       return Optional.of(
           "libdisni is not on java.library.path ("
               + System.getProperty("java.library.path")
-              + "): "
+              + "; build it from DiSNI's source, see README's RDMA section): "
               + e.getMessage());
     } catch (SecurityException e) {
       return Optional.of("loading libdisni is not permitted: " + e.getMessage());
