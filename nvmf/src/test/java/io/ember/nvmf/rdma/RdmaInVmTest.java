@@ -2,17 +2,9 @@ package io.ember.nvmf.rdma;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
-import java.io.File;
-import java.io.IOException;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.condition.EnabledIfEnvironmentVariable;
@@ -31,130 +23,16 @@ import org.junit.jupiter.api.condition.EnabledIfEnvironmentVariable;
         "EMBER_TEST_RDMA_VM is not set (the port of a kernel-nvmet VM started with --rdma;"
             + " .ci/run starts one)")
 class RdmaInVmTest {
-  /** The RDMA port Linux's nvmet-rdma listens on inside the VM (see kernel-nvmet's README). */
-  static final String VM_TARGET =
-      "nvmf+rdma://10.0.2.15:4420/nqn.2014-08.org.nvmexpress:test-target";
-
   @Test
   @Timeout(value = 30, unit = TimeUnit.MINUTES)
   void behaviourSuiteOverRdma() throws Exception {
     String out =
-        runInVm(
+        RdmaVm.runInVm(
             List.of(RdmaKernelTargetTest.class.getName(), RdmaTargetFailureTest.class.getName()));
-    assertEquals(0, count(out, "tests failed"), out);
+    assertEquals(0, RdmaVm.count(out, "tests failed"), out);
     // Only the two NVMe/TCP-only tests (digests, discovery) may be skipped: a skipped RDMA suite
     // proves nothing.
-    assertEquals(2, count(out, "tests aborted"), out);
-    assertTrue(count(out, "tests successful") >= 13, out);
-  }
-
-  /** Runs the given test classes in the VM and returns the console launcher's output. */
-  static String runInVm(List<String> classes) throws IOException, InterruptedException {
-    String port = System.getenv("EMBER_TEST_RDMA_VM");
-    String tool = System.getenv("EMBER_TEST_KNVMET");
-    String lib = System.getenv("EMBER_TEST_LIBDISNI");
-    assumeTrue(tool != null && new File(tool).canExecute(), "EMBER_TEST_KNVMET names no tool");
-    assumeTrue(lib != null, "EMBER_TEST_LIBDISNI is not set (the folder holding libdisni.so)");
-    lib = libraryFolder(Path.of(lib));
-    String cp =
-        freshCopies(
-            System.getProperty("surefire.test.class.path", System.getProperty("java.class.path")));
-    StringBuilder select = new StringBuilder();
-    for (String c : classes) {
-      select.append(" --select-class ").append(c);
-    }
-    String inner =
-        "cd "
-            + new File(".").getAbsolutePath()
-            + " && EMBER_TEST_NVMF_RDMA_TARGET="
-            + VM_TARGET
-            + " EMBER_TEST_NVMET_RDMA_PORT=/sys/kernel/config/nvmet/ports/2"
-            + " java -Xmx384m --add-exports java.base/sun.nio.ch=ALL-UNNAMED"
-            + " -Djava.library.path="
-            + lib
-            + " -cp "
-            + cp
-            + " org.junit.platform.console.ConsoleLauncher --disable-banner --disable-ansi-colors"
-            + " --details=tree --fail-if-no-tests --config=junit.jupiter.execution.timeout.default=3m"
-            + select;
-    Path log = Files.createTempFile("rdma-in-vm", ".log");
-    Process p =
-        new ProcessBuilder(
-                tool, "exec", "--port", port, "--", "chroot /host /bin/sh -c '" + inner + "'")
-            .redirectErrorStream(true)
-            .redirectOutput(log.toFile())
-            .start();
-    if (!p.waitFor(25, TimeUnit.MINUTES)) {
-      p.destroyForcibly();
-    }
-    String out = Files.readString(log, StandardCharsets.UTF_8);
-    Files.deleteIfExists(log);
-    System.out.println(out);
-    return out;
-  }
-
-  /**
-   * The class path with this build's own entries (class folders, snapshot jars) copied to new
-   * paths: the VM sees the host's files through 9p with loose caching, so a file rebuilt in place
-   * may still read as its old self there.
-   */
-  static String freshCopies(String classPath) throws IOException {
-    Path root = Files.createDirectories(Path.of("target", "vm-classpath-" + System.nanoTime()));
-    StringBuilder out = new StringBuilder();
-    int i = 0;
-    for (String entry : List.of(classPath.split(File.pathSeparator, -1))) {
-      if (entry.isEmpty()) {
-        continue;
-      }
-      Path src = Path.of(entry);
-      String use = entry;
-      if (Files.isDirectory(src)) {
-        Path dst = root.resolve(Integer.toString(i++));
-        try (var walk = Files.walk(src)) {
-          for (Path f : (Iterable<Path>) walk::iterator) {
-            Path t = dst.resolve(src.relativize(f).toString());
-            if (Files.isDirectory(f)) {
-              Files.createDirectories(t);
-            } else {
-              Files.copy(f, t);
-            }
-          }
-        }
-        use = dst.toAbsolutePath().toString();
-      } else if (entry.contains("SNAPSHOT") && Files.isRegularFile(src)) {
-        Path dst = root.resolve(i++ + "-" + src.getFileName());
-        Files.copy(src, dst);
-        use = dst.toAbsolutePath().toString();
-      }
-      out.append(out.length() == 0 ? "" : File.pathSeparator).append(use);
-    }
-    return out.toString();
-  }
-
-  /**
-   * A folder whose libdisni.so is the library itself: a copy of the folder's one ELF file, because
-   * a checkout may hold the versioned names' symbolic links as plain text files.
-   */
-  static String libraryFolder(Path dir) throws IOException {
-    for (String name : List.of("libdisni.so", "libdisni.so.0", "libdisni.so.0.0.0")) {
-      Path f = dir.resolve(name);
-      if (Files.isRegularFile(f) && Files.size(f) > 4) {
-        byte[] head = new byte[4];
-        try (var in = Files.newInputStream(f)) {
-          if (in.read(head) == 4 && head[0] == 0x7F && head[1] == 'E' && head[2] == 'L') {
-            Path copy = Files.createDirectories(Path.of("target", "libdisni-" + System.nanoTime()));
-            Files.copy(f, copy.resolve("libdisni.so"));
-            return copy.toAbsolutePath().toString();
-          }
-        }
-      }
-    }
-    throw new IOException("no libdisni library (an ELF file) in " + dir);
-  }
-
-  /** The number in the launcher's summary line "[ N name ]", or -1 without it. */
-  static long count(String out, String name) {
-    Matcher m = Pattern.compile("\\[\\s*(\\d+) " + Pattern.quote(name) + "\\s*\\]").matcher(out);
-    return m.find() ? Long.parseLong(m.group(1)) : -1;
+    assertEquals(2, RdmaVm.count(out, "tests aborted"), out);
+    assertTrue(RdmaVm.count(out, "tests successful") >= 13, out);
   }
 }
