@@ -2,6 +2,7 @@ package io.ember.nvmf.host;
 
 import io.ember.nvmf.IdentifyNamespace;
 import io.ember.nvmf.NvmfCallback;
+import io.ember.nvmf.NvmfController;
 import io.ember.nvmf.NvmfException;
 import io.ember.nvmf.NvmfQueue;
 import io.ember.nvmf.spec.Nvme;
@@ -15,6 +16,12 @@ import java.nio.ByteOrder;
  * hands each to {@link #submitCommand}.
  */
 public abstract class CommandQueue implements NvmfQueue {
+  private final NvmfController controller;
+
+  /** A queue of {@code controller}, whose namespaces and largest transfer it obeys. */
+  protected CommandQueue(NvmfController controller) {
+    this.controller = controller;
+  }
 
   /**
    * Sends one command; its completion (or the transport's failure) reaches {@code cb} exactly once.
@@ -25,15 +32,13 @@ public abstract class CommandQueue implements NvmfQueue {
    */
   protected abstract void submitCommand(Sqe sqe, ByteBuffer data, boolean dataOut, NvmfCallback cb);
 
-  /**
-   * The active namespace {@code nsid}.
-   *
-   * @throws IllegalArgumentException when it is not active
-   */
-  protected abstract IdentifyNamespace namespace(int nsid);
+  private IdentifyNamespace namespace(int nsid) {
+    return controller.namespace(nsid);
+  }
 
-  /** The largest transfer of one command, in bytes (MDTS and the host's own limit). */
-  protected abstract int maxTransferSize();
+  private int maxTransferSize() {
+    return controller.maxTransferSize();
+  }
 
   private void rw(int opcode, int nsid, long slba, ByteBuffer buf, NvmfCallback cb) {
     IdentifyNamespace ns = namespace(nsid);

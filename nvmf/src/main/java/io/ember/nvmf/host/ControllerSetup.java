@@ -3,6 +3,7 @@ package io.ember.nvmf.host;
 import io.ember.nvmf.IdentifyController;
 import io.ember.nvmf.IdentifyNamespace;
 import io.ember.nvmf.NvmeStatusException;
+import io.ember.nvmf.NvmfCallback;
 import io.ember.nvmf.NvmfException;
 import io.ember.nvmf.NvmfTimeoutException;
 import io.ember.nvmf.NvmfUri;
@@ -17,7 +18,14 @@ import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.function.BooleanSupplier;
+import java.util.function.Consumer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * The admin-queue steps of bringing a controller up and down, the same over every transport:
@@ -25,6 +33,8 @@ import java.util.concurrent.TimeUnit;
  * the shutdown notification.
  */
 public final class ControllerSetup {
+  private static final Logger LOG = LoggerFactory.getLogger(ControllerSetup.class);
+
   /** Size of the Fabrics Connect command's data. */
   public static final int CONNECT_DATA = 1024;
 
@@ -255,6 +265,63 @@ public final class ControllerSetup {
     } catch (NvmeStatusException e) {
       return wanted;
     }
+  }
+
+  /**
+   * Waits for an admin or Connect command's future.
+   *
+   * @throws NvmfTimeoutException when it is not done within {@code ms}
+   * @throws NvmfException with the command's own failure, or naming {@code what}
+   */
+  public static <T> T await(CompletableFuture<T> f, long ms, String what) throws NvmfException {
+    try {
+      return f.get(ms, TimeUnit.MILLISECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new NvmfException("interrupted while waiting for " + what, e);
+    } catch (TimeoutException e) {
+      throw new NvmfTimeoutException(what + " got no answer within " + ms + " ms");
+    } catch (ExecutionException e) {
+      if (e.getCause() instanceof NvmfException n) {
+        throw n;
+      }
+      throw new NvmfException(what + " failed: " + e.getCause(), e.getCause());
+    }
+  }
+
+  /**
+   * Namespace {@code nsid} of {@code active}.
+   *
+   * @throws IllegalArgumentException when it is not active, naming the ones that are
+   */
+  public static IdentifyNamespace namespace(
+      Map<Integer, IdentifyNamespace> active, int nsid, NvmfUri uri) {
+    IdentifyNamespace ns = active.get(nsid);
+    if (ns == null) {
+      throw new IllegalArgumentException(
+          "namespace " + nsid + " is not active on " + uri + " (active: " + active.keySet() + ")");
+    }
+    return ns;
+  }
+
+  /**
+   * What a Keep Alive's outcome means: a refusal is logged (the target answered, so it is there);
+   * no answer, or a transport failure, means the association is gone and goes to {@code lose}.
+   */
+  public static NvmfCallback keepAliveOutcome(
+      NvmfUri uri, int cntlid, BooleanSupplier closed, Consumer<NvmfException> lose) {
+    return err -> {
+      if (err == null || closed.getAsBoolean()) {
+        return;
+      }
+      if (err instanceof NvmeStatusException) {
+        LOG.warn("Keep Alive to {} failed: {}", uri, err.getMessage());
+        return;
+      }
+      lose.accept(
+          new NvmfException(
+              "controller " + cntlid + " at " + uri + " is gone: " + err.getMessage(), err));
+    };
   }
 
   /**

@@ -9,7 +9,6 @@ import io.ember.nvmf.NvmfController;
 import io.ember.nvmf.NvmfException;
 import io.ember.nvmf.NvmfHostOptions;
 import io.ember.nvmf.NvmfQueue;
-import io.ember.nvmf.NvmfTimeoutException;
 import io.ember.nvmf.NvmfUri;
 import io.ember.nvmf.host.ControllerSetup;
 import io.ember.nvmf.spec.Cqe;
@@ -23,11 +22,9 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -206,19 +203,7 @@ public final class RdmaController implements NvmfController {
             new Sqe().opcode(Nvme.ADMIN_KEEP_ALIVE),
             null,
             false,
-            err -> {
-              if (err == null || closed) {
-                return;
-              }
-              if (err instanceof NvmeStatusException) {
-                LOG.warn("Keep Alive to {} failed: {}", uri, err.getMessage());
-                return;
-              }
-              lose(
-                  new NvmfException(
-                      "controller " + cntlid + " at " + uri + " is gone: " + err.getMessage(),
-                      err));
-            });
+            ControllerSetup.keepAliveOutcome(uri, cntlid, () -> closed, this::lose));
     ka.timeoutNanos = opts.keepAlive().toNanos();
     admin.submit(ka);
   }
@@ -275,20 +260,8 @@ public final class RdmaController implements NvmfController {
             });
     c.reply = reply;
     q.submit(c);
-    String what = ControllerSetup.describe(sqe, q.qid() == 0) + " on " + q.where();
-    try {
-      return f.get(ms, TimeUnit.MILLISECONDS);
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      throw new NvmfException("interrupted while waiting for " + what, e);
-    } catch (TimeoutException e) {
-      throw new NvmfTimeoutException(what + " got no answer within " + ms + " ms");
-    } catch (ExecutionException e) {
-      if (e.getCause() instanceof NvmfException n) {
-        throw n;
-      }
-      throw new NvmfException(what + " failed: " + e.getCause(), e.getCause());
-    }
+    return ControllerSetup.await(
+        f, ms, ControllerSetup.describe(sqe, q.qid() == 0) + " on " + q.where());
   }
 
   @Override
@@ -321,18 +294,7 @@ public final class RdmaController implements NvmfController {
 
   @Override
   public IdentifyNamespace namespace(int nsid) {
-    IdentifyNamespace ns = namespaces.get(nsid);
-    if (ns == null) {
-      throw new IllegalArgumentException(
-          "namespace "
-              + nsid
-              + " is not active on "
-              + uri
-              + " (active: "
-              + namespaces.keySet()
-              + ")");
-    }
-    return ns;
+    return ControllerSetup.namespace(namespaces, nsid, uri);
   }
 
   @Override

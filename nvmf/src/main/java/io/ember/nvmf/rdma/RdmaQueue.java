@@ -21,7 +21,6 @@ import com.ibm.disni.verbs.SVCPollCq;
 import com.ibm.disni.verbs.SVCPostRecv;
 import com.ibm.disni.verbs.SVCPostSend;
 import com.ibm.disni.verbs.SVCReqNotify;
-import io.ember.nvmf.IdentifyNamespace;
 import io.ember.nvmf.NvmeStatusException;
 import io.ember.nvmf.NvmfCallback;
 import io.ember.nvmf.NvmfException;
@@ -128,6 +127,7 @@ final class RdmaQueue extends CommandQueue {
   }
 
   RdmaQueue(RdmaController ctrl, int qid, int size, int inCapsule, long timeoutNanos) {
+    super(ctrl);
     this.ctrl = ctrl;
     this.qid = qid;
     this.size = size;
@@ -283,16 +283,6 @@ final class RdmaQueue extends CommandQueue {
   @Override
   public int depth() {
     return size - 1;
-  }
-
-  @Override
-  protected IdentifyNamespace namespace(int nsid) {
-    return ctrl.namespace(nsid);
-  }
-
-  @Override
-  protected int maxTransferSize() {
-    return ctrl.maxTransferSize();
   }
 
   @Override
@@ -512,6 +502,11 @@ final class RdmaQueue extends CommandQueue {
 
   /** Delivers a completed command's result to its caller; on the reaper, outside the lock. */
   private void finish(Cmd c) {
+    synchronized (lock) {
+      if (c.done) {
+        return; // timed out or failed: the caller has its buffer back, so nothing is copied into it
+      }
+    }
     NvmfException err = null;
     if (c.cqe.status() != 0) {
       // The same words as the TCP host's: the command, then its status.

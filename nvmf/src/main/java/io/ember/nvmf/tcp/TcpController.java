@@ -3,12 +3,10 @@ package io.ember.nvmf.tcp;
 import io.ember.nvmf.DiscoveryLogEntry;
 import io.ember.nvmf.IdentifyController;
 import io.ember.nvmf.IdentifyNamespace;
-import io.ember.nvmf.NvmeStatusException;
 import io.ember.nvmf.NvmfController;
 import io.ember.nvmf.NvmfException;
 import io.ember.nvmf.NvmfHostOptions;
 import io.ember.nvmf.NvmfQueue;
-import io.ember.nvmf.NvmfTimeoutException;
 import io.ember.nvmf.NvmfUri;
 import io.ember.nvmf.host.ControllerSetup;
 import io.ember.nvmf.spec.Cqe;
@@ -24,9 +22,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -202,20 +198,7 @@ public final class TcpController implements NvmfController {
             null,
             false,
             false,
-            err -> {
-              if (err == null || closed) {
-                return;
-              }
-              if (err instanceof NvmeStatusException) {
-                // The target answered, so it is there; a refusal is its business.
-                LOG.warn("Keep Alive to {} failed: {}", uri, err.getMessage());
-                return;
-              }
-              lose(
-                  new NvmfException(
-                      "controller " + cntlid + " at " + uri + " is gone: " + err.getMessage(),
-                      err));
-            });
+            ControllerSetup.keepAliveOutcome(uri, cntlid, () -> closed, this::lose));
     ka.timeoutNanos = opts.keepAlive().toNanos();
     admin.submit(ka);
   }
@@ -248,7 +231,7 @@ public final class TcpController implements NvmfController {
     TcpQueue.Cmd[] holder = new TcpQueue.Cmd[1];
     holder[0] = new TcpQueue.Cmd(sqe, d, true, true, err -> complete(f, holder[0], err));
     q.submit(holder[0]);
-    return await(f, opts.connectTimeout().toMillis(), "Connect of " + q.where());
+    return ControllerSetup.await(f, opts.connectTimeout().toMillis(), "Connect of " + q.where());
   }
 
   private static void complete(CompletableFuture<Cqe> f, TcpQueue.Cmd c, Throwable err) {
@@ -264,7 +247,8 @@ public final class TcpController implements NvmfController {
     TcpQueue.Cmd[] holder = new TcpQueue.Cmd[1];
     holder[0] = new TcpQueue.Cmd(sqe, buf, dataOut, false, err -> complete(f, holder[0], err));
     admin.submit(holder[0]);
-    return await(f, opts.commandTimeout().toMillis() + 1000, ControllerSetup.describe(sqe, true));
+    return ControllerSetup.await(
+        f, opts.commandTimeout().toMillis() + 1000, ControllerSetup.describe(sqe, true));
   }
 
   private byte[] getLog(int lid, long offset, int len) throws NvmfException {
@@ -286,22 +270,6 @@ public final class TcpController implements NvmfController {
 
   void propSet(int offset, int value) throws NvmfException {
     ControllerSetup.propSet(this::adminSync, offset, value);
-  }
-
-  static <T> T await(CompletableFuture<T> f, long ms, String what) throws NvmfException {
-    try {
-      return f.get(ms, TimeUnit.MILLISECONDS);
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      throw new NvmfException("interrupted while waiting for " + what, e);
-    } catch (TimeoutException e) {
-      throw new NvmfTimeoutException(what + " got no answer within " + ms + " ms");
-    } catch (ExecutionException e) {
-      if (e.getCause() instanceof NvmfException n) {
-        throw n;
-      }
-      throw new NvmfException(what + " failed: " + e.getCause(), e.getCause());
-    }
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -337,18 +305,7 @@ public final class TcpController implements NvmfController {
 
   @Override
   public IdentifyNamespace namespace(int nsid) {
-    IdentifyNamespace ns = namespaces.get(nsid);
-    if (ns == null) {
-      throw new IllegalArgumentException(
-          "namespace "
-              + nsid
-              + " is not active on "
-              + uri
-              + " (active: "
-              + namespaces.keySet()
-              + ")");
-    }
-    return ns;
+    return ControllerSetup.namespace(namespaces, nsid, uri);
   }
 
   @Override

@@ -1,6 +1,5 @@
 package io.ember.nvmf.tcp;
 
-import io.ember.nvmf.IdentifyNamespace;
 import io.ember.nvmf.NvmeStatusException;
 import io.ember.nvmf.NvmfCallback;
 import io.ember.nvmf.NvmfException;
@@ -78,6 +77,7 @@ final class TcpQueue extends CommandQueue {
    *     will have
    */
   TcpQueue(TcpController ctrl, int qid, int size, long timeoutNanos, long shortestTimeoutNanos) {
+    super(ctrl);
     this.ctrl = ctrl;
     this.qid = qid;
     this.timeoutNanos = timeoutNanos;
@@ -133,7 +133,7 @@ final class TcpQueue extends CommandQueue {
               out.icReq(0, hdgst, ddgst, 0);
               out.flush();
             });
-    Pdu.IcResp r = TcpController.await(icResp, timeoutMs, "ICResp from " + where);
+    Pdu.IcResp r = ControllerSetup.await(icResp, timeoutMs, "ICResp from " + where);
     if (r.pfv() != 0) {
       throw fatalSetup(
           "target answered ICReq with PDU format version " + r.pfv() + ", only 0 is known");
@@ -449,16 +449,6 @@ final class TcpQueue extends CommandQueue {
 
   // ------------------------------------------------------------------------------------------
   // public I/O
-
-  @Override
-  protected IdentifyNamespace namespace(int nsid) {
-    return ctrl.namespace(nsid);
-  }
-
-  @Override
-  protected int maxTransferSize() {
-    return ctrl.maxTransferSize();
-  }
 
   @Override
   protected void submitCommand(Sqe sqe, ByteBuffer data, boolean dataOut, NvmfCallback cb) {

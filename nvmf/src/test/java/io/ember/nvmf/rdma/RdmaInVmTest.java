@@ -7,7 +7,6 @@ import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
-import org.junit.jupiter.api.condition.EnabledIfEnvironmentVariable;
 
 /**
  * Runs the RDMA suites where RDMA exists: inside the kernel-nvmet VM started with {@code --rdma}
@@ -16,12 +15,7 @@ import org.junit.jupiter.api.condition.EnabledIfEnvironmentVariable;
  * starts the VM and sets {@code EMBER_TEST_RDMA_VM} (its port), {@code EMBER_TEST_KNVMET} (the
  * tool) and {@code EMBER_TEST_LIBDISNI} (the folder holding libdisni.so).
  */
-@EnabledIfEnvironmentVariable(
-    named = "EMBER_TEST_RDMA_VM",
-    matches = "[0-9]+",
-    disabledReason =
-        "EMBER_TEST_RDMA_VM is not set (the port of a kernel-nvmet VM started with --rdma;"
-            + " .ci/run starts one)")
+@RequiresRdmaVm
 class RdmaInVmTest {
   @Test
   @Timeout(value = 30, unit = TimeUnit.MINUTES)
@@ -33,6 +27,6 @@ class RdmaInVmTest {
     // Only the two NVMe/TCP-only tests (digests, discovery) may be skipped: a skipped RDMA suite
     // proves nothing.
     assertEquals(2, RdmaVm.count(out, "tests aborted"), out);
-    assertTrue(RdmaVm.count(out, "tests successful") >= 13, out);
+    assertTrue(RdmaVm.count(out, "tests successful") >= 14, out);
   }
 }

@@ -1,6 +1,7 @@
 package io.ember.nvmf.rdma;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -12,14 +13,19 @@ import io.ember.nvmf.NvmfException;
 import io.ember.nvmf.NvmfHost;
 import io.ember.nvmf.NvmfHostOptions;
 import io.ember.nvmf.NvmfUri;
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
 import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Random;
+import java.util.TreeMap;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutionException;
@@ -27,6 +33,8 @@ import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.condition.EnabledIfEnvironmentVariable;
 
@@ -204,6 +212,85 @@ class RdmaTargetFailureTest {
                     .read(nsid, 0, ByteBuffer.allocateDirect(4096))
                     .get(1, TimeUnit.MINUTES));
     assertInstanceOf(NvmfException.class, after.getCause());
+  }
+
+  @Test
+  void killedClientLeavesNothingBehindOnEitherSide() throws Exception {
+    String uri = target();
+    Map<String, Long> before = rdmaResources();
+    Process child =
+        new ProcessBuilder(
+                ProcessHandle.current().info().command().orElse("java"),
+                "--add-exports",
+                "java.base/sun.nio.ch=ALL-UNNAMED",
+                "-Djava.library.path=" + System.getProperty("java.library.path"),
+                "-cp",
+                System.getProperty("java.class.path"),
+                RdmaLoadClient.class.getName(),
+                uri)
+            .redirectErrorStream(true)
+            .start();
+    try {
+      BufferedReader out =
+          new BufferedReader(new InputStreamReader(child.getInputStream(), StandardCharsets.UTF_8));
+      String line;
+      StringBuilder seen = new StringBuilder();
+      while ((line = out.readLine()) != null && !line.equals("RUNNING")) {
+        seen.append(line).append('\n');
+      }
+      assertTrue("RUNNING".equals(line), "the client got going:\n" + seen);
+      Map<String, Long> during = rdmaResources();
+      assertTrue(
+          during.getOrDefault("qp", 0L) > before.getOrDefault("qp", 0L),
+          "the client's queue pairs show: " + during);
+    } finally {
+      child.destroyForcibly(); // SIGKILL: no close, no disconnect from the client
+      child.waitFor(1, TimeUnit.MINUTES);
+    }
+    // The kernel tears the dead process's connections down, and the target frees its side: queue
+    // pairs, CM ids, memory regions and CQs all return to what they were.
+    long end = System.nanoTime() + TimeUnit.MINUTES.toNanos(2);
+    Map<String, Long> after = rdmaResources();
+    while (!after.equals(before) && System.nanoTime() - end < 0) {
+      Thread.sleep(100);
+      after = rdmaResources();
+    }
+    assertEquals(before, after, "RDMA resources after the client was killed");
+    // And the target serves the next host.
+    try (NvmfController again = NvmfHost.connect(uri, options().build())) {
+      ByteBuffer w = ByteBuffer.allocateDirect(4096);
+      new Random(5).ints(1024).forEach(w::putInt);
+      w.flip();
+      int nsid = again.namespaces().get(0).nsid();
+      again.ioQueue(0).write(nsid, 64, w.duplicate()).get(1, TimeUnit.MINUTES);
+      ByteBuffer back = ByteBuffer.allocateDirect(4096);
+      again.ioQueue(1).read(nsid, 64, back).get(1, TimeUnit.MINUTES);
+      assertEquals(w, back, "the bytes read back");
+    }
+    // Our own host frees everything at close too.
+    end = System.nanoTime() + TimeUnit.MINUTES.toNanos(2);
+    after = rdmaResources();
+    while (!after.equals(before) && System.nanoTime() - end < 0) {
+      Thread.sleep(100);
+      after = rdmaResources();
+    }
+    assertEquals(before, after, "RDMA resources after this host closed its controller");
+  }
+
+  /** The RDMA device's resource counts (pd, cq, qp, cm_id, mr, ...) from iproute2's rdma tool. */
+  private static Map<String, Long> rdmaResources() throws Exception {
+    String tool = Files.isExecutable(Path.of("/usr/bin/rdma")) ? "/usr/bin/rdma" : "/sbin/rdma";
+    assumeTrue(Files.isExecutable(Path.of(tool)), "no rdma tool (iproute2) to count resources");
+    Process p = new ProcessBuilder(tool, "resource", "show").redirectErrorStream(true).start();
+    String text = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+    p.waitFor(1, TimeUnit.MINUTES);
+    Map<String, Long> counts = new TreeMap<>();
+    Matcher m = Pattern.compile("\\b(pd|cq|qp|cm_id|mr|ctx|srq) (\\d+)").matcher(text);
+    while (m.find()) {
+      counts.merge(m.group(1), Long.parseLong(m.group(2)), Long::sum);
+    }
+    assertTrue(counts.containsKey("qp"), "rdma resource show: " + text);
+    return counts;
   }
 
   @Test
