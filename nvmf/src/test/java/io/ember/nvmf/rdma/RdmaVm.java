@@ -7,7 +7,10 @@ import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.List;
+import java.util.Set;
+import java.util.TreeSet;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -56,9 +59,17 @@ public final class RdmaVm {
             + " --details=tree --fail-if-no-tests --config=junit.jupiter.execution.timeout.default=3m"
             + select;
     Path log = Files.createTempFile("rdma-in-vm", ".log");
+    List<String> paths = new ArrayList<>(List.of(cp.split(File.pathSeparator, -1)));
+    paths.add(new File(".").getAbsolutePath());
+    paths.add(lib);
     Process p =
         new ProcessBuilder(
-                tool, "exec", "--port", port, "--", "chroot /host /bin/sh -c '" + inner + "'")
+                tool,
+                "exec",
+                "--port",
+                port,
+                "--",
+                hostMounts(paths) + "chroot /host /bin/sh -c '" + inner + "'")
             .redirectErrorStream(true)
             .redirectOutput(log.toFile())
             .start();
@@ -69,6 +80,35 @@ public final class RdmaVm {
     Files.deleteIfExists(log);
     System.out.println(out);
     return out;
+  }
+
+  /**
+   * Commands that make the host's folders under /tmp and /run visible in the VM's chroot, where
+   * both are fresh, empty file systems (see kernel-nvmet's README): a checkout or build under /tmp
+   * would otherwise not be found there. Each top folder used is bound, read-only, from the host.
+   */
+  static String hostMounts(List<String> paths) {
+    Set<String> tops = new TreeSet<>();
+    for (String path : paths) {
+      for (String root : List.of("/tmp/", "/run/")) {
+        if (path.startsWith(root) && path.length() > root.length()) {
+          String rest = path.substring(root.length());
+          int slash = rest.indexOf('/');
+          tops.add(root + (slash < 0 ? rest : rest.substring(0, slash)));
+        }
+      }
+    }
+    StringBuilder cmd = new StringBuilder();
+    for (String top : tops) {
+      cmd.append("mkdir -p /host")
+          .append(top)
+          .append(" && mount --bind /mnt/lower")
+          .append(top)
+          .append(" /host")
+          .append(top)
+          .append(" && ");
+    }
+    return cmd.toString();
   }
 
   /**
