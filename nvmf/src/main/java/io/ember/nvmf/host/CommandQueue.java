@@ -32,16 +32,8 @@ public abstract class CommandQueue implements NvmfQueue {
    */
   protected abstract void submitCommand(Sqe sqe, ByteBuffer data, boolean dataOut, NvmfCallback cb);
 
-  private IdentifyNamespace namespace(int nsid) {
-    return controller.namespace(nsid);
-  }
-
-  private int maxTransferSize() {
-    return controller.maxTransferSize();
-  }
-
   private void rw(int opcode, int nsid, long slba, ByteBuffer buf, NvmfCallback cb) {
-    IdentifyNamespace ns = namespace(nsid);
+    IdentifyNamespace ns = controller.namespace(nsid);
     int bs = ns.blockSize();
     int len = buf.remaining();
     if (len == 0 || len % bs != 0) {
@@ -54,7 +46,7 @@ public abstract class CommandQueue implements NvmfQueue {
               + nsid);
     }
     // NLB is a 16-bit 0's based field: 65536 blocks per command at most, whatever MDTS allows.
-    int max = (int) Math.min(maxTransferSize(), 65536L * bs) / bs * bs;
+    int max = (int) Math.min(controller.maxTransferSize(), 65536L * bs) / bs * bs;
     int pos = buf.position();
     boolean out = opcode == Nvme.IO_WRITE;
     if (len <= max) {
@@ -99,7 +91,7 @@ public abstract class CommandQueue implements NvmfQueue {
 
   @Override
   public void deallocate(int nsid, long slba, long nlb, NvmfCallback callback) {
-    namespace(nsid);
+    controller.namespace(nsid); // refuses an inactive namespace at once
     if (nlb <= 0) {
       throw new IllegalArgumentException("deallocate of " + nlb + " blocks");
     }
@@ -125,7 +117,7 @@ public abstract class CommandQueue implements NvmfQueue {
 
   @Override
   public void writeZeroes(int nsid, long slba, long nlb, NvmfCallback callback) {
-    namespace(nsid);
+    controller.namespace(nsid); // refuses an inactive namespace at once
     if (nlb <= 0) {
       throw new IllegalArgumentException("write zeroes of " + nlb + " blocks");
     }

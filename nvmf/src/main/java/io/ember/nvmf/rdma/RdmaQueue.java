@@ -115,7 +115,7 @@ final class RdmaQueue extends CommandQueue {
     boolean done;
     NvmfException error;
 
-    /** Where an admin command's completion goes, for the caller's dword 0 and 1. */
+    /** Where a synchronous command's completion goes (Connect, admin), for its dwords 0 and 1. */
     Cqe[] reply;
 
     Cmd(Sqe sqe, ByteBuffer data, boolean dataOut, NvmfCallback cb) {
@@ -515,7 +515,7 @@ final class RdmaQueue extends CommandQueue {
     } else if (c.bounce != null && !c.dataOut) {
       c.data.put(c.data.position(), c.bounce, 0, c.data.remaining());
     }
-    if (qid == 0 && c.reply != null) {
+    if (c.reply != null) {
       c.reply[0] = c.cqe;
     }
     done(c, err);

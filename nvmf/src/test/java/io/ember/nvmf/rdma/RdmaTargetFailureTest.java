@@ -158,12 +158,7 @@ class RdmaTargetFailureTest {
       if (!Files.exists(link, LinkOption.NOFOLLOW_LINKS)) {
         Files.createSymbolicLink(link, subsystem);
       }
-      long t0 = System.nanoTime();
-      c.close();
-      System.out.println(
-          "close of a lost controller took "
-              + TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0)
-              + " ms");
+      closeAndReport(c, "close of a lost controller");
     }
     // The port is back: a new association works and the data path is whole.
     try (NvmfController again = NvmfHost.connect(uri, options().build())) {
@@ -190,12 +185,7 @@ class RdmaTargetFailureTest {
     for (int i = 0; i < 256; i++) {
       fs.add(c.ioQueue(i % 2).read(nsid, i * 8L, ByteBuffer.allocateDirect(4096)));
     }
-    long t0 = System.nanoTime();
-    c.close();
-    System.out.println(
-        "close with reads in flight took "
-            + TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0)
-            + " ms");
+    closeAndReport(c, "close with reads in flight");
     for (CompletableFuture<Void> f : fs) {
       try {
         f.get(1, TimeUnit.MINUTES);
@@ -249,13 +239,7 @@ class RdmaTargetFailureTest {
     }
     // The kernel tears the dead process's connections down, and the target frees its side: queue
     // pairs, CM ids, memory regions and CQs all return to what they were.
-    long end = System.nanoTime() + TimeUnit.MINUTES.toNanos(2);
-    Map<String, Long> after = rdmaResources();
-    while (!after.equals(before) && System.nanoTime() - end < 0) {
-      Thread.sleep(100);
-      after = rdmaResources();
-    }
-    assertEquals(before, after, "RDMA resources after the client was killed");
+    assertEquals(before, awaitResources(before), "RDMA resources after the client was killed");
     // And the target serves the next host.
     try (NvmfController again = NvmfHost.connect(uri, options().build())) {
       ByteBuffer w = ByteBuffer.allocateDirect(4096);
@@ -268,13 +252,27 @@ class RdmaTargetFailureTest {
       assertEquals(w, back, "the bytes read back");
     }
     // Our own host frees everything at close too.
-    end = System.nanoTime() + TimeUnit.MINUTES.toNanos(2);
-    after = rdmaResources();
-    while (!after.equals(before) && System.nanoTime() - end < 0) {
+    assertEquals(
+        before, awaitResources(before), "RDMA resources after this host closed its controller");
+  }
+
+  /** Closes {@code c} and prints how long it took (a figure for the note, not an assertion). */
+  private static void closeAndReport(NvmfController c, String what) {
+    long t0 = System.nanoTime();
+    c.close();
+    System.out.println(
+        what + " took " + TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0) + " ms");
+  }
+
+  /** The resource counts once they equal {@code want}, or as they are after two minutes. */
+  private static Map<String, Long> awaitResources(Map<String, Long> want) throws Exception {
+    long end = System.nanoTime() + TimeUnit.MINUTES.toNanos(2);
+    Map<String, Long> now = rdmaResources();
+    while (!now.equals(want) && System.nanoTime() - end < 0) {
       Thread.sleep(100);
-      after = rdmaResources();
+      now = rdmaResources();
     }
-    assertEquals(before, after, "RDMA resources after this host closed its controller");
+    return now;
   }
 
   /** The RDMA device's resource counts (pd, cq, qp, cm_id, mr, ...) from iproute2's rdma tool. */
