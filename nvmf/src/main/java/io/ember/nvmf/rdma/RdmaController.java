@@ -44,6 +44,9 @@ public final class RdmaController implements NvmfController {
   /** Linux's nvmet-rdma refuses an admin queue deeper than 32 (NVME_AQ_DEPTH). */
   private static final int ADMIN_DEPTH = 32;
 
+  /** The largest keyed SGL data block (a 24-bit length), rounded down to whole 4 KiB pages. */
+  private static final int KEYED_SGL_MAX = 0xFFF000;
+
   /** The host's own cap on in-capsule write data per command, whatever the target allows. */
   private static final int MAX_IN_CAPSULE = 8192;
 
@@ -122,7 +125,9 @@ public final class RdmaController implements NvmfController {
               + identify.icdoff()
               + " (ICDOFF), which this host does not support");
     }
-    maxTransfer = ControllerSetup.maxTransfer(cap, identify, opts.maxTransferSize());
+    // A keyed SGL's length field is 24 bits: a larger transfer is split like one past MDTS.
+    maxTransfer =
+        Math.min(ControllerSetup.maxTransfer(cap, identify, opts.maxTransferSize()), KEYED_SGL_MAX);
     timers =
         Executors.newSingleThreadScheduledExecutor(
             r -> {
