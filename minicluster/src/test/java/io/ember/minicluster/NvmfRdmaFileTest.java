@@ -3,8 +3,8 @@ package io.ember.minicluster;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import io.ember.client.CreateOptions;
-import io.ember.nvmf.rdma.RdmaSupport;
 import io.ember.protocol.StorageClass;
+import io.ember.rdma.RdmaSupport;
 import java.util.Optional;
 import org.junit.jupiter.api.condition.EnabledIfEnvironmentVariable;
 

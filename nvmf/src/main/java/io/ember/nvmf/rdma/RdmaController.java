@@ -14,6 +14,8 @@ import io.ember.nvmf.host.ControllerSetup;
 import io.ember.nvmf.spec.Cqe;
 import io.ember.nvmf.spec.Nvme;
 import io.ember.nvmf.spec.Sqe;
+import io.ember.rdma.CmEvents;
+import io.ember.rdma.RdmaSupport;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;

@@ -30,6 +30,9 @@ import io.ember.nvmf.host.ControllerSetup;
 import io.ember.nvmf.spec.Cqe;
 import io.ember.nvmf.spec.Nvme;
 import io.ember.nvmf.spec.Sqe;
+import io.ember.rdma.CmEvents;
+import io.ember.rdma.RetryingConnParam;
+import io.ember.rdma.Verbs;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
@@ -65,8 +68,6 @@ final class RdmaQueue extends CommandQueue {
   private static final int SGL_INCAPSULE_OFFSET = 0x01;
 
   private static final long RECV_TAG = 1L << 32;
-  private static final int ACCESS =
-      IbvMr.IBV_ACCESS_LOCAL_WRITE | IbvMr.IBV_ACCESS_REMOTE_READ | IbvMr.IBV_ACCESS_REMOTE_WRITE;
 
   private final RdmaController ctrl;
   private final int qid;
@@ -175,8 +176,8 @@ final class RdmaQueue extends CommandQueue {
     int slot = Sqe.SIZE + inCapsule;
     capsules = ByteBuffer.allocateDirect(slot * size).order(ByteOrder.LITTLE_ENDIAN);
     responses = ByteBuffer.allocateDirect(Cqe.SIZE * size).order(ByteOrder.LITTLE_ENDIAN);
-    capsulesMr = register(capsules, IbvMr.IBV_ACCESS_LOCAL_WRITE);
-    responsesMr = register(responses, IbvMr.IBV_ACCESS_LOCAL_WRITE);
+    capsulesMr = Verbs.register(pd, capsules, IbvMr.IBV_ACCESS_LOCAL_WRITE);
+    responsesMr = Verbs.register(pd, responses, IbvMr.IBV_ACCESS_LOCAL_WRITE);
     sends = new SVCPostSend[size];
     recvs = new SVCPostRecv[size];
     for (int i = 0; i < size; i++) {
@@ -224,20 +225,6 @@ final class RdmaQueue extends CommandQueue {
     reaper.start();
   }
 
-  /**
-   * Connection parameters that retry lost packets. DiSNI 2.1 sets the read depths to the device's
-   * maximum itself but leaves the transport retry count at 0, and its setter refuses to change it:
-   * with no retries, one lost packet (common on soft-RoCE under load) kills the queue pair with
-   * IBV_WC_RETRY_EXC_ERR. Its fields are protected, so a subclass sets them, to the largest values
-   * (7; 7 for RNR means retry forever), as Linux's host does.
-   */
-  private static final class RetryingConnParam extends RdmaConnParam {
-    RetryingConnParam() {
-      retry_count = 7;
-      rnr_retry_count = 7;
-    }
-  }
-
   private void expect(RdmaEventChannel events, int want, int ms, String what) throws IOException {
     RdmaCmEvent ev = events.getCmEvent(ms);
     if (ev == null) {
@@ -255,23 +242,6 @@ final class RdmaQueue extends CommandQueue {
               : "";
       throw new NvmfException(
           "RDMA " + what + " of " + where + " failed: " + got + ", status " + status + hint);
-    }
-  }
-
-  private IbvMr register(ByteBuffer b, int access) throws IOException {
-    var call = pd.regMr(MemoryUtils.getAddress(b), b.remaining(), access);
-    try {
-      return call.execute().getMr();
-    } finally {
-      call.free();
-    }
-  }
-
-  private static void deregister(IbvMr mr) {
-    try {
-      mr.deregMr().execute().free();
-    } catch (IOException e) {
-      LOG.debug("deregistering memory failed: {}", e.toString());
     }
   }
 
@@ -343,12 +313,7 @@ final class RdmaQueue extends CommandQueue {
           }
           target = c.bounce;
         }
-        var call = pd.regMr(MemoryUtils.getAddress(target) + target.position(), len, ACCESS);
-        try {
-          c.mr = call.execute().getMr();
-        } finally {
-          call.free();
-        }
+        c.mr = Verbs.register(pd, target, Verbs.ACCESS_ALL);
         keyedSgl(c.sqe, c.mr.getAddr(), len, c.mr.getRkey());
       }
       capsules.put(cid * slot, c.sqe.array());
@@ -374,7 +339,7 @@ final class RdmaQueue extends CommandQueue {
   /** Frees {@code c}'s identifier and registration; under the lock. */
   private void release(Cmd c) {
     if (c.mr != null) {
-      deregister(c.mr);
+      Verbs.deregister(c.mr);
       c.mr = null;
     }
     if (slots[c.cid] == c) {
@@ -546,7 +511,7 @@ final class RdmaQueue extends CommandQueue {
       for (Cmd c : slots) {
         if (c != null && !c.done && now - c.deadline > 0) {
           if (c.mr != null) {
-            deregister(c.mr);
+            Verbs.deregister(c.mr);
             c.mr = null;
           }
           if (late == null) {
@@ -614,7 +579,7 @@ final class RdmaQueue extends CommandQueue {
     synchronized (lock) {
       for (Cmd c : slots) {
         if (c != null && c.mr != null) {
-          deregister(c.mr);
+          Verbs.deregister(c.mr);
           c.mr = null;
         }
       }
@@ -636,10 +601,10 @@ final class RdmaQueue extends CommandQueue {
         id.destroyQP();
       }
       if (capsulesMr != null) {
-        deregister(capsulesMr);
+        Verbs.deregister(capsulesMr);
       }
       if (responsesMr != null) {
-        deregister(responsesMr);
+        Verbs.deregister(responsesMr);
       }
       if (cq != null) {
         cq.destroyCQ();

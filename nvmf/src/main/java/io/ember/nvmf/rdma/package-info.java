@@ -1,5 +1,6 @@
 /**
- * The host interface over RDMA through jNVMf and DiSNI. Nothing outside this package references it
- * directly, so the TCP host and the target work where DiSNI's native library is missing.
+ * The host over NVMe-oF's RDMA transport binding, written over DiSNI's verbs. Nothing outside this
+ * package references it directly, so the TCP host and the target work where DiSNI's native library
+ * is missing.
  */
 package io.ember.nvmf.rdma;

@@ -3,6 +3,7 @@ package io.ember.nvmf.rdma;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import io.ember.nvmf.NvmfHostBehaviourTest;
+import io.ember.rdma.RdmaSupport;
 import java.util.Optional;
 import org.junit.jupiter.api.condition.EnabledIfEnvironmentVariable;
 

@@ -13,6 +13,7 @@ import io.ember.nvmf.NvmfException;
 import io.ember.nvmf.NvmfHost;
 import io.ember.nvmf.NvmfHostOptions;
 import io.ember.nvmf.NvmfUri;
+import io.ember.rdma.RdmaSupport;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.nio.ByteBuffer;

@@ -1,11 +1,11 @@
-package io.ember.nvmf.rdma;
+package io.ember.rdma;
 
 import java.io.File;
 import java.util.Optional;
 
 /**
- * Whether the RDMA transport can run here. Touches no jNVMf or DiSNI class, so it is safe to call
- * where neither libdisni nor an RDMA device exists.
+ * Whether the RDMA transport can run here. Touches no DiSNI class, so it is safe to call where
+ * neither libdisni nor an RDMA device exists.
  */
 public final class RdmaSupport {
   private RdmaSupport() {}
