@@ -175,14 +175,18 @@ public final class MiniCluster implements AutoCloseable {
   }
 
   /**
-   * Starts one more DRAM data node on a free loopback port.
+   * Starts one more DRAM data node on a free loopback port (with the rdma transport: on a free port
+   * of the configured bind host, which must be an RDMA device's address; loopback has none).
    *
    * @throws EmberException when it cannot listen
    */
   public DramDataNode addDramDatanode() throws EmberException {
+    boolean rdma = config.get(DramDataNodeKeys.TRANSPORT).equals("rdma");
     EmberConfig c =
         config
-            .with(DramDataNodeKeys.BIND_HOST, "127.0.0.1")
+            .with(
+                DramDataNodeKeys.BIND_HOST,
+                rdma ? config.get(DramDataNodeKeys.BIND_HOST) : "127.0.0.1")
             .with(DramDataNodeKeys.PORT, "0")
             .with(EmberKeys.NAMENODE_ADDRESS, namenodeAddress.toString());
     return add(DramDataNode.start(c), c);

@@ -1,6 +1,7 @@
 package io.ember.minicluster;
 
 import io.ember.client.CreateOptions;
+import io.ember.datanode.dram.DramDataNodeKeys;
 import io.ember.datanode.nvmf.NvmfDataNodeKeys;
 import io.ember.protocol.StorageClass;
 
@@ -15,6 +16,20 @@ enum TestTier {
     @Override
     MiniCluster.Builder cluster(int nodes, String capacityEach) {
       return MiniCluster.builder().dramDatanodes(nodes).dramCapacity(capacityEach);
+    }
+  },
+  /**
+   * DRAM data nodes serving one-sided RDMA, bound to the RDMA device's address named by {@value
+   * #RDMA_ADDRESS_ENV} (inside the kernel-nvmet VM, where soft-RoCE runs).
+   */
+  DRAM_RDMA {
+    @Override
+    MiniCluster.Builder cluster(int nodes, String capacityEach) {
+      return MiniCluster.builder()
+          .dramDatanodes(nodes)
+          .dramCapacity(capacityEach)
+          .set(DramDataNodeKeys.TRANSPORT, "rdma")
+          .set(DramDataNodeKeys.BIND_HOST, System.getenv(RDMA_ADDRESS_ENV));
     }
   },
   /** NVMf data nodes, each over an embedded NVMe/TCP target in memory. */
@@ -38,6 +53,10 @@ enum TestTier {
   };
 
   static final String KERNEL_TARGET_ENV = "EMBER_TEST_NVMF_TARGET";
+
+  /** An address of an RDMA device to bind DRAM data nodes to; DramRdmaInVmTest sets it. */
+  static final String RDMA_ADDRESS_ENV = "EMBER_TEST_RDMA_ADDRESS";
+
   static final String NO_KERNEL_TARGET =
       KERNEL_TARGET_ENV
           + " is not set: no Linux kernel"
@@ -51,7 +70,7 @@ enum TestTier {
 
   /** Create options that put files on this tier. */
   CreateOptions options() {
-    return this == DRAM
+    return this == DRAM || this == DRAM_RDMA
         ? CreateOptions.DEFAULT
         : CreateOptions.DEFAULT.withStorageClass(StorageClass.NVMF);
   }

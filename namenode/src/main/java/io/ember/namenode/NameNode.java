@@ -104,6 +104,9 @@ public final class NameNode implements AutoCloseable {
    */
   private static final String DRAM_TIER = "dram";
 
+  /** The tier name of DRAM data nodes that serve one-sided RDMA; they answer BLOCK_LENGTH too. */
+  private static final String DRAM_RDMA_TIER = "dram-rdma";
+
   /** The handler pool, or null when requests run on the network threads. */
   private final ExecutorService handlers;
 
@@ -279,7 +282,8 @@ public final class NameNode implements AutoCloseable {
    */
   private CompletableFuture<OptionalLong> heldLength(BlockLocation block) {
     HostPort at = HostPort.tryParse(block.endpoint(), 0);
-    if (!DRAM_TIER.equals(block.tier()) || at == null) {
+    boolean dram = DRAM_TIER.equals(block.tier()) || DRAM_RDMA_TIER.equals(block.tier());
+    if (!dram || at == null) {
       return CompletableFuture.completedFuture(OptionalLong.empty());
     }
     String node = "data node " + block.datanodeId();

@@ -25,7 +25,9 @@ public enum MessageType {
   // Data node.
   BLOCK_WRITE(40),
   BLOCK_READ(41),
-  BLOCK_LENGTH(42);
+  BLOCK_LENGTH(42),
+  /** Access to a block of a DRAM data node over RDMA: its remote address and key. */
+  BLOCK_GRANT(43);
 
   private static final MessageType[] BY_CODE = new MessageType[128];
 

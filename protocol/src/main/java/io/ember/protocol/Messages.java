@@ -866,6 +866,65 @@ public final class Messages {
     }
   }
 
+  /**
+   * BLOCK_GRANT: the RDMA address and key of block {@code blockId} of generation {@code
+   * generation}, whose slot starts at {@code address}, on a DRAM data node that serves one-sided
+   * RDMA. Checked as a read or write of the whole block would be ({@code forWrite}: a write, which
+   * makes the generation the slot's when it is newer). The key stays valid until the slot moves to
+   * another generation or the node's contents change; accesses with it fail after that.
+   */
+  public record BlockGrantRequest(
+      long incarnation, long blockId, long generation, long address, boolean forWrite)
+      implements Message {
+    /** A grant for {@code block}. */
+    public static BlockGrantRequest of(BlockLocation block, boolean forWrite) {
+      return new BlockGrantRequest(
+          block.incarnation(), block.blockId(), block.generation(), block.address(), forWrite);
+    }
+
+    @Override
+    public void encode(ByteBuf out) {
+      out.writeLong(incarnation);
+      out.writeLong(blockId);
+      out.writeLong(generation);
+      out.writeLong(address);
+      out.writeBoolean(forWrite);
+    }
+
+    /** Reads the body. */
+    public static BlockGrantRequest decode(ByteBuf in) throws MalformedFrameException {
+      long incarnation = Wire.readLong(in, "incarnation");
+      long blockId = Wire.readLong(in, "block id");
+      long generation = Wire.readLong(in, "generation");
+      long address = Wire.readLong(in, "address", 0, Long.MAX_VALUE);
+      boolean forWrite = Wire.readBoolean(in, "for write");
+      Wire.expectEnd(in, "BLOCK_GRANT");
+      return new BlockGrantRequest(incarnation, blockId, generation, address, forWrite);
+    }
+  }
+
+  /**
+   * The answer to BLOCK_GRANT: the RDMA connection manager's port to connect to (on the data node's
+   * host), and the block's first byte as a remote virtual address with its key.
+   */
+  public record BlockGrantResponse(int rdmaPort, long remoteAddress, int rkey) implements Message {
+    @Override
+    public void encode(ByteBuf out) {
+      out.writeInt(rdmaPort);
+      out.writeLong(remoteAddress);
+      out.writeInt(rkey);
+    }
+
+    /** Reads the body. */
+    public static BlockGrantResponse decode(ByteBuf in) throws MalformedFrameException {
+      int port = Wire.readInt(in, "RDMA port", 1, 65535);
+      long remoteAddress = Wire.readLong(in, "remote address");
+      int rkey = Wire.readInt(in, "key");
+      Wire.expectEnd(in, "BLOCK_GRANT response");
+      return new BlockGrantResponse(port, remoteAddress, rkey);
+    }
+  }
+
   /** The answer to BLOCK_LENGTH: bytes held from the block's start. */
   public record BlockLengthResponse(long length) implements Message {
     @Override

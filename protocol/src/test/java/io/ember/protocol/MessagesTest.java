@@ -155,6 +155,14 @@ class MessagesTest {
             new Messages.BlockLengthResponse(65536), (Decoder) Messages.BlockLengthResponse::decode
           },
           new Object[] {
+            new Messages.BlockGrantRequest(-3L, 17, 9, 4096, true),
+            (Decoder) Messages.BlockGrantRequest::decode
+          },
+          new Object[] {
+            new Messages.BlockGrantResponse(4420, 0x7f00_0000_1000L, -5),
+            (Decoder) Messages.BlockGrantResponse::decode
+          },
+          new Object[] {
             new Messages.BlockReportRequest(
                 3,
                 -7L,

@@ -49,8 +49,21 @@ final class BlockGenerations {
   /** Per slot, writes waiting for its receives to end, in arrival order (null: none). */
   private final AtomicReferenceArray<ArrayDeque<Runnable>> waiting;
 
+  /** Told, under the slot's lock, when a write moves a slot to a newer generation. */
+  interface MoveListener {
+    void moved(long slotAddress, long generation);
+  }
+
+  private final MoveListener onMove;
+
   /** The generations of the region's blocks under {@code incarnation}, none known yet. */
   BlockGenerations(long incarnation, long capacity, int blockSize) {
+    this(incarnation, capacity, blockSize, (slotAddress, generation) -> {});
+  }
+
+  /** As above, telling {@code onMove} each time a slot moves to a newer generation. */
+  BlockGenerations(long incarnation, long capacity, int blockSize, MoveListener onMove) {
+    this.onMove = onMove;
     if (blockSize <= 0) {
       throw new IllegalStateException("block size unknown before registration");
     }
@@ -99,6 +112,7 @@ final class BlockGenerations {
       if (generations.compareAndSet(slot, held, generation)) {
         // Under the slot's lock (the caller's): no write of the old generation lands after this.
         written[slot] = null;
+        onMove.moved((long) slot * blockSize, generation);
         return;
       }
     }
@@ -220,6 +234,16 @@ final class BlockGenerations {
     if (generation != held) {
       throw stale(blockId, generation, held, node);
     }
+  }
+
+  /** The block size the slots are of. */
+  int blockSize() {
+    return blockSize;
+  }
+
+  /** The address of the first byte of the slot {@code address} is in. */
+  long slotStart(long address) {
+    return address - address % blockSize;
   }
 
   private int slot(long blockId, long address, int length) throws EmberException {

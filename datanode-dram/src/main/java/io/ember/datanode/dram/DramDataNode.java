@@ -20,6 +20,7 @@ import io.ember.protocol.RpcServer;
 import io.ember.protocol.RpcService;
 import io.ember.protocol.StorageClass;
 import io.ember.tier.dram.DramTier;
+import io.ember.tier.dram.RdmaDramTier;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.Channel;
 import io.prometheus.metrics.core.datapoints.CounterDataPoint;
@@ -44,8 +45,13 @@ import java.util.concurrent.atomic.LongAdder;
  * (a restart, or it was marked lost) it registers again with its whole region.
  */
 public final class DramDataNode implements DataNode {
-  /** The tier name clients look up to read and write this node's blocks. */
+  private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(DramDataNode.class);
+
+  /** The tier name clients look up to read and write this node's blocks over TCP. */
   public static final String TIER = DramTier.NAME;
+
+  /** The tier name of a node that also serves one-sided RDMA. */
+  public static final String RDMA_TIER = RdmaDramTier.NAME;
 
   private final DramRegion region;
   private final RpcServer server;
@@ -82,6 +88,12 @@ public final class DramDataNode implements DataNode {
   /** The status page and metrics, or null when they are off. */
   private final StatusServer http;
 
+  /** One-sided RDMA access to the region, or null with the TCP transport. */
+  private final RdmaBlockServer rdma;
+
+  /** The tier this node registers: {@link #TIER} or {@link #RDMA_TIER}. */
+  private final String tier;
+
   private DramDataNode(EmberConfig config) throws EmberException {
     lifeCycle.beginStart();
     region = new DramRegion(config.get(DramDataNodeKeys.CAPACITY));
@@ -116,15 +128,23 @@ public final class DramDataNode implements DataNode {
     server = new RpcServer("data node", config, metrics.meter(new Service()), framing);
     String bindHost = config.get(DramDataNodeKeys.BIND_HOST);
     InetSocketAddress bound = server.start(bindHost, config.get(DramDataNodeKeys.PORT));
-    endpoint = new HostPort(advertisedHost(config, bindHost), bound.getPort()).toString();
+    String advertised = advertisedHost(config, bindHost);
+    endpoint = new HostPort(advertised, bound.getPort()).toString();
     describe = "data node at " + endpoint;
+    if (config.get(DramDataNodeKeys.TRANSPORT).equals("rdma")) {
+      rdma = startRdma(config, bindHost, advertised, bound.getPort());
+      tier = RDMA_TIER;
+    } else {
+      rdma = null;
+      tier = TIER;
+    }
     // DRAM blocks need no deallocation: the name node frees them at once.
     link =
         new NameNodeLink(
             config,
             "DRAM data node at " + endpoint,
             new Messages.RegisterRequest(
-                StorageClass.DRAM, TIER, endpoint, region.capacity(), false),
+                StorageClass.DRAM, tier, endpoint, region.capacity(), false),
             slots -> slots,
             () -> true,
             stamp);
@@ -139,10 +159,32 @@ public final class DramDataNode implements DataNode {
     } catch (EmberException | RuntimeException e) {
       link.close();
       server.close();
+      if (rdma != null) {
+        rdma.close();
+      }
       throw e;
     }
     link.start();
     lifeCycle.started();
+  }
+
+  private RdmaBlockServer startRdma(
+      EmberConfig config, String bindHost, String advertised, int port) throws EmberException {
+    var reason = io.ember.rdma.RdmaSupport.unavailableReason();
+    if (reason.isPresent()) {
+      server.close();
+      throw new EmberException(
+          ErrorCode.INVALID_ARGUMENT, "the rdma transport cannot run here: " + reason.get());
+    }
+    String host = bindHost.equals("0.0.0.0") || bindHost.equals("::") ? advertised : bindHost;
+    int rdmaPort = config.get(DramDataNodeKeys.RDMA_PORT);
+    InetSocketAddress at = new InetSocketAddress(host, rdmaPort == 0 ? port : rdmaPort);
+    try {
+      return RdmaBlockServer.start(region, at, this::rdmaWrote, describe);
+    } catch (EmberException | RuntimeException e) {
+      server.close();
+      throw e;
+    }
   }
 
   /** What the status page and {@code /api/summary} show. */
@@ -217,7 +259,22 @@ public final class DramDataNode implements DataNode {
 
   @Override
   public String tier() {
-    return TIER;
+    return tier;
+  }
+
+  /** The RDMA port clients connect to, or -1 with the TCP transport. */
+  public int rdmaPort() {
+    return rdma == null ? -1 : rdma.port();
+  }
+
+  /** RDMA clients connected now (0 with the TCP transport). */
+  public int rdmaConnections() {
+    return rdma == null ? 0 : rdma.connections();
+  }
+
+  /** Block slots registered for RDMA now (0 with the TCP transport). */
+  public int rdmaRegisteredSlots() {
+    return rdma == null ? 0 : rdma.registeredSlots();
   }
 
   @Override
@@ -290,6 +347,9 @@ public final class DramDataNode implements DataNode {
       http.close();
     }
     server.close();
+    if (rdma != null) {
+      rdma.close();
+    }
     lifeCycle.closed();
   }
 
@@ -341,7 +401,14 @@ public final class DramDataNode implements DataNode {
         // Checked again under the lock: a request that passed checkServes just before the node
         // registered anew must not start the new incarnation's table.
         checkServes(incarnation);
-        g = new BlockGenerations(incarnation, region.capacity(), link.blockSize());
+        if (rdma != null) {
+          // Keys handed out for the old contents must stop working before any new write lands.
+          rdma.dropAll();
+          RdmaBlockServer r = rdma;
+          g = new BlockGenerations(incarnation, region.capacity(), link.blockSize(), r::slotMoved);
+        } else {
+          g = new BlockGenerations(incarnation, region.capacity(), link.blockSize());
+        }
         for (DirectWrite w : directWrites) {
           if (w.incarnation != incarnation) {
             // Its block may go to a new file at once, and its connection closes only once its
@@ -515,6 +582,27 @@ public final class DramDataNode implements DataNode {
     }
   }
 
+  /**
+   * Counts the bytes an RDMA client says it wrote, as a TCP write's are counted; a notice of other
+   * contents or of a generation the slot no longer holds counts for nothing.
+   */
+  private void rdmaWrote(
+      long incarnation, long blockId, long generation, long address, int length) {
+    try {
+      checkServes(incarnation);
+      BlockGenerations g = generations(incarnation);
+      synchronized (g.lockFor(address)) {
+        g.checkRead(blockId, generation, address, length, describe);
+        g.wrote(address, length);
+      }
+      if (metrics.enabled()) {
+        bytesWritten.inc(length);
+      }
+    } catch (EmberException e) {
+      LOG.debug("{}: an RDMA write notice counts for nothing: {}", describe, e.getMessage());
+    }
+  }
+
   private static void runInOrder(List<Runnable> writes) {
     for (Runnable w : writes) {
       w.run();
@@ -605,6 +693,35 @@ public final class DramDataNode implements DataNode {
             synchronized (g.lockFor(r.address())) {
               return new Messages.BlockLengthResponse(
                   g.heldLength(r.blockId(), r.generation(), r.address(), describe));
+            }
+          }
+        case BLOCK_GRANT:
+          {
+            Messages.BlockGrantRequest r = Messages.BlockGrantRequest.decode(in);
+            if (rdma == null) {
+              throw new EmberException(
+                  ErrorCode.UNKNOWN_MESSAGE,
+                  describe + " does not serve RDMA (its transport is tcp)");
+            }
+            checkServes(r.incarnation());
+            BlockGenerations g = generations(r.incarnation());
+            int size = g.blockSize();
+            synchronized (g.lockFor(r.address())) {
+              if (r.forWrite()) {
+                if (g.mustWait(r.address(), r.generation())) {
+                  throw new EmberException(
+                      ErrorCode.NOT_READY,
+                      describe
+                          + " is still receiving a write of another generation into block "
+                          + r.blockId()
+                          + " from a socket; try again once it ends");
+                }
+                g.checkWrite(r.blockId(), r.generation(), r.address(), size, describe);
+              } else {
+                g.checkRead(r.blockId(), r.generation(), r.address(), size, describe);
+              }
+              long[] key = rdma.grant(r.address(), size, r.generation());
+              return new Messages.BlockGrantResponse(rdma.port(), key[0], (int) key[1]);
             }
           }
         default:

@@ -61,7 +61,38 @@ public final class DramDataNodeKeys {
           false,
           "writes over 64 KiB land in the block straight from the socket, without a copy");
 
+  /**
+   * How clients reach the blocks: {@code tcp} (BLOCK_READ and BLOCK_WRITE frames), or {@code rdma}
+   * (one-sided RDMA READ and WRITE to the registered region, which needs an RDMA device and
+   * libdisni; TCP is still served, for clients without RDMA).
+   */
+  public static final ConfigKey<String> TRANSPORT =
+      ConfigKey.ofString(
+          "ember.datanode.dram.transport",
+          "tcp",
+          s -> s.equals("tcp") || s.equals("rdma"),
+          "tcp or rdma",
+          "how clients reach the blocks: tcp, or rdma (one-sided RDMA to the region)");
+
+  /** The RDMA connection manager's port with the rdma transport; 0: the RPC port's number. */
+  public static final ConfigKey<Integer> RDMA_PORT =
+      ConfigKey.ofInt(
+          "ember.datanode.dram.rdma-port",
+          0,
+          0,
+          65535,
+          "RDMA port clients connect to with the rdma transport (0: the same number as the RPC"
+              + " port)");
+
   /** Every key of this class. */
   public static final List<ConfigKey<?>> ALL =
-      List.of(CAPACITY, BIND_HOST, PORT, ADVERTISE_HOST, HTTP_PORT, DIRECT_WRITES);
+      List.of(
+          CAPACITY,
+          BIND_HOST,
+          PORT,
+          ADVERTISE_HOST,
+          HTTP_PORT,
+          DIRECT_WRITES,
+          TRANSPORT,
+          RDMA_PORT);
 }

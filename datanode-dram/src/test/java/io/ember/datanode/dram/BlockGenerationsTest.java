@@ -100,4 +100,19 @@ class BlockGenerationsTest {
     assertEquals(List.of("first", "second"), ran);
     assertFalse(g.mustWait(BLOCK, 6));
   }
+
+  @Test
+  void aSlotMovingToANewerGenerationIsToldOnceWithTheSlotsStart() throws Exception {
+    List<String> moves = new ArrayList<>();
+    BlockGenerations g =
+        new BlockGenerations(1, 4 * BLOCK, BLOCK, (slot, gen) -> moves.add(slot + "@" + gen));
+    g.checkWrite(1, 5, BLOCK + 10, 10, "test");
+    g.checkWrite(1, 5, BLOCK + 30, 10, "test"); // same generation: no move
+    assertEquals(List.of(BLOCK + "@5"), moves);
+    g.checkWrite(2, 6, BLOCK, 10, "test");
+    assertEquals(List.of(BLOCK + "@5", BLOCK + "@6"), moves);
+    // An older generation is refused, and moves nothing.
+    assertThrows(EmberException.class, () -> g.checkWrite(1, 5, BLOCK, 10, "test"));
+    assertEquals(2, moves.size());
+  }
 }

@@ -27,6 +27,9 @@ public final class RdmaVm {
   public static final String VM_TARGET =
       "nvmf+rdma://10.0.2.15:4420/nqn.2014-08.org.nvmexpress:test-target";
 
+  /** The VM's address on its soft-RoCE device, for servers that listen for RDMA there. */
+  public static final String VM_ADDRESS = "10.0.2.15";
+
   private RdmaVm() {}
 
   /** Runs the given test classes in the VM and returns the console launcher's output. */
@@ -50,6 +53,8 @@ public final class RdmaVm {
             + " && EMBER_TEST_NVMF_RDMA_TARGET="
             + VM_TARGET
             + " EMBER_TEST_NVMET_RDMA_PORT=/sys/kernel/config/nvmet/ports/2"
+            + " EMBER_TEST_RDMA_ADDRESS="
+            + VM_ADDRESS
             + " java -Xmx384m --add-exports java.base/sun.nio.ch=ALL-UNNAMED"
             + " -Djava.library.path="
             + lib

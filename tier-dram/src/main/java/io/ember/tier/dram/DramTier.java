@@ -3,19 +3,11 @@ package io.ember.tier.dram;
 import io.ember.client.spi.StorageEndpoint;
 import io.ember.client.spi.StorageTier;
 import io.ember.client.spi.TierContext;
-import io.ember.protocol.BlockLocation;
-import io.ember.protocol.HostPort;
-import io.ember.protocol.MessageType;
-import io.ember.protocol.Messages;
-import io.ember.protocol.ResponseDecoder;
-import io.ember.protocol.RpcClient;
-import io.ember.protocol.RpcClients;
-import io.netty.buffer.ByteBuf;
-import java.util.Map;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ConcurrentHashMap;
 
-/** The client side of the DRAM tier: BLOCK_WRITE and BLOCK_READ frames to the data node. */
+/**
+ * The client side of the DRAM tier over TCP: BLOCK_WRITE and BLOCK_READ frames to the data node.
+ * Data nodes that serve one-sided RDMA register as {@link RdmaDramTier} instead.
+ */
 public final class DramTier implements StorageTier {
   /** The tier's name, which block locations of DRAM data nodes carry. */
   public static final String NAME = "dram";
@@ -27,56 +19,6 @@ public final class DramTier implements StorageTier {
 
   @Override
   public StorageEndpoint open(TierContext context) {
-    return new Endpoint(context.connections());
-  }
-
-  private static final class Endpoint implements StorageEndpoint {
-    private final RpcClients connections;
-    private final Map<String, HostPort> parsed = new ConcurrentHashMap<>();
-
-    Endpoint(RpcClients connections) {
-      this.connections = connections;
-    }
-
-    @Override
-    public boolean checksGenerations() {
-      return true; // the data node holds each block's generation
-    }
-
-    @Override
-    public CompletableFuture<Void> write(BlockLocation block, int offset, ByteBuf data) {
-      return connection(block)
-          .whenComplete(
-              (c, e) -> {
-                if (e != null) {
-                  data.release(); // no call takes it
-                }
-              })
-          .thenCompose(
-              c ->
-                  c.call(
-                      MessageType.BLOCK_WRITE,
-                      Messages.BlockWriteRequest.of(block, offset, data),
-                      ResponseDecoder.EMPTY));
-    }
-
-    @Override
-    public CompletableFuture<ByteBuf> read(BlockLocation block, int offset, int length) {
-      return connection(block)
-          .thenCompose(
-              c ->
-                  c.call(
-                      MessageType.BLOCK_READ,
-                      Messages.BlockReadRequest.of(block, offset, length),
-                      ByteBuf::retainedSlice));
-    }
-
-    private CompletableFuture<RpcClient> connection(BlockLocation block) {
-      HostPort hp = parsed.computeIfAbsent(block.endpoint(), e -> HostPort.parse(e, 0));
-      return connections.getOrRetry(hp, "data node " + block.datanodeId());
-    }
-
-    @Override
-    public void close() {}
+    return new TcpEndpoint(context.connections());
   }
 }
