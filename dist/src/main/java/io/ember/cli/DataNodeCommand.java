@@ -56,9 +56,29 @@ final class DataNodeCommand implements Runnable {
         description = "host clients should connect to (default: this machine's address)")
     String advertiseHost;
 
+    @Option(
+        names = "--transport",
+        paramLabel = "tcp|rdma",
+        description =
+            "how clients reach the blocks: tcp (default), or rdma: one-sided RDMA READ and WRITE"
+                + " to the registered memory (needs an RDMA device, libdisni and --host set to"
+                + " the device's address; clients without RDMA still use TCP)")
+    String transport;
+
+    @Option(
+        names = "--rdma-port",
+        description = "RDMA port with --transport rdma (default: the same number as --port)")
+    Integer rdmaPort;
+
     @Override
     public Integer call() throws Exception {
       EmberConfig config = options.load();
+      if (transport != null) {
+        config = config.with(DramDataNodeKeys.TRANSPORT, transport);
+      }
+      if (rdmaPort != null) {
+        config = config.with(DramDataNodeKeys.RDMA_PORT, rdmaPort.toString());
+      }
       if (capacity != null) {
         config = config.with(DramDataNodeKeys.CAPACITY, capacity);
       }
@@ -82,6 +102,7 @@ final class DataNodeCommand implements Runnable {
                 + dn.capacity()
                 + " bytes at "
                 + dn.endpoint()
+                + (dn.rdmaPort() > 0 ? " (RDMA on port " + dn.rdmaPort() + ")" : "")
                 + " for name node "
                 + config.get(EmberKeys.NAMENODE_ADDRESS)
                 + statusPage(dn.httpAddress())

@@ -197,7 +197,9 @@ public final class DramDataNode implements DataNode {
       int blocksWritten,
       long bytesWritten,
       long bytesRead,
-      String namenode) {}
+      String namenode,
+      String transport,
+      int rdmaConnections) {}
 
   private Summary summary() {
     return new Summary(
@@ -209,7 +211,9 @@ public final class DramDataNode implements DataNode {
         heldBlocks().size(),
         (long) bytesWritten.get(),
         (long) bytesRead.get(),
-        namenodeAddress);
+        namenodeAddress,
+        rdma == null ? "tcp" : "rdma (port " + rdma.port() + "), and tcp",
+        rdmaConnections());
   }
 
   private Map<String, StatusServer.Route> routes() {
@@ -231,9 +235,13 @@ public final class DramDataNode implements DataNode {
                           "registered as",
                           s.datanodeId() < 0 ? "not yet" : "data node " + s.datanodeId()),
                       List.of("capacity", Page.bytes(s.capacityBytes())),
+                      List.of("transport", s.transport()),
                       List.of("blocks written", Integer.toString(s.blocksWritten())),
                       List.of("bytes written", Page.bytes(s.bytesWritten())),
-                      List.of("bytes read", Page.bytes(s.bytesRead()))))
+                      List.of(
+                          // One-sided RDMA READs never reach this node's CPU to be counted.
+                          rdma == null ? "bytes read" : "bytes read over TCP",
+                          Page.bytes(s.bytesRead()))))
               .done();
         });
     routes.put("/api/summary", q -> Page.json(summary()));
