@@ -182,6 +182,37 @@ class DramRdmaSafetyTest {
   }
 
   @Test
+  void writesToADataNodeThatFallsBehindTimeOutNamingItAndFlowAgainOnceItCatchesUp()
+      throws Exception {
+    cluster =
+        TestTier.DRAM_RDMA
+            .cluster(1, "32m")
+            .blockSize("64k")
+            .set(EmberKeys.RPC_TIMEOUT, "3s")
+            .build();
+    DramDataNode node = cluster.datanodes().get(0);
+    try (EmberClient writer = cluster.newClient()) {
+      write(writer, "/before", data(BLOCK, 1));
+      node.pauseRdmaNotices(true);
+      try {
+        // More writes than the data node keeps receives posted for one connection: the ones
+        // past them wait for a receive that does not come, and time out.
+        EmberException e =
+            assertThrows(
+                EmberException.class, () -> write(writer, "/stalled", data(200 * BLOCK, 2)));
+        assertEquals(ErrorCode.TIMEOUT, e.code(), e.getMessage());
+        assertTrue(e.getMessage().contains("data node"), e.getMessage());
+      } finally {
+        node.pauseRdmaNotices(false);
+      }
+      // The connection that timed out was ended; the same client writes again over a new one.
+      byte[] after = data(100 * BLOCK + 7, 3);
+      write(writer, "/after", after);
+      assertArrayEquals(after, readAll(writer, "/after"));
+    }
+  }
+
+  @Test
   void aKilledClientLeavesNoConnectionOnTheDataNode() throws Exception {
     cluster = TestTier.DRAM_RDMA.cluster(1, "16m").blockSize("1m").build();
     DramDataNode node = cluster.datanodes().get(0);

@@ -326,20 +326,40 @@ public final class DramDataNode implements DataNode {
     return writesWaiting.get();
   }
 
+  /**
+   * Stops (or restarts) taking RDMA write notices while everything else goes on: a client's RDMA
+   * writes then wait once its connection's posted receives are used up. For tests of clients facing
+   * a data node that falls behind.
+   */
+  public void pauseRdmaNotices(boolean pause) {
+    if (rdma != null) {
+      rdma.pause(pause);
+    }
+  }
+
   /** The region's size in bytes. */
   public long capacity() {
     return region.capacity();
   }
 
-  /** Neither reads requests nor heartbeats until {@link #resume}. */
+  /**
+   * Neither reads requests, RDMA write notices nor heartbeats until {@link #resume}. One-sided RDMA
+   * reads and writes still land (the device serves them), as for a stalled process.
+   */
   @Override
   public void suspend() {
     link.suspend();
     server.pauseReading(true);
+    if (rdma != null) {
+      rdma.pause(true);
+    }
   }
 
   @Override
   public void resume() {
+    if (rdma != null) {
+      rdma.pause(false);
+    }
     server.pauseReading(false);
     link.resume();
   }
@@ -411,9 +431,14 @@ public final class DramDataNode implements DataNode {
         checkServes(incarnation);
         if (rdma != null) {
           // Keys handed out for the old contents must stop working before any new write lands.
-          rdma.dropAll();
+          rdma.contentsChanged(incarnation);
           RdmaBlockServer r = rdma;
-          g = new BlockGenerations(incarnation, region.capacity(), link.blockSize(), r::slotMoved);
+          g =
+              new BlockGenerations(
+                  incarnation,
+                  region.capacity(),
+                  link.blockSize(),
+                  (slot, generation) -> r.slotMoved(incarnation, slot, generation));
         } else {
           g = new BlockGenerations(incarnation, region.capacity(), link.blockSize());
         }
@@ -590,6 +615,19 @@ public final class DramDataNode implements DataNode {
     }
   }
 
+  /** Checks {@code r} against the slot and grants its key; under the slot's lock. */
+  private Messages.BlockGrantResponse grant(BlockGenerations g, Messages.BlockGrantRequest r)
+      throws EmberException {
+    int size = g.blockSize();
+    if (r.forWrite()) {
+      g.checkWrite(r.blockId(), r.generation(), r.address(), size, describe);
+    } else {
+      g.checkRead(r.blockId(), r.generation(), r.address(), size, describe);
+    }
+    long[] key = rdma.grant(r.incarnation(), r.address(), size, r.generation());
+    return new Messages.BlockGrantResponse(rdma.port(), key[0], (int) key[1]);
+  }
+
   /**
    * Counts the bytes an RDMA client says it wrote, as a TCP write's are counted; a notice of other
    * contents or of a generation the slot no longer holds counts for nothing.
@@ -713,23 +751,24 @@ public final class DramDataNode implements DataNode {
             }
             checkServes(r.incarnation());
             BlockGenerations g = generations(r.incarnation());
-            int size = g.blockSize();
             synchronized (g.lockFor(r.address())) {
-              if (r.forWrite()) {
-                if (g.mustWait(r.address(), r.generation())) {
-                  throw new EmberException(
-                      ErrorCode.NOT_READY,
-                      describe
-                          + " is still receiving a write of another generation into block "
-                          + r.blockId()
-                          + " from a socket; try again once it ends");
-                }
-                g.checkWrite(r.blockId(), r.generation(), r.address(), size, describe);
-              } else {
-                g.checkRead(r.blockId(), r.generation(), r.address(), size, describe);
+              if (r.forWrite() && g.mustWait(r.address(), r.generation())) {
+                // Writes of another generation are landing in the slot from a socket: the grant
+                // waits for them to end, as a TCP write would.
+                CompletableFuture<Message> answer = new CompletableFuture<>();
+                g.await(
+                    r.address(),
+                    () -> {
+                      try {
+                        checkServes(r.incarnation());
+                        answer.complete(grant(g, r));
+                      } catch (EmberException | RuntimeException e) {
+                        answer.completeExceptionally(e);
+                      }
+                    });
+                return new Deferred(answer);
               }
-              long[] key = rdma.grant(r.address(), size, r.generation());
-              return new Messages.BlockGrantResponse(rdma.port(), key[0], (int) key[1]);
+              return grant(g, r);
             }
           }
         default:

@@ -86,10 +86,15 @@ final class RdmaBlockServer implements AutoCloseable {
 
   private final Object[] stripes = new Object[64];
 
+  /** The contents grants are for; changed under every stripe lock. */
+  private long currentIncarnation;
+
   private final Map<Integer, Connection> byNumber = new ConcurrentHashMap<>();
   private final IdentityHashMap<RdmaCmId, Connection> byId = new IdentityHashMap<>();
   private int nextNumber;
   private volatile boolean running = true;
+  private volatile boolean paused;
+  private final Object pauseLock = new Object();
   private final Thread cmThread;
   private final Thread noticeThread;
 
@@ -161,6 +166,17 @@ final class RdmaBlockServer implements AutoCloseable {
     return port;
   }
 
+  /**
+   * Stops (or restarts) taking write notices, as a stalled process would; the device still serves
+   * one-sided reads and writes meanwhile. For tests.
+   */
+  void pause(boolean pause) {
+    synchronized (pauseLock) {
+      paused = pause;
+      pauseLock.notifyAll();
+    }
+  }
+
   /** Connections open now. */
   int connections() {
     return byNumber.size();
@@ -172,19 +188,29 @@ final class RdmaBlockServer implements AutoCloseable {
   }
 
   private Object stripe(long slotAddress) {
-    return stripes[(int) ((slotAddress >>> 12) % stripes.length)];
+    // Slot addresses are multiples of a power of two: spread them with a multiplicative hash.
+    return stripes[(int) ((slotAddress * 0x9E3779B97F4A7C15L) >>> 58)];
   }
 
   /**
    * The key of the block slot of {@code blockSize} bytes at {@code slotAddress}, registered for
-   * {@code generation}, which the caller checked the slot holds (under the generations' lock for
-   * the slot, so it cannot move meanwhile). An earlier generation's registration is dropped first.
+   * {@code generation} of contents {@code incarnation}, which the caller checked the slot holds
+   * (under the generations' lock for the slot, so it cannot move meanwhile). An earlier
+   * generation's registration is dropped first.
    *
    * @return the remote address of the slot's first byte and its key
-   * @throws EmberException {@link ErrorCode#INTERNAL} when the device refuses the registration
+   * @throws EmberException {@link ErrorCode#STALE_LOCATION} when the node's contents changed since
+   *     the check; {@link ErrorCode#INTERNAL} when the device refuses the registration
    */
-  long[] grant(long slotAddress, int blockSize, long generation) throws EmberException {
+  long[] grant(long incarnation, long slotAddress, int blockSize, long generation)
+      throws EmberException {
     synchronized (stripe(slotAddress)) {
+      if (incarnation != currentIncarnation) {
+        // Checked against contents this node no longer serves: a key now would outlive them.
+        throw new EmberException(
+            ErrorCode.STALE_LOCATION,
+            where + " registered anew while the grant was checked; ask the name node again");
+      }
       Registration r = registrations.get(slotAddress);
       if (r == null || r.generation() != generation) {
         if (r != null) {
@@ -210,10 +236,14 @@ final class RdmaBlockServer implements AutoCloseable {
 
   /**
    * Drops the registration of the slot at {@code slotAddress} unless it is for {@code generation}:
-   * the slot now holds that generation, and keys of any other must stop working.
+   * the slot now holds that generation under contents {@code incarnation}, and keys of any other
+   * must stop working. A move in a table of earlier contents changes nothing.
    */
-  void slotMoved(long slotAddress, long generation) {
+  void slotMoved(long incarnation, long slotAddress, long generation) {
     synchronized (stripe(slotAddress)) {
+      if (incarnation != currentIncarnation) {
+        return;
+      }
       Registration r = registrations.get(slotAddress);
       if (r != null && r.generation() != generation) {
         registrations.remove(slotAddress);
@@ -222,8 +252,18 @@ final class RdmaBlockServer implements AutoCloseable {
     }
   }
 
-  /** Drops every slot's registration: the node's contents changed, so every key handed out dies. */
-  void dropAll() {
+  /**
+   * Drops every slot's registration and grants keys for contents {@code incarnation} only from now
+   * on: the node's contents changed, so every key handed out dies, and a grant checked against the
+   * old contents that races this is refused.
+   */
+  void contentsChanged(long incarnation) {
+    for (Object stripe : stripes) {
+      synchronized (stripe) {
+        // Set under every stripe, so a grant holding any one sees it.
+        currentIncarnation = incarnation;
+      }
+    }
     for (Long slotAddress : List.copyOf(registrations.keySet())) {
       synchronized (stripe(slotAddress)) {
         Registration r = registrations.remove(slotAddress);
@@ -279,7 +319,16 @@ final class RdmaBlockServer implements AutoCloseable {
         destroy(id);
         return;
       }
-      c = new Connection(nextNumber++ & 0xFFFF, id);
+      if (!running) {
+        destroy(id);
+        return;
+      }
+      int number = nextNumber;
+      while (byNumber.containsKey(number)) {
+        number = (number + 1) & 0xFFFF;
+      }
+      nextNumber = (number + 1) & 0xFFFF;
+      c = new Connection(number, id);
     }
     try {
       IbvQPInitAttr attr = new IbvQPInitAttr();
@@ -294,7 +343,7 @@ final class RdmaBlockServer implements AutoCloseable {
       c.buffers =
           ByteBuffer.allocateDirect(NOTICE_SLOT * RECEIVES_PER_CONNECTION)
               .order(ByteOrder.LITTLE_ENDIAN);
-      c.buffersMr = Verbs.register(pd, c.buffers, Verbs.ACCESS_ALL);
+      c.buffersMr = Verbs.register(pd, c.buffers, IbvMr.IBV_ACCESS_LOCAL_WRITE);
       byNumber.put(c.number, c);
       for (int i = 0; i < RECEIVES_PER_CONNECTION; i++) {
         IbvSge sge = new IbvSge();
@@ -320,6 +369,16 @@ final class RdmaBlockServer implements AutoCloseable {
       }
       teardown(c);
     }
+  }
+
+  /** Tears {@code c} down from the connection-event thread's side, not the notice thread's. */
+  private void closeLater(Connection c) {
+    synchronized (byId) {
+      byId.remove(c.id);
+    }
+    Thread t = new Thread(() -> teardown(c), "dram-rdma-teardown");
+    t.setDaemon(true);
+    t.start();
   }
 
   private void teardown(Connection c) {
@@ -372,6 +431,16 @@ final class RdmaBlockServer implements AutoCloseable {
       poll = cq.poll(wcs, wcs.length);
       arm = cq.reqNotification(false);
       while (running) {
+        if (paused) {
+          // A stalled process takes no notices: once a client's receives are used up, its
+          // writes wait (receiver not ready) until it resumes.
+          synchronized (pauseLock) {
+            while (paused && running) {
+              pauseLock.wait(100);
+            }
+          }
+          continue;
+        }
         int n = poll.execute().getPolls();
         if (n == 0) {
           arm.execute();
@@ -381,12 +450,22 @@ final class RdmaBlockServer implements AutoCloseable {
           }
         }
         for (int i = 0; i < n; i++) {
-          notice(wcs[i]);
+          try {
+            notice(wcs[i]);
+          } catch (IOException | RuntimeException e) {
+            // One connection's trouble must not stop the notices of every other.
+            LOG.warn("{}: an RDMA write notice failed: {}", where, e.toString());
+          }
         }
       }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
     } catch (IOException | RuntimeException e) {
       if (running) {
-        LOG.error("{}: reading RDMA write notices failed; lease recovery may see less", where, e);
+        LOG.error(
+            "{}: reading RDMA write notices failed, RDMA writes will stall: {}",
+            where,
+            e.toString());
       }
     } finally {
       if (poll != null) {
@@ -422,7 +501,13 @@ final class RdmaBlockServer implements AutoCloseable {
       address = b.getLong(off + 24);
       length = b.getInt(off + 32);
       boolean whole = wc.getByte_len() == NOTICE_BYTES;
-      c.receives[i].execute();
+      try {
+        c.receives[i].execute();
+      } catch (IOException e) {
+        LOG.warn("{}: RDMA client {} cannot take more notices: {}", where, c.number, e.toString());
+        closeLater(c);
+        return;
+      }
       if (!whole) {
         LOG.warn("{}: an RDMA client sent a notice of {} bytes; ignored", where, wc.getByte_len());
         return;
@@ -431,10 +516,23 @@ final class RdmaBlockServer implements AutoCloseable {
     notices.wrote(incarnation, blockId, generation, address, length);
   }
 
+  private interface Free {
+    void run() throws Exception;
+  }
+
+  private void free(String what, Free step) {
+    try {
+      step.run();
+    } catch (Exception e) { // DiSNI declares Exception on some of these
+      LOG.debug("{}: freeing {} failed: {}", where, what, e.toString());
+    }
+  }
+
   /** Disconnects every client, drops every registration and stops both threads. */
   @Override
   public void close() {
     running = false;
+    pause(false);
     List<Connection> all;
     synchronized (byId) {
       all = new ArrayList<>(byId.values());
@@ -450,15 +548,18 @@ final class RdmaBlockServer implements AutoCloseable {
         Thread.currentThread().interrupt();
       }
     }
-    dropAll();
-    try {
-      cq.destroyCQ();
-      compChannel.destroyCompChannel();
-      pd.deallocPd();
-      listenId.destroyId();
-      events.destroyEventChannel();
-    } catch (Exception e) { // DiSNI declares Exception on deallocPd
-      LOG.debug("{}: freeing RDMA resources failed: {}", where, e.toString());
+    synchronized (byId) {
+      all = new ArrayList<>(byId.values());
+      byId.clear();
     }
+    for (Connection c : all) {
+      teardown(c); // accepted while the first round ran
+    }
+    contentsChanged(-1);
+    free("the completion queue", cq::destroyCQ);
+    free("the completion channel", compChannel::destroyCompChannel);
+    free("the protection domain", pd::deallocPd);
+    free("the listening id", listenId::destroyId);
+    free("the event channel", events::destroyEventChannel);
   }
 }

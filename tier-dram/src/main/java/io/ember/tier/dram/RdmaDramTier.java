@@ -248,7 +248,15 @@ public final class RdmaDramTier implements StorageTier {
         connector.execute(
             () -> {
               try {
-                made.complete(RdmaLink.connect(at, node, timeoutNanos));
+                RdmaLink l = RdmaLink.connect(at, node, timeoutNanos);
+                if (closed) {
+                  l.close("the client closed");
+                  links.remove(at, made);
+                  made.completeExceptionally(
+                      new EmberException(ErrorCode.CLOSED, "the client is closed"));
+                  return;
+                }
+                made.complete(l);
               } catch (EmberException | RuntimeException e) {
                 links.remove(at, made);
                 made.completeExceptionally(e);
@@ -269,7 +277,8 @@ public final class RdmaDramTier implements StorageTier {
     public void close() {
       closed = true;
       for (CompletableFuture<RdmaLink> f : links.values()) {
-        RdmaLink l = f.getNow(null);
+        // One still connecting is closed by its connector once it sees closed.
+        RdmaLink l = f.isDone() && !f.isCompletedExceptionally() ? f.join() : null;
         if (l != null) {
           l.close("the client closed");
         }

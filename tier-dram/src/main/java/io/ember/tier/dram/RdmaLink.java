@@ -129,6 +129,8 @@ final class RdmaLink {
   private final ArrayDeque<Op> waiting = new ArrayDeque<>();
   private volatile boolean running;
   private String lostBecause;
+  private boolean lossHandled;
+  private boolean closed;
 
   private RdmaLink(InetSocketAddress address, String node, long timeoutNanos) {
     this.address = address;
@@ -245,6 +247,9 @@ final class RdmaLink {
     if (refused != null) {
       complete(op, refused);
     }
+    if (!running) {
+      lose(lostReason());
+    }
   }
 
   private String lostReason() {
@@ -307,6 +312,14 @@ final class RdmaLink {
       SVCPostSend call = id.getQp().postSend(wrs, null);
       try {
         call.execute();
+      } catch (IOException | RuntimeException e) {
+        // Part of it may be on the queue: the slot stays taken, and the connection ends.
+        op.finished = true;
+        running = false;
+        if (lostBecause == null) {
+          lostBecause = "posting work failed: " + e.getMessage();
+        }
+        return new Flushed(op.what + " could not be posted to " + node + ": " + e.getMessage());
       } finally {
         call.free();
       }
@@ -434,6 +447,9 @@ final class RdmaLink {
       for (int i = 0; i < refused.size(); i++) {
         complete(refused.get(i), errors.get(i));
       }
+      if (!running) {
+        lose(lostReason());
+      }
       return;
     }
     boolean mine;
@@ -442,7 +458,7 @@ final class RdmaLink {
       op.finished = true;
     }
     if (!mine) {
-      lose("an operation that had timed out completed with " + CmEvents.wcStatus(status));
+      lose("an operation completed with " + CmEvents.wcStatus(status));
       return;
     }
     if (status == CmEvents.WC_REMOTE_ACCESS_ERROR) {
@@ -472,7 +488,10 @@ final class RdmaLink {
    */
   private void lose(String why) {
     List<Op> all = new ArrayList<>();
+    boolean first;
     synchronized (lock) {
+      first = !lossHandled;
+      lossHandled = true;
       if (lostBecause == null) {
         lostBecause = why;
       }
@@ -486,6 +505,18 @@ final class RdmaLink {
       all.addAll(waiting);
       waiting.clear();
     }
+    if (first) {
+      // The queue pair goes to its error state: the device touches no buffer after this.
+      disconnect();
+    }
+    synchronized (lock) {
+      for (Op op : all) {
+        if (op.mr != null) {
+          Verbs.deregister(op.mr);
+          op.mr = null;
+        }
+      }
+    }
     if (!all.isEmpty()) {
       LOG.info(
           "RDMA connection to {} at {} lost ({}): {} operations fail",
@@ -497,6 +528,22 @@ final class RdmaLink {
     for (Op op : all) {
       complete(op, new Flushed(op.what + " failed: " + lostReason()));
     }
+    if (first) {
+      // Freed off the reaper, which close() waits for.
+      Thread closer = new Thread(() -> close(why), "dram-rdma-close");
+      closer.setDaemon(true);
+      closer.start();
+    }
+  }
+
+  private void disconnect() {
+    if (id != null) {
+      try {
+        id.disconnect();
+      } catch (IOException e) {
+        LOG.debug("disconnecting from {} failed: {}", address, e.toString());
+      }
+    }
   }
 
   /**
@@ -506,6 +553,7 @@ final class RdmaLink {
    */
   private void sweep(long now) {
     List<Op> late = new ArrayList<>();
+    boolean posted = false;
     synchronized (lock) {
       for (Op op : slots) {
         if (op != null && !op.finished && now - op.deadline > 0) {
@@ -514,6 +562,15 @@ final class RdmaLink {
             Verbs.deregister(op.mr);
             op.mr = null;
           }
+          late.add(op);
+          posted = true;
+        }
+      }
+      for (var it = waiting.iterator(); it.hasNext(); ) {
+        Op op = it.next();
+        if (now - op.deadline > 0) {
+          it.remove();
+          op.finished = true;
           late.add(op);
         }
       }
@@ -526,9 +583,17 @@ final class RdmaLink {
               op.what
                   + " over RDMA got no completion from "
                   + node
+                  + " at "
+                  + address
                   + " within "
                   + TimeUnit.NANOSECONDS.toMillis(timeoutNanos)
                   + " ms"));
+    }
+    if (posted) {
+      // Its work request may wait forever (a receiver that is not ready is retried without end),
+      // and everything behind it on the queue pair with it: the connection ends, and the other
+      // operations go again once on a new one.
+      lose("an operation got no completion in time");
     }
   }
 
@@ -546,14 +611,13 @@ final class RdmaLink {
 
   /** Fails what is left, disconnects and frees every RDMA resource of the connection. */
   void close(String why) {
-    lose(why);
-    if (id != null) {
-      try {
-        id.disconnect();
-      } catch (IOException e) {
-        LOG.debug("disconnecting from {} failed: {}", address, e.toString());
+    synchronized (lock) {
+      if (closed) {
+        return;
       }
+      closed = true;
     }
+    lose(why);
     if (reaper != null && reaper != Thread.currentThread()) {
       try {
         reaper.join(5000);
