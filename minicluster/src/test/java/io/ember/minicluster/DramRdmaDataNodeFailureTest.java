@@ -1,9 +1,5 @@
 package io.ember.minicluster;
 
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
-
-import io.ember.rdma.RdmaSupport;
-import java.util.Optional;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.condition.EnabledIfEnvironmentVariable;
 
@@ -21,8 +17,7 @@ import org.junit.jupiter.api.condition.EnabledIfEnvironmentVariable;
 class DramRdmaDataNodeFailureTest extends DataNodeFailureTest {
   @BeforeEach
   void needsRdma() {
-    Optional<String> reason = RdmaSupport.unavailableReason();
-    assumeTrue(reason.isEmpty(), () -> "RDMA unavailable: " + reason.orElse(""));
+    TestTier.assumeRdmaRuns();
   }
 
   @Override

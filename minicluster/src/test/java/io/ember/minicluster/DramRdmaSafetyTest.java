@@ -7,7 +7,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import io.ember.client.CreateOptions;
 import io.ember.client.EmberClient;
@@ -15,17 +14,16 @@ import io.ember.client.EmberInputStream;
 import io.ember.client.EmberOutputStream;
 import io.ember.datanode.dram.DramDataNode;
 import io.ember.namenode.NameNodeKeys;
+import io.ember.nvmf.rdma.RdmaVm;
 import io.ember.protocol.BlockLocation;
 import io.ember.protocol.EmberException;
 import io.ember.protocol.EmberKeys;
 import io.ember.protocol.ErrorCode;
-import io.ember.rdma.RdmaSupport;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
-import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
@@ -55,8 +53,7 @@ class DramRdmaSafetyTest {
 
   @BeforeEach
   void needsRdma() {
-    Optional<String> reason = RdmaSupport.unavailableReason();
-    assumeTrue(reason.isEmpty(), () -> "RDMA unavailable: " + reason.orElse(""));
+    TestTier.assumeRdmaRuns();
   }
 
   @AfterEach
@@ -221,18 +218,8 @@ class DramRdmaSafetyTest {
       write(c, "/f", bytes);
     }
     Process child =
-        new ProcessBuilder(
-                ProcessHandle.current().info().command().orElse("java"),
-                "--add-exports",
-                "java.base/sun.nio.ch=ALL-UNNAMED",
-                "-Djava.library.path=" + System.getProperty("java.library.path"),
-                "-cp",
-                System.getProperty("java.class.path"),
-                DramRdmaLoadClient.class.getName(),
-                cluster.config().get(EmberKeys.NAMENODE_ADDRESS),
-                "/f")
-            .redirectErrorStream(true)
-            .start();
+        RdmaVm.startJvm(
+            DramRdmaLoadClient.class, cluster.config().get(EmberKeys.NAMENODE_ADDRESS), "/f");
     try {
       BufferedReader out =
           new BufferedReader(new InputStreamReader(child.getInputStream(), StandardCharsets.UTF_8));
@@ -297,27 +284,8 @@ class DramRdmaSafetyTest {
             .build();
     byte[] written = data(2 * BLOCK + 100, 4);
     try (EmberClient reader = cluster.newClient()) {
-      String path = null;
-      for (int attempt = 0; attempt < 10 && path == null; attempt++) {
-        String p = "/died-" + attempt;
-        EmberClient writer = cluster.newClient();
-        EmberOutputStream out = writer.create(p, CreateOptions.DEFAULT);
-        out.write(written);
-        out.flush();
-        writer.close();
-        if (reader.lookup(p).acknowledgedLength() < written.length) {
-          path = p;
-        } else {
-          // A renewal carried the length before the writer stopped: not the case under test.
-          reader.delete(p, false);
-        }
-      }
-      assertTrue(path != null, "every writer reported its length before it stopped");
-      long deadline = System.nanoTime() + TimeUnit.MINUTES.toNanos(2);
-      while (reader.lookup(path).open()) {
-        assertTrue(System.nanoTime() < deadline, "the lease of " + path + " was not recovered");
-        Thread.sleep(20);
-      }
+      String path = LeaseTest.writeAndDieBeforeReporting(cluster, reader, written);
+      LeaseTest.awaitClosed(reader, path);
       assertEquals(written.length, reader.lookup(path).length());
       assertArrayEquals(written, readAll(reader, path));
     }

@@ -165,23 +165,7 @@ class LeaseTest {
     byte[] written = data(2 * BLOCK + 100, 4);
     try (EmberClient reader = cluster.newClient()) {
       long free = freeBlocks(reader, StorageClass.DRAM);
-      String path = null;
-      for (int attempt = 0; attempt < 10 && path == null; attempt++) {
-        String p = "/died-" + attempt;
-        EmberClient writer = cluster.newClient();
-        EmberOutputStream out = writer.create(p, CreateOptions.DEFAULT);
-        out.write(written);
-        out.flush();
-        writer.close();
-        if (reader.lookup(p).acknowledgedLength() < written.length) {
-          path = p;
-        } else {
-          // A renewal carried the length before the writer stopped (the first one goes out at
-          // the create, and can be late on a loaded machine): not the case under test.
-          reader.delete(p, false);
-        }
-      }
-      assertTrue(path != null, "every writer reported its length before it stopped");
+      String path = writeAndDieBeforeReporting(cluster, reader, written);
       awaitClosed(reader, path);
       assertEquals(written.length, reader.lookup(path).length());
       try (EmberInputStream in = reader.open(path)) {
@@ -192,7 +176,30 @@ class LeaseTest {
     }
   }
 
-  private static void awaitClosed(EmberClient c, String path) throws Exception {
+  /**
+   * Writes {@code written} to a new file from a client that closes (as if it died) before a lease
+   * renewal carried the length, retrying with a new file when one did; returns the file's path.
+   */
+  static String writeAndDieBeforeReporting(MiniCluster cluster, EmberClient reader, byte[] written)
+      throws Exception {
+    for (int attempt = 0; attempt < 10; attempt++) {
+      String p = "/died-" + attempt;
+      EmberClient writer = cluster.newClient();
+      EmberOutputStream out = writer.create(p, CreateOptions.DEFAULT);
+      out.write(written);
+      out.flush();
+      writer.close();
+      if (reader.lookup(p).acknowledgedLength() < written.length) {
+        return p;
+      }
+      // A renewal carried the length before the writer stopped (the first one goes out at the
+      // create, and can be late on a loaded machine): not the case under test.
+      reader.delete(p, false);
+    }
+    throw new AssertionError("every writer reported its length before it stopped");
+  }
+
+  static void awaitClosed(EmberClient c, String path) throws Exception {
     long deadline = System.nanoTime() + DEADLINE.toNanos();
     while (c.lookup(path).open()) {
       assertTrue(System.nanoTime() < deadline, "the lease of " + path + " was not recovered");

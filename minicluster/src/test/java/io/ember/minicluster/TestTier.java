@@ -1,9 +1,13 @@
 package io.ember.minicluster;
 
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
 import io.ember.client.CreateOptions;
 import io.ember.datanode.dram.DramDataNodeKeys;
 import io.ember.datanode.nvmf.NvmfDataNodeKeys;
 import io.ember.protocol.StorageClass;
+import io.ember.rdma.RdmaSupport;
+import java.util.Optional;
 
 /**
  * The tiers a suite is bound to: the cluster each needs and where files go. The kernel binding
@@ -67,6 +71,12 @@ enum TestTier {
    * binding has one, of the target's size).
    */
   abstract MiniCluster.Builder cluster(int nodes, String capacityEach);
+
+  /** Skips the calling test, saying why, where RDMA cannot run. */
+  static void assumeRdmaRuns() {
+    Optional<String> reason = RdmaSupport.unavailableReason();
+    assumeTrue(reason.isEmpty(), () -> "RDMA unavailable: " + reason.orElse(""));
+  }
 
   /** Create options that put files on this tier. */
   CreateOptions options() {

@@ -37,6 +37,25 @@ public final class Verbs {
     return register(pd, MemoryUtils.getAddress(b) + b.position(), b.remaining(), access);
   }
 
+  /** One step of freeing verbs resources; DiSNI declares Exception on some of them. */
+  public interface FreeStep {
+    void run() throws Exception;
+  }
+
+  /**
+   * Runs every step in order, each on its own: one that fails (logged at debug, as there is nothing
+   * a caller could do) does not keep the others from freeing theirs.
+   */
+  public static void freeEach(String where, FreeStep... steps) {
+    for (FreeStep step : steps) {
+      try {
+        step.run();
+      } catch (Exception e) {
+        LOG.debug("{}: freeing an RDMA resource failed: {}", where, e.toString());
+      }
+    }
+  }
+
   /**
    * Deregisters {@code mr}; after this the peer's accesses with its key fail. Errors are logged:
    * there is nothing a caller could do about them.

@@ -13,12 +13,11 @@ import com.ibm.disni.verbs.RdmaCm;
 import com.ibm.disni.verbs.RdmaCmEvent;
 import com.ibm.disni.verbs.RdmaCmId;
 import com.ibm.disni.verbs.RdmaEventChannel;
-import com.ibm.disni.verbs.SVCPollCq;
 import com.ibm.disni.verbs.SVCPostRecv;
-import com.ibm.disni.verbs.SVCReqNotify;
 import io.ember.protocol.EmberException;
 import io.ember.protocol.ErrorCode;
 import io.ember.rdma.CmEvents;
+import io.ember.rdma.CompletionPoller;
 import io.ember.rdma.RetryingConnParam;
 import io.ember.rdma.Verbs;
 import java.io.IOException;
@@ -421,15 +420,7 @@ final class RdmaBlockServer implements AutoCloseable {
   }
 
   private void readNotices() {
-    IbvWC[] wcs = new IbvWC[32];
-    for (int i = 0; i < wcs.length; i++) {
-      wcs[i] = new IbvWC();
-    }
-    SVCPollCq poll = null;
-    SVCReqNotify arm = null;
-    try {
-      poll = cq.poll(wcs, wcs.length);
-      arm = cq.reqNotification(false);
+    try (CompletionPoller poller = new CompletionPoller(cq, compChannel, 32)) {
       while (running) {
         if (paused) {
           // A stalled process takes no notices: once a client's receives are used up, its
@@ -441,17 +432,10 @@ final class RdmaBlockServer implements AutoCloseable {
           }
           continue;
         }
-        int n = poll.execute().getPolls();
-        if (n == 0) {
-          arm.execute();
-          n = poll.execute().getPolls();
-          if (n == 0 && compChannel.getCqEvent(cq, 100)) {
-            cq.ackEvents(1);
-          }
-        }
+        int n = poller.next(100);
         for (int i = 0; i < n; i++) {
           try {
-            notice(wcs[i]);
+            notice(poller.completion(i));
           } catch (IOException | RuntimeException e) {
             // One connection's trouble must not stop the notices of every other.
             LOG.warn("{}: an RDMA write notice failed: {}", where, e.toString());
@@ -466,13 +450,6 @@ final class RdmaBlockServer implements AutoCloseable {
             "{}: reading RDMA write notices failed, RDMA writes will stall: {}",
             where,
             e.toString());
-      }
-    } finally {
-      if (poll != null) {
-        poll.free();
-      }
-      if (arm != null) {
-        arm.free();
       }
     }
   }
@@ -516,18 +493,6 @@ final class RdmaBlockServer implements AutoCloseable {
     notices.wrote(incarnation, blockId, generation, address, length);
   }
 
-  private interface Free {
-    void run() throws Exception;
-  }
-
-  private void free(String what, Free step) {
-    try {
-      step.run();
-    } catch (Exception e) { // DiSNI declares Exception on some of these
-      LOG.debug("{}: freeing {} failed: {}", where, what, e.toString());
-    }
-  }
-
   /** Disconnects every client, drops every registration and stops both threads. */
   @Override
   public void close() {
@@ -556,10 +521,12 @@ final class RdmaBlockServer implements AutoCloseable {
       teardown(c); // accepted while the first round ran
     }
     contentsChanged(-1);
-    free("the completion queue", cq::destroyCQ);
-    free("the completion channel", compChannel::destroyCompChannel);
-    free("the protection domain", pd::deallocPd);
-    free("the listening id", listenId::destroyId);
-    free("the event channel", events::destroyEventChannel);
+    Verbs.freeEach(
+        where,
+        cq::destroyCQ,
+        compChannel::destroyCompChannel,
+        pd::deallocPd,
+        listenId::destroyId,
+        events::destroyEventChannel);
   }
 }

@@ -17,10 +17,8 @@ import com.ibm.disni.verbs.RdmaCmEvent;
 import com.ibm.disni.verbs.RdmaCmId;
 import com.ibm.disni.verbs.RdmaConnParam;
 import com.ibm.disni.verbs.RdmaEventChannel;
-import com.ibm.disni.verbs.SVCPollCq;
 import com.ibm.disni.verbs.SVCPostRecv;
 import com.ibm.disni.verbs.SVCPostSend;
-import com.ibm.disni.verbs.SVCReqNotify;
 import io.ember.nvmf.NvmeStatusException;
 import io.ember.nvmf.NvmfCallback;
 import io.ember.nvmf.NvmfException;
@@ -31,6 +29,7 @@ import io.ember.nvmf.spec.Cqe;
 import io.ember.nvmf.spec.Nvme;
 import io.ember.nvmf.spec.Sqe;
 import io.ember.rdma.CmEvents;
+import io.ember.rdma.CompletionPoller;
 import io.ember.rdma.RetryingConnParam;
 import io.ember.rdma.Verbs;
 import java.io.IOException;
@@ -349,29 +348,12 @@ final class RdmaQueue extends CommandQueue {
   }
 
   private void reap() {
-    IbvWC[] wcs = new IbvWC[32];
-    for (int i = 0; i < wcs.length; i++) {
-      wcs[i] = new IbvWC();
-    }
-    SVCPollCq poll = null;
-    SVCReqNotify arm = null;
     long nextSweep = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(100);
-    try {
-      poll = cq.poll(wcs, wcs.length);
-      arm = cq.reqNotification(false);
+    try (CompletionPoller poller = new CompletionPoller(cq, compChannel, 32)) {
       while (running) {
-        int n = poll.execute().getPolls();
-        if (n == 0) {
-          arm.execute();
-          n = poll.execute().getPolls();
-          if (n == 0) {
-            if (compChannel.getCqEvent(cq, 100)) {
-              cq.ackEvents(1);
-            }
-          }
-        }
+        int n = poller.next(100);
         for (int i = 0; i < n; i++) {
-          handle(wcs[i]);
+          handle(poller.completion(i));
         }
         long now = System.nanoTime();
         if (now - nextSweep > 0) {
@@ -382,13 +364,6 @@ final class RdmaQueue extends CommandQueue {
     } catch (IOException | RuntimeException e) {
       if (running) {
         ctrl.lose(new NvmfException("completions of " + where + " failed: " + e, e));
-      }
-    } finally {
-      if (poll != null) {
-        poll.free();
-      }
-      if (arm != null) {
-        arm.free();
       }
     }
   }
@@ -596,31 +571,43 @@ final class RdmaQueue extends CommandQueue {
         }
       }
     }
-    try {
-      if (id != null) {
-        id.destroyQP();
-      }
-      if (capsulesMr != null) {
-        Verbs.deregister(capsulesMr);
-      }
-      if (responsesMr != null) {
-        Verbs.deregister(responsesMr);
-      }
-      if (cq != null) {
-        cq.destroyCQ();
-      }
-      if (compChannel != null) {
-        compChannel.destroyCompChannel();
-      }
-      if (pd != null) {
-        pd.deallocPd();
-      }
-      if (id != null) {
-        id.destroyId();
-      }
-    } catch (Exception e) {
-      LOG.debug("freeing the RDMA resources of {} failed: {}", where, e.toString());
-    }
+    Verbs.freeEach(
+        where,
+        () -> {
+          if (id != null) {
+            id.destroyQP();
+          }
+        },
+        () -> {
+          if (capsulesMr != null) {
+            Verbs.deregister(capsulesMr);
+          }
+        },
+        () -> {
+          if (responsesMr != null) {
+            Verbs.deregister(responsesMr);
+          }
+        },
+        () -> {
+          if (cq != null) {
+            cq.destroyCQ();
+          }
+        },
+        () -> {
+          if (compChannel != null) {
+            compChannel.destroyCompChannel();
+          }
+        },
+        () -> {
+          if (pd != null) {
+            pd.deallocPd();
+          }
+        },
+        () -> {
+          if (id != null) {
+            id.destroyId();
+          }
+        });
   }
 
   boolean isActive() {

@@ -209,18 +209,7 @@ class RdmaTargetFailureTest {
   void killedClientLeavesNothingBehindOnEitherSide() throws Exception {
     String uri = target();
     Map<String, Long> before = rdmaResources();
-    Process child =
-        new ProcessBuilder(
-                ProcessHandle.current().info().command().orElse("java"),
-                "--add-exports",
-                "java.base/sun.nio.ch=ALL-UNNAMED",
-                "-Djava.library.path=" + System.getProperty("java.library.path"),
-                "-cp",
-                System.getProperty("java.class.path"),
-                RdmaLoadClient.class.getName(),
-                uri)
-            .redirectErrorStream(true)
-            .start();
+    Process child = RdmaVm.startJvm(RdmaLoadClient.class, uri);
     try {
       BufferedReader out =
           new BufferedReader(new InputStreamReader(child.getInputStream(), StandardCharsets.UTF_8));

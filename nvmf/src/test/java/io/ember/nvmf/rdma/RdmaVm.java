@@ -175,6 +175,26 @@ public final class RdmaVm {
     throw new IOException("no libdisni library (an ELF file) in " + dir);
   }
 
+  /**
+   * Starts {@code main} with {@code args} in a new JVM on this one's class path, with what DiSNI
+   * needs (the JVM flag and this JVM's library path), its output and errors merged: a second
+   * process for tests that kill a client.
+   */
+  public static Process startJvm(Class<?> main, String... args) throws IOException {
+    List<String> cmd =
+        new ArrayList<>(
+            List.of(
+                ProcessHandle.current().info().command().orElse("java"),
+                "--add-exports",
+                "java.base/sun.nio.ch=ALL-UNNAMED",
+                "-Djava.library.path=" + System.getProperty("java.library.path"),
+                "-cp",
+                System.getProperty("java.class.path"),
+                main.getName()));
+    cmd.addAll(List.of(args));
+    return new ProcessBuilder(cmd).redirectErrorStream(true).start();
+  }
+
   /** The number in the launcher's summary line "[ N name ]", or -1 without it. */
   public static long count(String out, String name) {
     Matcher m = Pattern.compile("\\[\\s*(\\d+) " + Pattern.quote(name) + "\\s*\\]").matcher(out);

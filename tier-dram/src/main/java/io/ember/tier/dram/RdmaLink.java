@@ -14,12 +14,11 @@ import com.ibm.disni.verbs.RdmaCm;
 import com.ibm.disni.verbs.RdmaCmEvent;
 import com.ibm.disni.verbs.RdmaCmId;
 import com.ibm.disni.verbs.RdmaEventChannel;
-import com.ibm.disni.verbs.SVCPollCq;
 import com.ibm.disni.verbs.SVCPostSend;
-import com.ibm.disni.verbs.SVCReqNotify;
 import io.ember.protocol.EmberException;
 import io.ember.protocol.ErrorCode;
 import io.ember.rdma.CmEvents;
+import io.ember.rdma.CompletionPoller;
 import io.ember.rdma.RetryingConnParam;
 import io.ember.rdma.Verbs;
 import io.netty.buffer.ByteBuf;
@@ -357,27 +356,12 @@ final class RdmaLink {
   }
 
   private void reap() {
-    IbvWC[] wcs = new IbvWC[32];
-    for (int i = 0; i < wcs.length; i++) {
-      wcs[i] = new IbvWC();
-    }
-    SVCPollCq poll = null;
-    SVCReqNotify arm = null;
     long nextTick = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(100);
-    try {
-      poll = cq.poll(wcs, wcs.length);
-      arm = cq.reqNotification(false);
+    try (CompletionPoller poller = new CompletionPoller(cq, compChannel, 32)) {
       while (running) {
-        int n = poll.execute().getPolls();
-        if (n == 0) {
-          arm.execute();
-          n = poll.execute().getPolls();
-          if (n == 0 && compChannel.getCqEvent(cq, 100)) {
-            cq.ackEvents(1);
-          }
-        }
+        int n = poller.next(100);
         for (int i = 0; i < n; i++) {
-          handle(wcs[i]);
+          handle(poller.completion(i));
         }
         long now = System.nanoTime();
         if (now - nextTick > 0) {
@@ -388,13 +372,6 @@ final class RdmaLink {
       }
     } catch (IOException | RuntimeException e) {
       lose("reading its completions failed: " + e);
-    } finally {
-      if (poll != null) {
-        poll.free();
-      }
-      if (arm != null) {
-        arm.free();
-      }
     }
   }
 
@@ -633,31 +610,42 @@ final class RdmaLink {
         }
       }
     }
-    try {
-      if (id != null && id.getQp() != null) {
-        id.destroyQP();
-      }
-      if (noticesMr != null) {
-        Verbs.deregister(noticesMr);
-      }
-      if (cq != null) {
-        cq.destroyCQ();
-      }
-      if (compChannel != null) {
-        compChannel.destroyCompChannel();
-      }
-      if (pd != null) {
-        pd.deallocPd();
-      }
-      if (id != null) {
-        id.destroyId();
-      }
-      if (events != null) {
-        events.destroyEventChannel();
-      }
-    } catch (Exception e) { // DiSNI declares Exception on deallocPd
-      LOG.debug(
-          "freeing the RDMA resources of the connection to {} failed: {}", address, e.toString());
-    }
+    Verbs.freeEach(
+        "the RDMA connection to " + address,
+        () -> {
+          if (id != null && id.getQp() != null) {
+            id.destroyQP();
+          }
+        },
+        () -> {
+          if (noticesMr != null) {
+            Verbs.deregister(noticesMr);
+          }
+        },
+        () -> {
+          if (cq != null) {
+            cq.destroyCQ();
+          }
+        },
+        () -> {
+          if (compChannel != null) {
+            compChannel.destroyCompChannel();
+          }
+        },
+        () -> {
+          if (pd != null) {
+            pd.deallocPd();
+          }
+        },
+        () -> {
+          if (id != null) {
+            id.destroyId();
+          }
+        },
+        () -> {
+          if (events != null) {
+            events.destroyEventChannel();
+          }
+        });
   }
 }
