@@ -4,38 +4,27 @@ import static io.ember.minicluster.TestFiles.data;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import io.ember.client.CreateOptions;
 import io.ember.client.EmberOutputStream;
 import io.ember.datanode.dram.DramDataNode;
-import io.ember.rdma.RdmaSupport;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.util.Map;
-import java.util.Optional;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.condition.EnabledIfEnvironmentVariable;
 
 /**
  * The file behaviour on DRAM data nodes that serve one-sided RDMA: two data nodes bound to the
  * soft-RoCE device's address, the client reading and writing their regions with RDMA READ and
  * WRITE. Run inside the kernel-nvmet VM by {@link DramRdmaInVmTest}; skipped, saying so, elsewhere.
  */
-@EnabledIfEnvironmentVariable(
-    named = TestTier.RDMA_ADDRESS_ENV,
-    matches = ".+",
-    disabledReason =
-        TestTier.RDMA_ADDRESS_ENV
-            + " is not set (an RDMA device's address; DramRdmaInVmTest sets it inside the"
-            + " kernel-nvmet VM)")
+@RequiresRdmaAddress
 class DramRdmaFileTest extends FileBehaviourTest {
   @Override
   MiniCluster startCluster() throws Exception {
-    Optional<String> reason = RdmaSupport.unavailableReason();
-    assumeTrue(reason.isEmpty(), () -> "RDMA unavailable: " + reason.orElse(""));
+    TestTier.assumeRdmaRuns();
     return TestTier.DRAM_RDMA.cluster(2, "16m").blockSize(BLOCK_SIZE).build();
   }
 

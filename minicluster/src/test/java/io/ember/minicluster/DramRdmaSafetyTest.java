@@ -30,7 +30,6 @@ import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.condition.EnabledIfEnvironmentVariable;
 
 /**
  * What keeps one-sided RDMA access to DRAM data nodes safe: a key a client kept for a block that
@@ -39,13 +38,7 @@ import org.junit.jupiter.api.condition.EnabledIfEnvironmentVariable;
  * writer that dies leaves its file closed at what the data node was told it wrote. Run inside the
  * kernel-nvmet VM by {@link DramRdmaInVmTest}; skipped, saying so, elsewhere.
  */
-@EnabledIfEnvironmentVariable(
-    named = TestTier.RDMA_ADDRESS_ENV,
-    matches = ".+",
-    disabledReason =
-        TestTier.RDMA_ADDRESS_ENV
-            + " is not set (an RDMA device's address; DramRdmaInVmTest sets it inside the"
-            + " kernel-nvmet VM)")
+@RequiresRdmaAddress
 class DramRdmaSafetyTest {
   private static final int BLOCK = 64 * 1024;
 
