@@ -9,6 +9,7 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 import io.ember.nvmf.NvmfException;
 import io.ember.nvmf.NvmfHost;
 import io.ember.nvmf.NvmfHostOptions;
+import io.ember.rdma.RdmaSupport;
 import java.util.Optional;
 import org.junit.jupiter.api.Test;
 
