@@ -19,9 +19,7 @@ import io.ember.protocol.BlockLocation;
 import io.ember.protocol.EmberException;
 import io.ember.protocol.EmberKeys;
 import io.ember.protocol.ErrorCode;
-import java.io.BufferedReader;
 import java.io.IOException;
-import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 import java.util.concurrent.CompletableFuture;
@@ -214,14 +212,8 @@ class DramRdmaSafetyTest {
         RdmaVm.startJvm(
             DramRdmaLoadClient.class, cluster.config().get(EmberKeys.NAMENODE_ADDRESS), "/f");
     try {
-      BufferedReader out =
-          new BufferedReader(new InputStreamReader(child.getInputStream(), StandardCharsets.UTF_8));
-      String line;
       StringBuilder seen = new StringBuilder();
-      while ((line = out.readLine()) != null && !line.equals("RUNNING")) {
-        seen.append(line).append('\n');
-      }
-      assertEquals("RUNNING", line, "the client got going:\n" + seen);
+      assertTrue(RdmaVm.awaitLine(child, "RUNNING", seen), "the client got going:\n" + seen);
       assertTrue(node.rdmaConnections() >= 1, "the client's connection shows");
     } finally {
       child.destroyForcibly(); // SIGKILL: no close, no disconnect from the client

@@ -624,8 +624,8 @@ public final class DramDataNode implements DataNode {
     } else {
       g.checkRead(r.blockId(), r.generation(), r.address(), size, describe);
     }
-    long[] key = rdma.grant(r.incarnation(), r.address(), size, r.generation());
-    return new Messages.BlockGrantResponse(rdma.port(), key[0], (int) key[1]);
+    RdmaBlockServer.Key key = rdma.grant(r.incarnation(), r.address(), size, r.generation());
+    return new Messages.BlockGrantResponse(rdma.port(), key.remoteAddress(), key.rkey());
   }
 
   /**

@@ -77,6 +77,9 @@ final class RdmaBlockServer implements AutoCloseable {
   private final IbvCQ cq;
   private final int port;
 
+  /** What a client needs to reach a slot: its first byte's remote address and its key. */
+  record Key(long remoteAddress, int rkey) {}
+
   /** A slot's registration and the generation it was made for. */
   private record Registration(IbvMr mr, long generation) {}
 
@@ -201,7 +204,7 @@ final class RdmaBlockServer implements AutoCloseable {
    * @throws EmberException {@link ErrorCode#STALE_LOCATION} when the node's contents changed since
    *     the check; {@link ErrorCode#INTERNAL} when the device refuses the registration
    */
-  long[] grant(long incarnation, long slotAddress, int blockSize, long generation)
+  Key grant(long incarnation, long slotAddress, int blockSize, long generation)
       throws EmberException {
     synchronized (stripe(slotAddress)) {
       if (incarnation != currentIncarnation) {
@@ -229,7 +232,7 @@ final class RdmaBlockServer implements AutoCloseable {
         }
         registrations.put(slotAddress, r);
       }
-      return new long[] {r.mr().getAddr(), r.mr().getRkey()};
+      return new Key(r.mr().getAddr(), r.mr().getRkey());
     }
   }
 

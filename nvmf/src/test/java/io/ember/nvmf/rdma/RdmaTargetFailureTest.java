@@ -14,8 +14,6 @@ import io.ember.nvmf.NvmfHost;
 import io.ember.nvmf.NvmfHostOptions;
 import io.ember.nvmf.NvmfUri;
 import io.ember.rdma.RdmaSupport;
-import java.io.BufferedReader;
-import java.io.InputStreamReader;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -211,14 +209,8 @@ class RdmaTargetFailureTest {
     Map<String, Long> before = rdmaResources();
     Process child = RdmaVm.startJvm(RdmaLoadClient.class, uri);
     try {
-      BufferedReader out =
-          new BufferedReader(new InputStreamReader(child.getInputStream(), StandardCharsets.UTF_8));
-      String line;
       StringBuilder seen = new StringBuilder();
-      while ((line = out.readLine()) != null && !line.equals("RUNNING")) {
-        seen.append(line).append('\n');
-      }
-      assertTrue("RUNNING".equals(line), "the client got going:\n" + seen);
+      assertTrue(RdmaVm.awaitLine(child, "RUNNING", seen), "the client got going:\n" + seen);
       Map<String, Long> during = rdmaResources();
       assertTrue(
           during.getOrDefault("qp", 0L) > before.getOrDefault("qp", 0L),

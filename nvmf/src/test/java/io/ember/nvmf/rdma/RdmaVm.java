@@ -2,8 +2,10 @@ package io.ember.nvmf.rdma;
 
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import java.io.BufferedReader;
 import java.io.File;
 import java.io.IOException;
+import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -193,6 +195,24 @@ public final class RdmaVm {
                 main.getName()));
     cmd.addAll(List.of(args));
     return new ProcessBuilder(cmd).redirectErrorStream(true).start();
+  }
+
+  /**
+   * Reads {@code child}'s output until a line equal to {@code line}; returns whether it came, and
+   * what came before it through {@code seen}.
+   */
+  public static boolean awaitLine(Process child, String line, StringBuilder seen)
+      throws IOException {
+    BufferedReader out =
+        new BufferedReader(new InputStreamReader(child.getInputStream(), StandardCharsets.UTF_8));
+    String got;
+    while ((got = out.readLine()) != null) {
+      if (got.equals(line)) {
+        return true;
+      }
+      seen.append(got).append('\n');
+    }
+    return false;
   }
 
   /** The number in the launcher's summary line "[ N name ]", or -1 without it. */

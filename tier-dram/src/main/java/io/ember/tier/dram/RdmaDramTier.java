@@ -22,6 +22,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -112,13 +113,9 @@ public final class RdmaDramTier implements StorageTier {
       long[] notice = {
         block.incarnation(), block.blockId(), block.generation(), block.address() + offset
       };
-      String what =
-          "write of "
-              + data.readableBytes()
-              + " bytes at "
-              + offset
-              + " of block "
-              + block.blockId();
+      int length = data.readableBytes();
+      Supplier<String> what =
+          () -> "write of " + length + " bytes at " + offset + " of block " + block.blockId();
       return withLink(
               block,
               true,
@@ -145,8 +142,9 @@ public final class RdmaDramTier implements StorageTier {
       if (!dst.hasRemaining()) {
         return CompletableFuture.completedFuture(null);
       }
-      String what =
-          "read of " + dst.remaining() + " bytes at " + offset + " of block " + block.blockId();
+      int length = dst.remaining();
+      Supplier<String> what =
+          () -> "read of " + length + " bytes at " + offset + " of block " + block.blockId();
       return withLink(
           block, false, (link, g) -> link.read(g.remoteAddress() + offset, g.rkey(), dst, what));
     }

@@ -33,6 +33,7 @@ import java.util.LinkedList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -81,7 +82,10 @@ final class RdmaLink {
     final long remoteAddress;
     final int rkey;
     final long[] notice;
-    final String what;
+
+    /** How errors name the operation; made only when one does. */
+    final Supplier<String> what;
+
     final CompletableFuture<Void> done = new CompletableFuture<>();
     ByteBuf staging;
     IbvMr mr;
@@ -97,7 +101,7 @@ final class RdmaLink {
         long remoteAddress,
         int rkey,
         long[] notice,
-        String what) {
+        Supplier<String> what) {
       this.write = write;
       this.source = source;
       this.target = target;
@@ -218,14 +222,15 @@ final class RdmaLink {
    * caller's: it must stay unchanged until the future completes.
    */
   CompletableFuture<Void> write(
-      long remoteAddress, int rkey, ByteBuf data, long[] notice, String what) {
+      long remoteAddress, int rkey, ByteBuf data, long[] notice, Supplier<String> what) {
     Op op = new Op(true, data, null, data.readableBytes(), remoteAddress, rkey, notice, what);
     submit(op);
     return op.done;
   }
 
   /** Reads {@code dst.remaining()} bytes at {@code remoteAddress} with {@code rkey} into dst. */
-  CompletableFuture<Void> read(long remoteAddress, int rkey, ByteBuffer dst, String what) {
+  CompletableFuture<Void> read(
+      long remoteAddress, int rkey, ByteBuffer dst, Supplier<String> what) {
     Op op = new Op(false, null, dst, dst.remaining(), remoteAddress, rkey, null, what);
     submit(op);
     return op.done;
@@ -236,7 +241,7 @@ final class RdmaLink {
     EmberException refused = null;
     synchronized (lock) {
       if (!running) {
-        refused = new Flushed(op.what + " not sent: " + lostReason());
+        refused = new Flushed(op.what.get() + " not sent: " + lostReason());
       } else if (free.isEmpty()) {
         waiting.add(op);
       } else {
@@ -318,7 +323,8 @@ final class RdmaLink {
         if (lostBecause == null) {
           lostBecause = "posting work failed: " + e.getMessage();
         }
-        return new Flushed(op.what + " could not be posted to " + node + ": " + e.getMessage());
+        return new Flushed(
+            op.what.get() + " could not be posted to " + node + ": " + e.getMessage());
       } finally {
         call.free();
       }
@@ -327,7 +333,7 @@ final class RdmaLink {
       release(op);
       return new EmberException(
           ErrorCode.CONNECTION_CLOSED,
-          op.what + " could not be posted to " + node + ": " + e.getMessage(),
+          op.what.get() + " could not be posted to " + node + ": " + e.getMessage(),
           e);
     }
   }
@@ -392,8 +398,9 @@ final class RdmaLink {
     int status = wc.getStatus();
     Op op;
     boolean answered = false;
-    List<Op> refused = new ArrayList<>();
-    List<EmberException> errors = new ArrayList<>();
+    // Made only when a waiting operation cannot be posted: not on every completion.
+    List<Op> refused = null;
+    List<EmberException> errors = null;
     synchronized (lock) {
       op = slots[(int) (wrId & 0xFFFF)];
       if (op == null) {
@@ -408,6 +415,10 @@ final class RdmaLink {
           Op w = waiting.poll();
           EmberException e = post(w);
           if (e != null) {
+            if (refused == null) {
+              refused = new ArrayList<>();
+              errors = new ArrayList<>();
+            }
             refused.add(w);
             errors.add(e);
           }
@@ -421,7 +432,7 @@ final class RdmaLink {
         }
         complete(op, null);
       }
-      for (int i = 0; i < refused.size(); i++) {
+      for (int i = 0; refused != null && i < refused.size(); i++) {
         complete(refused.get(i), errors.get(i));
       }
       if (!running) {
@@ -445,7 +456,7 @@ final class RdmaLink {
               ErrorCode.STALE_LOCATION,
               node
                   + " refused "
-                  + op.what
+                  + op.what.get()
                   + " over RDMA: the block's key was dropped (the block went to another file, or"
                   + " the node's contents changed); ask the name node again"));
       lose("a refused key ends the connection (RDMA's rule)");
@@ -454,7 +465,7 @@ final class RdmaLink {
           status == CmEvents.WC_FLUSHED
               ? "an operation was flushed"
               : "an operation completed with " + CmEvents.wcStatus(status);
-      complete(op, new Flushed(op.what + " failed: " + why));
+      complete(op, new Flushed(op.what.get() + " failed: " + why));
       lose(why);
     }
   }
@@ -503,7 +514,7 @@ final class RdmaLink {
           all.size());
     }
     for (Op op : all) {
-      complete(op, new Flushed(op.what + " failed: " + lostReason()));
+      complete(op, new Flushed(op.what.get() + " failed: " + lostReason()));
     }
     if (first) {
       // Freed off the reaper, which close() waits for.
@@ -557,7 +568,7 @@ final class RdmaLink {
           op,
           new EmberException(
               ErrorCode.TIMEOUT,
-              op.what
+              op.what.get()
                   + " over RDMA got no completion from "
                   + node
                   + " at "

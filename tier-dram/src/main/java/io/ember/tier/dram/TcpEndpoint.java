@@ -57,8 +57,7 @@ final class TcpEndpoint implements StorageEndpoint {
 
   /** The RPC connection to {@code block}'s data node, opened (or reopened) when needed. */
   CompletableFuture<RpcClient> connection(BlockLocation block) {
-    HostPort hp = parsed.computeIfAbsent(block.endpoint(), e -> HostPort.parse(e, 0));
-    return connections.getOrRetry(hp, "data node " + block.datanodeId());
+    return connections.getOrRetry(hostPort(block), "data node " + block.datanodeId());
   }
 
   /** The host and port of {@code block}'s data node. */
