@@ -121,6 +121,8 @@ public final class NameNodeBench implements Callable<Integer> {
               .set(EmberKeys.IO_THREADS, "0")
               .set(EmberKeys.HEARTBEAT_INTERVAL, "100ms")
               .set(NameNodeKeys.DATANODE_TIMEOUT, "10s")
+              // The heartbeat probe registers an address where nothing listens.
+              .set(NameNodeKeys.PROBE_DATANODES, "false")
               .config(overrides)
               .set(NameNodeKeys.HANDLER_THREADS, Integer.toString(handlers))
               .build();

@@ -83,6 +83,8 @@ class NameNodeLinkTest {
   void lateHeartbeatsKeepTheNodeAndHealthLossMakesANewOne() throws Exception {
     EmberConfig config =
         EmberConfig.defaults()
+            // The test's node serves nothing at the address it registers.
+            .with(NameNodeKeys.PROBE_DATANODES, "false")
             .with(NameNodeKeys.DATANODE_TIMEOUT, "200ms")
             .with(EmberKeys.HEARTBEAT_INTERVAL, "700ms");
     AtomicBoolean healthy = new AtomicBoolean(true);

@@ -45,15 +45,22 @@ final class DataNodeCommand implements Runnable {
         description = "the name node (default 127.0.0.1:9060)")
     String namenode;
 
-    @Option(names = "--host", description = "address to listen on (default 0.0.0.0)")
+    @Option(
+        names = {"--bind", "--host"},
+        paramLabel = "HOST",
+        description = "address to listen on (default 0.0.0.0: every interface)")
     String host;
 
     @Option(names = "--port", description = "port to listen on (default: any free port)")
     Integer port;
 
     @Option(
-        names = "--advertise-host",
-        description = "host clients should connect to (default: this machine's address)")
+        names = {"--advertise", "--advertise-host"},
+        paramLabel = "HOST",
+        description =
+            "host clients and the name node connect to, which the name node checks it can reach"
+                + " (default: the bind address, or this machine's host name when binding every"
+                + " interface)")
     String advertiseHost;
 
     @Option(
@@ -61,7 +68,7 @@ final class DataNodeCommand implements Runnable {
         paramLabel = "tcp|rdma",
         description =
             "how clients reach the blocks: tcp (default), or rdma: one-sided RDMA READ and WRITE"
-                + " to the registered memory (needs an RDMA device, libdisni and --host set to"
+                + " to the registered memory (needs an RDMA device, libdisni and --bind set to"
                 + " the device's address; clients without RDMA still use TCP)")
     String transport;
 

@@ -18,6 +18,7 @@ import picocli.CommandLine.Command;
       LocalCommand.class,
       NameNodeCommand.class,
       DataNodeCommand.class,
+      TargetCommand.class,
       FsCommand.class,
       AdminCommand.class,
       BenchCommand.class,

@@ -20,8 +20,10 @@ final class NameNodeCommand implements Callable<Integer> {
   @picocli.CommandLine.Spec picocli.CommandLine.Model.CommandSpec spec;
 
   @Option(
-      names = "--host",
-      description = "address to listen on (default: ember.namenode.bind-host, 0.0.0.0)")
+      names = {"--bind", "--host"},
+      paramLabel = "HOST",
+      description =
+          "address to listen on (default: ember.namenode.bind-host, 0.0.0.0: every interface)")
   String host;
 
   @Option(names = "--port", description = "port to listen on (default 9060; 0: any free port)")

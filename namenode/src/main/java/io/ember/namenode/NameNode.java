@@ -95,8 +95,14 @@ public final class NameNode implements AutoCloseable {
   /** Runs the periodic tasks: expiry of silent data nodes and of leases, checkpoints. */
   private final ScheduledExecutorService reaper;
 
-  /** Connections to data nodes, for lease recovery. */
+  /** Connections to data nodes, for lease recovery and to probe registering ones. */
   private final RpcClients datanodeClients;
+
+  /** Whether registrations are taken only from data nodes whose address answers. */
+  private final boolean probeDatanodes;
+
+  /** The IANA port of NVMe-oF, where an {@code nvmf+tcp} URI without a port is served. */
+  private static final int NVMF_DEFAULT_PORT = 4420;
 
   /**
    * The tier name DRAM data nodes register with (the DRAM tier's name; the name node does not
@@ -183,6 +189,7 @@ public final class NameNode implements AutoCloseable {
       }
       state.attachJournal(journal);
     }
+    probeDatanodes = config.get(NameNodeKeys.PROBE_DATANODES);
     int handlerThreads = config.get(NameNodeKeys.HANDLER_THREADS);
     handlers =
         handlerThreads == 0
@@ -690,9 +697,41 @@ public final class NameNode implements AutoCloseable {
    * NameNodeKeys#JOURNAL_SYNC} asks, without holding the thread meanwhile.
    */
   private Message durable(Channel channel, MessageType type, ByteBuf in) throws EmberException {
+    if (type == MessageType.REGISTER_DATANODE && probeDatanodes) {
+      Messages.RegisterRequest r = Messages.RegisterRequest.decode(in);
+      return new Deferred(
+          probe(r.endpoint())
+              .thenCompose(
+                  reached -> {
+                    try {
+                      return answered(durably(() -> register(channel, r)));
+                    } catch (EmberException e) {
+                      return CompletableFuture.failedFuture(e);
+                    }
+                  }));
+    }
+    return durably(() -> answer(channel, type, in));
+  }
+
+  /** A request's answering, which may change the namespace. */
+  private interface Answering {
+    Message answer() throws EmberException;
+  }
+
+  private static CompletableFuture<Message> answered(Message answer) {
+    return answer instanceof Deferred deferred
+        ? deferred.answer().thenApply(Message.class::cast)
+        : CompletableFuture.completedFuture(answer);
+  }
+
+  /**
+   * Answers through {@code answering}, once the journal holds what it changed; see {@link
+   * #durable}.
+   */
+  private Message durably(Answering answering) throws EmberException {
     Message answer;
     try {
-      answer = answer(channel, type, in);
+      answer = answering.answer();
     } catch (EmberException | RuntimeException e) {
       // An error after a change was recorded (a create that made parents first) is answered at
       // once: the change is kept or not by the journal's fate, as for a lost answer.
@@ -704,6 +743,78 @@ public final class NameNode implements AutoCloseable {
       return answer;
     }
     return new Deferred(logged.thenApply(v -> answer));
+  }
+
+  private Messages.RegisterResponse register(Channel channel, Messages.RegisterRequest r)
+      throws EmberException {
+    Messages.RegisterResponse registered =
+        state.register(
+            r.storageClass(),
+            r.tier(),
+            r.endpoint(),
+            r.capacityBytes(),
+            r.trimOnFree(),
+            r.incarnation(),
+            r.reviveOnly());
+    datanodeConnections.put(registered.datanodeId(), channel);
+    return registered;
+  }
+
+  /**
+   * Connects to the address a registering data node advertises and closes the connection again:
+   * completes when it could, and fails with {@link ErrorCode#UNREACHABLE} naming the address
+   * otherwise. An endpoint not reached over TCP (an RDMA target) is taken as it is.
+   */
+  private CompletableFuture<Void> probe(String endpoint) {
+    HostPort reach = probeAddress(endpoint);
+    if (reach == null) {
+      return CompletableFuture.completedFuture(null);
+    }
+    return datanodeClients
+        .open(reach, "data node")
+        .handle(
+            (client, failure) -> {
+              if (client != null) {
+                client.close();
+                return null;
+              }
+              throw new java.util.concurrent.CompletionException(
+                  new EmberException(
+                      ErrorCode.UNREACHABLE,
+                      "registration refused: the name node cannot reach the address the data node"
+                          + " advertises, "
+                          + endpoint
+                          + " ("
+                          + EmberException.unwrap(failure).getMessage()
+                          + "); start the data node with --advertise naming an address that"
+                          + " clients and the name node can reach"));
+            });
+  }
+
+  /**
+   * Where a data node's endpoint is reached over TCP: {@code host:port} of a DRAM data node, or the
+   * host and port of an {@code nvmf+tcp} URI; null for other transports.
+   */
+  static HostPort probeAddress(String endpoint) {
+    if (endpoint.startsWith("nvmf+tcp://")) {
+      try {
+        java.net.URI uri = new java.net.URI(endpoint);
+        String host = uri.getHost();
+        if (host == null) {
+          return null;
+        }
+        if (host.startsWith("[") && host.endsWith("]")) {
+          host = host.substring(1, host.length() - 1);
+        }
+        return new HostPort(host, uri.getPort() < 0 ? NVMF_DEFAULT_PORT : uri.getPort());
+      } catch (java.net.URISyntaxException e) {
+        return null;
+      }
+    }
+    if (endpoint.contains("://")) {
+      return null;
+    }
+    return HostPort.tryParse(endpoint, 0);
   }
 
   private Message answer(Channel channel, MessageType type, ByteBuf in) throws EmberException {
@@ -778,20 +889,7 @@ public final class NameNode implements AutoCloseable {
         Wire.expectEnd(in, "DATANODES");
         return new Messages.DatanodesResponse(state.report().datanodes());
       case REGISTER_DATANODE:
-        {
-          Messages.RegisterRequest r = Messages.RegisterRequest.decode(in);
-          Messages.RegisterResponse registered =
-              state.register(
-                  r.storageClass(),
-                  r.tier(),
-                  r.endpoint(),
-                  r.capacityBytes(),
-                  r.trimOnFree(),
-                  r.incarnation(),
-                  r.reviveOnly());
-          datanodeConnections.put(registered.datanodeId(), channel);
-          return registered;
-        }
+        return register(channel, Messages.RegisterRequest.decode(in));
       case HEARTBEAT:
         {
           Messages.HeartbeatRequest r = Messages.HeartbeatRequest.decode(in);

@@ -123,6 +123,18 @@ public final class NameNodeKeys {
           Duration.ofDays(1),
           "time without renewal after which a writer's open files are closed at what it wrote");
 
+  /**
+   * Whether the name node connects to the address a registering data node advertises (its RPC port,
+   * or its NVMe/TCP target) before it takes the registration: a node behind NAT or a container
+   * network that advertises an address nobody can reach is refused at once, with the address named,
+   * instead of handing out locations every reader fails on.
+   */
+  public static final ConfigKey<Boolean> PROBE_DATANODES =
+      ConfigKey.ofBoolean(
+          "ember.namenode.probe-datanodes",
+          true,
+          "refuse a data node whose advertised address the name node cannot connect to");
+
   /** Every key of this class. */
   public static final List<ConfigKey<?>> ALL =
       List.of(
@@ -136,7 +148,8 @@ public final class NameNodeKeys {
           JOURNAL_SYNC,
           CHECKPOINT_RECORDS,
           CHECKPOINT_INTERVAL,
-          LEASE_TIMEOUT);
+          LEASE_TIMEOUT,
+          PROBE_DATANODES);
 
   private static boolean validSync(String text) {
     try {

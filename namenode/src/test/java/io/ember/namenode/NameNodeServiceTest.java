@@ -49,7 +49,9 @@ class NameNodeServiceTest {
   }
 
   private NameNode start(EmberConfig config, int port) throws EmberException {
-    return closing(NameNode.start(config, "127.0.0.1", port));
+    // The test's data nodes are connections that serve nothing at the addresses they register.
+    return closing(
+        NameNode.start(config.with(NameNodeKeys.PROBE_DATANODES, "false"), "127.0.0.1", port));
   }
 
   private RpcClient connect(EmberConfig config, NameNode nn) throws EmberException {
@@ -245,5 +247,58 @@ class NameNodeServiceTest {
         assertEquals(ErrorCode.CONNECTION_CLOSED, e.code(), e.getMessage());
       }
     }
+  }
+
+  private static List<Messages.DatanodeInfo> datanodes(RpcClient c) throws EmberException {
+    return call(c, MessageType.DATANODES, Message.EMPTY, Messages.DatanodesResponse::decode)
+        .datanodes();
+  }
+
+  /** A loopback port where nothing listens (bound by the OS, then let go). */
+  private static int closedPort() throws Exception {
+    try (java.net.ServerSocket s =
+        new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+      return s.getLocalPort();
+    }
+  }
+
+  @ParameterizedTest
+  @ValueSource(ints = {0, 2})
+  void aDataNodeAdvertisingAnAddressNobodyListensOnIsRefusedNamingIt(int handlerThreads)
+      throws Exception {
+    EmberConfig config =
+        EmberConfig.defaults().with(NameNodeKeys.HANDLER_THREADS, Integer.toString(handlerThreads));
+    NameNode nn = closing(NameNode.start(config, "127.0.0.1", 0));
+    RpcClient c = connect(config, nn);
+    for (String endpoint :
+        List.of(
+            "127.0.0.1:" + closedPort(),
+            "nvmf+tcp://127.0.0.1:" + closedPort() + "/nqn.2026-11.io.ember:x/1")) {
+      EmberException refused =
+          assertThrows(EmberException.class, () -> register(c, endpoint, 1), endpoint);
+      assertEquals(ErrorCode.UNREACHABLE, refused.code(), refused.getMessage());
+      assertTrue(refused.getMessage().contains(endpoint), refused.getMessage());
+      assertTrue(refused.getMessage().contains("--advertise"), refused.getMessage());
+      assertTrue(refused.getMessage().contains("connection refused"), refused.getMessage());
+    }
+    assertEquals(List.of(), datanodes(c));
+
+    // Where something listens, the same node is taken, and answers on the same connection.
+    try (java.net.ServerSocket listening =
+        new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+      int id = register(c, "127.0.0.1:" + listening.getLocalPort(), 1);
+      heartbeat(c, id);
+      assertEquals(1, datanodes(c).size());
+    }
+  }
+
+  @Test
+  void onlyTcpEndpointsAreProbed() {
+    assertEquals(new HostPort("10.0.0.5", 9070), NameNode.probeAddress("10.0.0.5:9070"));
+    assertEquals(
+        new HostPort("storage", 4420), NameNode.probeAddress("nvmf+tcp://storage/nqn.x:y/1"));
+    assertEquals(
+        new HostPort("fd00::7", 4421), NameNode.probeAddress("nvmf+tcp://[fd00::7]:4421/nqn.x:y"));
+    assertEquals(null, NameNode.probeAddress("nvmf+rdma://10.0.0.5:4420/nqn.x:y/1"));
   }
 }

@@ -5,6 +5,7 @@ import io.ember.datanode.NameNodeLink;
 import io.ember.http.Page;
 import io.ember.http.ServerMetrics;
 import io.ember.http.StatusServer;
+import io.ember.protocol.Addresses;
 import io.ember.protocol.Deferred;
 import io.ember.protocol.EmberConfig;
 import io.ember.protocol.EmberException;
@@ -26,9 +27,7 @@ import io.netty.channel.Channel;
 import io.prometheus.metrics.core.datapoints.CounterDataPoint;
 import io.prometheus.metrics.core.metrics.Counter;
 import io.prometheus.metrics.core.metrics.GaugeWithCallback;
-import java.net.InetAddress;
 import java.net.InetSocketAddress;
-import java.net.UnknownHostException;
 import java.nio.ByteBuffer;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -128,7 +127,7 @@ public final class DramDataNode implements DataNode {
     server = new RpcServer("data node", config, metrics.meter(new Service()), framing);
     String bindHost = config.get(DramDataNodeKeys.BIND_HOST);
     InetSocketAddress bound = server.start(bindHost, config.get(DramDataNodeKeys.PORT));
-    String advertised = advertisedHost(config, bindHost);
+    String advertised = Addresses.advertised(config.get(DramDataNodeKeys.ADVERTISE_HOST), bindHost);
     endpoint = new HostPort(advertised, bound.getPort()).toString();
     describe = "data node at " + endpoint;
     if (config.get(DramDataNodeKeys.TRANSPORT).equals("rdma")) {
@@ -379,21 +378,6 @@ public final class DramDataNode implements DataNode {
       rdma.close();
     }
     lifeCycle.closed();
-  }
-
-  private static String advertisedHost(EmberConfig config, String bindHost) {
-    String configured = config.get(DramDataNodeKeys.ADVERTISE_HOST);
-    if (!configured.isBlank()) {
-      return configured;
-    }
-    if (!bindHost.equals("0.0.0.0") && !bindHost.equals("::")) {
-      return bindHost;
-    }
-    try {
-      return InetAddress.getLocalHost().getHostAddress();
-    } catch (UnknownHostException e) {
-      return "127.0.0.1";
-    }
   }
 
   /**

@@ -228,6 +228,14 @@ public final class FileNamespace implements Namespace {
 
   @Override
   public void close() throws IOException {
-    fc.close();
+    if (!fc.isOpen()) {
+      return;
+    }
+    // Written blocks reach the disk before the file is let go: a stopped target loses nothing.
+    try {
+      fc.force(true);
+    } finally {
+      fc.close();
+    }
   }
 }

@@ -107,8 +107,13 @@ public final class NvmfTarget implements AutoCloseable {
       server = b.bind(new InetSocketAddress(bindHost, bindPort)).sync().channel();
     } catch (Exception e) {
       close();
-      throw new IOException(
-          "cannot listen on " + bindHost + ":" + bindPort + ": " + e.getMessage(), e);
+      // Netty's native transport reports a taken port in the system call's words.
+      String why =
+          e instanceof java.net.BindException
+                  || String.valueOf(e.getMessage()).contains("Address already in use")
+              ? "address in use or not local"
+              : e.getMessage();
+      throw new IOException("cannot listen on " + bindHost + ":" + bindPort + ": " + why, e);
     }
     LOG.info(
         "NVMe/TCP target listening on {} ({}) with subsystems {}",

@@ -1,0 +1,201 @@
+package io.ember.cli;
+
+import io.ember.nvmf.NvmfUri;
+import io.ember.nvmf.target.FileNamespace;
+import io.ember.nvmf.target.MemoryNamespace;
+import io.ember.nvmf.target.Namespace;
+import io.ember.nvmf.target.NvmfTarget;
+import io.ember.nvmf.target.Subsystem;
+import io.ember.protocol.Addresses;
+import io.ember.protocol.ConfigKey;
+import java.io.IOException;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.ParameterException;
+import picocli.CommandLine.Spec;
+
+/**
+ * {@code ember target}: the embedded NVMe/TCP target as a server of its own, for a storage host
+ * with neither the kernel's target nor SPDK. NVMf data nodes and clients on other hosts connect to
+ * the URIs it prints.
+ */
+@Command(
+    name = "target",
+    mixinStandardHelpOptions = true,
+    description = {
+      "Run an NVMe/TCP target serving file or memory namespaces until Ctrl-C (or SIGTERM, which"
+          + " closes every connection and flushes the files first).",
+      "Example: ember target --nqn nqn.2026-11.io.ember:disk1 --namespace"
+          + " file:/data/ns1.img:8g --namespace memory:1g"
+    })
+final class TargetCommand implements Callable<Integer> {
+  /** The NQN served when none is given. */
+  static final String DEFAULT_NQN = "nqn.2026-11.io.ember:target";
+
+  @Spec CommandSpec spec;
+
+  @Option(
+      names = "--bind",
+      paramLabel = "HOST",
+      description = "address to listen on (default 0.0.0.0: every interface)")
+  String bind = "0.0.0.0";
+
+  @Option(
+      names = "--port",
+      paramLabel = "PORT",
+      description = "port to listen on (default 4420, NVMe/TCP's; 0: any free port)")
+  int port = 4420;
+
+  @Option(
+      names = "--advertise",
+      paramLabel = "HOST",
+      description =
+          "host named in the printed URIs, the one data nodes and clients connect to (default:"
+              + " the bind address, or this machine's host name when binding every interface)")
+  String advertise;
+
+  @Option(
+      names = "--nqn",
+      paramLabel = "NQN",
+      description = "the subsystem's NQN (default " + DEFAULT_NQN + ")")
+  String nqn = DEFAULT_NQN;
+
+  @Option(
+      names = "--namespace",
+      paramLabel = "file:PATH:SIZE|memory:SIZE",
+      required = true,
+      description =
+          "a namespace, numbered from 1 in the order given (repeatable): a file, created when"
+              + " missing and sized to SIZE, or memory, lost at stop; SIZE like 8g or 512m")
+  List<String> namespaces = new ArrayList<>();
+
+  @Option(
+      names = "--allow-host",
+      paramLabel = "HOSTNQN",
+      description = "a host NQN allowed to connect (repeatable; default: any host)")
+  List<String> allowedHosts = new ArrayList<>();
+
+  @Option(
+      names = "--block-size",
+      paramLabel = "BYTES",
+      description = "logical block size of every namespace in bytes (default 4096)")
+  int blockSize = 4096;
+
+  @Override
+  public Integer call() throws Exception {
+    if (port < 0 || port > 65535) {
+      throw new ParameterException(spec.commandLine(), "--port: " + port + " is not a port");
+    }
+    Subsystem subsystem;
+    try {
+      subsystem = new Subsystem(nqn);
+    } catch (IllegalArgumentException e) {
+      throw new ParameterException(spec.commandLine(), "--nqn: " + e.getMessage());
+    }
+    allowedHosts.forEach(subsystem::allowHost);
+    List<Namespace> opened = new ArrayList<>();
+    try {
+      for (String text : namespaces) {
+        Namespace ns = open(text);
+        opened.add(ns);
+        subsystem.addNamespace(ns);
+      }
+    } catch (IOException | RuntimeException e) {
+      for (Namespace ns : opened) {
+        try {
+          ns.close();
+        } catch (IOException closing) {
+          e.addSuppressed(closing);
+        }
+      }
+      throw e;
+    }
+    // From here the target owns the namespaces: a start that fails closes them.
+    NvmfTarget target =
+        NvmfTarget.builder().listen(bind, port).subsystem(subsystem).build().start();
+    String host = Addresses.advertised(advertise == null ? "" : advertise, bind);
+    StringBuilder banner = new StringBuilder("NVMe/TCP target listening on ");
+    banner.append(bind).append(':').append(target.port());
+    banner.append(
+        allowedHosts.isEmpty() ? " for any host" : " for hosts " + String.join(", ", allowedHosts));
+    banner.append("; Ctrl-C stops");
+    for (var e : subsystem.namespaces().entrySet()) {
+      banner
+          .append(System.lineSeparator())
+          .append("namespace ")
+          .append(e.getKey())
+          .append(' ')
+          .append(new NvmfUri("tcp", host, target.port(), nqn, e.getKey()))
+          .append(" (")
+          .append(e.getValue().blockCount() * e.getValue().blockSize())
+          .append(" bytes)");
+    }
+    UntilStopped.run(target, spec.commandLine().getOut(), banner.toString());
+    return 0;
+  }
+
+  /** Opens one {@code --namespace} value, with an error naming it when it is malformed. */
+  private Namespace open(String text) throws IOException {
+    String what = "--namespace " + text + ": ";
+    if (text.startsWith("memory:")) {
+      long size = size(what, text.substring("memory:".length()));
+      try {
+        return new MemoryNamespace(size, blockSize);
+      } catch (IllegalArgumentException e) {
+        throw new ParameterException(spec.commandLine(), what + e.getMessage());
+      }
+    }
+    if (text.startsWith("file:")) {
+      String rest = text.substring("file:".length());
+      // The size follows the last colon, so a path may hold colons of its own.
+      int colon = rest.lastIndexOf(':');
+      if (colon <= 0) {
+        throw new ParameterException(spec.commandLine(), what + "write it file:PATH:SIZE");
+      }
+      long size = size(what, rest.substring(colon + 1));
+      Path file = Path.of(rest.substring(0, colon));
+      try {
+        return new FileNamespace(file, size, blockSize, true);
+      } catch (IllegalArgumentException e) {
+        throw new ParameterException(spec.commandLine(), what + e.getMessage());
+      } catch (IOException e) {
+        throw new IOException(
+            "cannot open or create the namespace file " + file + ": " + why(e), e);
+      }
+    }
+    throw new ParameterException(
+        spec.commandLine(), what + "write it file:PATH:SIZE or memory:SIZE");
+  }
+
+  /** Why a file could not be opened, in words: the JDK's message of a missing file is its path. */
+  private static String why(IOException e) {
+    if (e instanceof java.nio.file.NoSuchFileException) {
+      return "its directory does not exist";
+    }
+    if (e instanceof java.nio.file.AccessDeniedException) {
+      return "permission denied";
+    }
+    if (e instanceof java.nio.file.FileSystemException f && f.getReason() != null) {
+      return f.getReason();
+    }
+    return EmberCli.oneLine(e);
+  }
+
+  private long size(String what, String text) {
+    try {
+      long size = ConfigKey.parseSize(text);
+      if (size > 0) {
+        return size;
+      }
+    } catch (RuntimeException e) {
+      // Said below, in the same words as a size of zero.
+    }
+    throw new ParameterException(
+        spec.commandLine(), what + "'" + text + "' is not a size such as 8g or 512m");
+  }
+}

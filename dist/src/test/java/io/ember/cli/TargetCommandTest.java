@@ -1,0 +1,187 @@
+package io.ember.cli;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.ember.client.CreateOptions;
+import io.ember.client.EmberClient;
+import io.ember.client.EmberInputStream;
+import io.ember.client.EmberOutputStream;
+import io.ember.nvmf.NvmfController;
+import io.ember.nvmf.NvmfHost;
+import io.ember.nvmf.NvmfHostOptions;
+import io.ember.protocol.EmberConfig;
+import io.ember.protocol.EmberKeys;
+import io.ember.protocol.StorageClass;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.nio.ByteBuffer;
+import java.nio.file.Path;
+import java.util.Random;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Pattern;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * {@code ember target} run as a storage host runs it: its own process, serving a name node and an
+ * NVMf data node in other processes, keeping a file namespace's bytes across a SIGTERM and a
+ * restart, and refusing bad start-up input in one line.
+ */
+class TargetCommandTest {
+  private static final long PATIENCE_SECONDS = 120;
+  private static final Pattern FIRST_NAMESPACE =
+      Pattern.compile("namespace 1 (nvmf\\+tcp://\\S+/1) ");
+
+  private final EmberProcesses processes = new EmberProcesses(PATIENCE_SECONDS);
+
+  @AfterEach
+  void stop() {
+    processes.close();
+  }
+
+  private Process target(Path log, Path file) throws Exception {
+    return processes.start(
+        log,
+        "target",
+        "--bind",
+        "127.0.0.1",
+        "--port",
+        "0",
+        "--nqn",
+        "nqn.2026-11.io.ember:target-test",
+        "--namespace",
+        "file:" + file + ":64m",
+        "--namespace",
+        "memory:16m");
+  }
+
+  @Test
+  void servesAClusterOfOtherProcessesAndKeepsItsFileAcrossSigterm(@TempDir Path tmp)
+      throws Exception {
+    Path file = tmp.resolve("ns1.img");
+    Path targetLog = tmp.resolve("target.log");
+    Process target = target(targetLog, file);
+    String uri = processes.awaitLine(targetLog, FIRST_NAMESPACE, target);
+    assertTrue(uri.startsWith("nvmf+tcp://127.0.0.1:"), uri);
+    processes.awaitLine(
+        targetLog, Pattern.compile("namespace 2 (\\S+) \\(16777216 bytes\\)"), target);
+
+    Path nnLog = tmp.resolve("namenode.log");
+    Process nn =
+        processes.start(
+            nnLog, "namenode", "--bind", "127.0.0.1", "--port", "0", "--http-port", "off");
+    String namenode =
+        "127.0.0.1:"
+            + processes.awaitLine(
+                nnLog, Pattern.compile("name node listening on 127\\.0\\.0\\.1:(\\d+)"), nn);
+    Path dnLog = tmp.resolve("datanode.log");
+    Process dn =
+        processes.start(
+            dnLog,
+            "datanode",
+            "nvmf",
+            "--target",
+            uri,
+            "--namenode",
+            namenode,
+            "-D",
+            "ember.datanode.nvmf.http-port=off");
+    processes.awaitLine(dnLog, Pattern.compile("(NVMf data node serving)"), dn);
+    // The name node took the registration only after reaching the target the node advertises.
+    processes.awaitLine(nnLog, Pattern.compile("(registered data node 1)"), nn);
+
+    byte[] content = new byte[3_000_000];
+    new Random(17).nextBytes(content);
+    EmberConfig config = EmberConfig.defaults().with(EmberKeys.NAMENODE_ADDRESS, namenode);
+    try (EmberClient client = EmberClient.connect(config)) {
+      try (EmberOutputStream out =
+          client.create(
+              "/on-target.bin", CreateOptions.DEFAULT.withStorageClass(StorageClass.NVMF))) {
+        out.write(content);
+      }
+      try (EmberInputStream in = client.open("/on-target.bin")) {
+        assertArrayEquals(content, in.readAllBytes());
+      }
+    }
+    dn.destroy();
+    assertTrue(dn.waitFor(PATIENCE_SECONDS, TimeUnit.SECONDS), "the data node stops at SIGTERM");
+
+    // Bytes written straight to the target, then a SIGTERM: the restarted target has them.
+    byte[] pattern = new byte[1 << 20];
+    new Random(18).nextBytes(pattern);
+    long lba = 1000;
+    try (NvmfController c = NvmfHost.connect(uri, NvmfHostOptions.builder().build())) {
+      c.ioQueue(0)
+          .write(1, lba, ByteBuffer.allocateDirect(pattern.length).put(pattern).flip())
+          .get(PATIENCE_SECONDS, TimeUnit.SECONDS);
+    }
+    target.destroy();
+    assertTrue(target.waitFor(PATIENCE_SECONDS, TimeUnit.SECONDS), "the target stops at SIGTERM");
+    // The JVM's exit status after SIGTERM: 128 + 15.
+    assertEquals(143, target.exitValue());
+
+    Path againLog = tmp.resolve("target-again.log");
+    Process again = target(againLog, file);
+    String againUri = processes.awaitLine(againLog, FIRST_NAMESPACE, again);
+    try (NvmfController c = NvmfHost.connect(againUri, NvmfHostOptions.builder().build())) {
+      ByteBuffer read = ByteBuffer.allocateDirect(pattern.length);
+      c.ioQueue(0).read(1, lba, read).get(PATIENCE_SECONDS, TimeUnit.SECONDS);
+      byte[] got = new byte[pattern.length];
+      read.clear().get(got);
+      assertArrayEquals(pattern, got);
+    }
+  }
+
+  @Test
+  void badStartUpInputIsOneLineEach(@TempDir Path tmp) throws Exception {
+    EmberCliTest.Result noDirectory =
+        EmberCliTest.run(
+            "target",
+            "--port",
+            "0",
+            "--namespace",
+            "file:" + tmp.resolve("no/such/ns.img") + ":8m");
+    assertEquals(1, noDirectory.code());
+    assertEquals(
+        "ember target: cannot open or create the namespace file "
+            + tmp.resolve("no/such/ns.img")
+            + ": its directory does not exist",
+        noDirectory.err().strip());
+
+    try (ServerSocket taken = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+      EmberCliTest.Result inUse =
+          EmberCliTest.run(
+              "target",
+              "--bind",
+              "127.0.0.1",
+              "--port",
+              Integer.toString(taken.getLocalPort()),
+              "--namespace",
+              "file:" + tmp.resolve("kept.img") + ":8m");
+      assertEquals(1, inUse.code());
+      assertEquals(
+          "ember target: cannot listen on 127.0.0.1:"
+              + taken.getLocalPort()
+              + ": address in use or not local",
+          inUse.err().strip());
+    }
+
+    for (String[] wrong :
+        new String[][] {
+          {"--namespace", "disk:8m", "write it file:PATH:SIZE or memory:SIZE"},
+          {"--namespace", "memory:lots", "'lots' is not a size such as 8g or 512m"},
+          {"--namespace", "file:8m", "write it file:PATH:SIZE"},
+          {"--namespace", "memory:1000", "size 1000 is not a positive multiple of 4096"},
+        }) {
+      EmberCliTest.Result r = EmberCliTest.run("target", wrong[0], wrong[1]);
+      assertEquals(EmberCli.USAGE_ERROR, r.code(), r.err());
+      assertTrue(r.err().startsWith("ember: --namespace " + wrong[1] + ": " + wrong[2]), r.err());
+    }
+    EmberCliTest.Result none = EmberCliTest.run("target");
+    assertEquals(EmberCli.USAGE_ERROR, none.code());
+    assertTrue(none.err().contains("--namespace"), none.err());
+  }
+}
