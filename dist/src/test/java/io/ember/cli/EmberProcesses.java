@@ -30,13 +30,21 @@ final class EmberProcesses implements AutoCloseable {
 
   /** Starts {@code ember ARGS...} on this JVM's class path, its output to {@code log}. */
   Process start(Path log, String... args) throws IOException {
-    List<String> cmd =
-        new ArrayList<>(
-            List.of(
-                Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                "-cp",
-                System.getProperty("java.class.path"),
-                EmberCli.class.getName()));
+    return start(List.of(), log, args);
+  }
+
+  /**
+   * Starts {@code ember ARGS...} through {@code prefix} (a command that runs another, such as
+   * {@code ip netns exec NAME}), its output to {@code log}.
+   */
+  Process start(List<String> prefix, Path log, String... args) throws IOException {
+    List<String> cmd = new ArrayList<>(prefix);
+    cmd.addAll(
+        List.of(
+            Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+            "-cp",
+            System.getProperty("java.class.path"),
+            EmberCli.class.getName()));
     cmd.addAll(List.of(args));
     Process p =
         new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile()).start();
