@@ -47,6 +47,7 @@ class ContainerClusterIT {
   private static List<String> compose;
   private static String project;
   private static String image;
+  private static String sparkImage;
   private static int commands;
 
   @BeforeAll
@@ -75,7 +76,17 @@ class ContainerClusterIT {
     env.put("EMBER_IMAGE", image);
     // This build packaged the distribution just now: building it again would rewrite its jars.
     env.put("EMBER_SKIP_BUILD", "1");
-    Ran built = run(List.of(ROOT.resolve("docker/build-image").toString(), "--tag", image));
+    sparkImage = "ember-spark:it-" + tag;
+    env.put("EMBER_SPARK_IMAGE", sparkImage);
+    Ran built =
+        run(
+            List.of(
+                ROOT.resolve("docker/build-image").toString(),
+                "--tag",
+                image,
+                "--spark",
+                "--spark-tag",
+                sparkImage));
     assertEquals(0, built.code, "docker/build-image:\n" + built.output);
   }
 
@@ -115,9 +126,9 @@ class ContainerClusterIT {
   @AfterAll
   static void stopEngine() throws Exception {
     if (project != null) {
-      run(composeArgs("down", "-v", "--remove-orphans"));
+      run(composeArgs("--profile", "spark", "down", "-v", "--remove-orphans"));
       if (privateEngine == null) {
-        run(List.of("docker", "image", "rm", image));
+        run(List.of("docker", "image", "rm", sparkImage, image));
       }
     }
     if (privateEngine != null) {
@@ -137,6 +148,8 @@ class ContainerClusterIT {
     awaitHealthy("namenode", "dram1", "dram2", "target", "nvmf");
 
     Path data = WORK.resolve("data");
+    // Files of an earlier run would make the gets below refuse to overwrite them.
+    run(List.of("rm", "-rf", data.toString()));
     Files.createDirectories(data);
     Path in = data.resolve("in.bin");
     writeRandom(in, 200_000_000L, 29);
@@ -157,6 +170,35 @@ class ContainerClusterIT {
       assertEquals(0, get.code, get.output);
       assertEquals(-1L, Files.mismatch(in, out), storageClass + " read back other bytes");
       Files.delete(out);
+    }
+
+    // A TeraSort across containers: input and output on the NVMf target, map outputs in the DRAM
+    // data nodes, executors on two worker hosts, the driver on a third.
+    Ran spark = run(composeArgs("--profile", "spark", "up", "-d"));
+    assertEquals(0, spark.code, spark.output);
+    awaitHealthy("spark-master", "spark-worker1", "spark-worker2");
+    List<Long> readBefore = List.of(dramBytesRead("dram1"), dramBytesRead("dram2"));
+    String[] where = {
+      "--namenode", "namenode:9060",
+      "--master", "spark://spark-master:7077",
+      "--executor-memory", "1g",
+      "--work-dir", "/tmp/bench",
+      "--data-class", "nvmf"
+    };
+    Ran teragen = sparkBench("teragen", where, "--size", "200m");
+    assertEquals(0, teragen.code, teragen.output);
+    Ran terasort = sparkBench("terasort", where, "--shuffle", "ember-dram", "--partitions", "8");
+    assertEquals(0, terasort.code, terasort.output);
+    Ran validate = sparkBench("teravalidate", where);
+    assertEquals(0, validate.code, validate.output);
+    assertTrue(validate.output.contains("teravalidate: OK"), validate.output);
+    // Only the shuffle used DRAM, and its reducers ran on the worker hosts: each data node served
+    // reads to executors on other hosts.
+    List<Long> readAfter = List.of(dramBytesRead("dram1"), dramBytesRead("dram2"));
+    for (int i = 0; i < 2; i++) {
+      assertTrue(
+          readAfter.get(i) > readBefore.get(i),
+          "dram" + (i + 1) + " served no shuffle reads: " + readBefore + " then " + readAfter);
     }
 
     // Kill the DRAM data node that holds the DRAM file's first block: reading it says so.
@@ -228,6 +270,33 @@ class ContainerClusterIT {
       Thread.sleep(500);
     }
     throw new AssertionError("containers not healthy: " + last);
+  }
+
+  /** Runs the Spark suite's driver in a container of its own. */
+  private static Ran sparkBench(String command, String[] where, String... more) throws Exception {
+    List<String> all = new ArrayList<>(List.of("run", "--rm", "spark-bench", command));
+    all.addAll(List.of(where));
+    all.addAll(List.of(more));
+    return run(composeArgs(all.toArray(new String[0])));
+  }
+
+  /** What a DRAM data node's /metrics says it served to readers, read inside its container. */
+  private static long dramBytesRead(String service) throws Exception {
+    Ran metrics =
+        run(
+            List.of(
+                "docker",
+                "exec",
+                container(service),
+                "bash",
+                "-c",
+                "exec 3<>/dev/tcp/127.0.0.1/9071; printf 'GET /metrics HTTP/1.0\\r\\n\\r\\n' >&3;"
+                    + " cat <&3"));
+    Matcher m =
+        Pattern.compile("(?m)^ember_datanode_read_bytes_total\\{tier=\"dram\"\\} (\\S+)$")
+            .matcher(metrics.output);
+    assertTrue(m.find(), metrics.output);
+    return (long) Double.parseDouble(m.group(1));
   }
 
   private static String container(String service) throws Exception {

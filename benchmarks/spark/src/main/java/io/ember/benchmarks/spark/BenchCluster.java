@@ -72,6 +72,19 @@ final class BenchCluster implements AutoCloseable {
     }
   }
 
+  /** Whether Spark runs on this host only (local or local-cluster mode). */
+  private boolean local() {
+    return master.startsWith("local");
+  }
+
+  /**
+   * The host executors reach the driver at: loopback in local modes; with a master on other hosts,
+   * this host's name (containers of one network resolve each other's).
+   */
+  private String driverHost() throws IOException {
+    return local() ? "127.0.0.1" : java.net.InetAddress.getLocalHost().getHostName();
+  }
+
   String namenode() {
     return namenode;
   }
@@ -99,14 +112,17 @@ final class BenchCluster implements AutoCloseable {
             .setAppName(app)
             .set("spark.ui.enabled", "false")
             .set("spark.ui.showConsoleProgress", "false")
-            .set("spark.driver.host", "127.0.0.1")
-            .set("spark.driver.bindAddress", "127.0.0.1")
+            .set("spark.driver.host", driverHost())
+            .set("spark.driver.bindAddress", local() ? "127.0.0.1" : "0.0.0.0")
             .set(
                 "spark.local.dir",
                 Files.createDirectories(workDir.resolve("spark-local")).toString())
             .set("spark.serializer", "org.apache.spark.serializer.KryoSerializer")
             .set("spark.kryo.classesToRegister", TeraKey.class.getName() + ",[B")
             .set("spark.hadoop.ember.hadoop.storage-class", dataClass);
+    if (!local()) {
+      conf.set("spark.executor.memory", executorMemoryMb + "m");
+    }
     if (master.startsWith("local-cluster")) {
       // local-cluster's memory figure is each worker's; executors take spark.executor.memory.
       conf.set("spark.executor.memory", executorMemoryMb + "m")
