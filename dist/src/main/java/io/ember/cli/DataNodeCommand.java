@@ -145,6 +145,14 @@ final class DataNodeCommand implements Runnable {
     String size;
 
     @Option(
+        names = "--bind",
+        paramLabel = "HOST",
+        description =
+            "address the status page listens on (default 0.0.0.0: every interface); the node"
+                + " serves no data itself, and an embedded target listens on loopback only")
+    String bind;
+
+    @Option(
         names = "--namenode",
         paramLabel = "HOST:PORT",
         description = "the name node (default 127.0.0.1:9060)")
@@ -166,6 +174,9 @@ final class DataNodeCommand implements Runnable {
       }
       if (size != null) {
         config = config.with(io.ember.datanode.nvmf.NvmfDataNodeKeys.EMBEDDED_SIZE, size);
+      }
+      if (bind != null) {
+        config = config.with(io.ember.datanode.nvmf.NvmfDataNodeKeys.HTTP_HOST, bind);
       }
       if (namenode != null) {
         config = config.with(EmberKeys.NAMENODE_ADDRESS, namenode);
