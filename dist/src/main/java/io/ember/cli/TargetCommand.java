@@ -71,7 +71,8 @@ final class TargetCommand implements Callable<Integer> {
       required = true,
       description =
           "a namespace, numbered from 1 in the order given (repeatable): a file, created when"
-              + " missing and sized to SIZE, or memory, lost at stop; SIZE like 8g or 512m")
+              + " missing and grown to SIZE (never shrunk), or memory, lost at stop; SIZE like 8g"
+              + " or 512m")
   List<String> namespaces = new ArrayList<>();
 
   @Option(
@@ -159,6 +160,18 @@ final class TargetCommand implements Callable<Integer> {
       }
       long size = size(what, rest.substring(colon + 1));
       Path file = Path.of(rest.substring(0, colon));
+      if (java.nio.file.Files.isRegularFile(file) && java.nio.file.Files.size(file) > size) {
+        // Sizing it down would cut off the blocks past SIZE: a mistyped size must not lose data.
+        throw new ParameterException(
+            spec.commandLine(),
+            what
+                + file
+                + " holds "
+                + java.nio.file.Files.size(file)
+                + " bytes, more than "
+                + size
+                + ": give its size, or another file (a namespace file is never shrunk)");
+      }
       try {
         return new FileNamespace(file, size, blockSize, true);
       } catch (IllegalArgumentException e) {

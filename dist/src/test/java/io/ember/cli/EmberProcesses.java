@@ -88,10 +88,19 @@ final class EmberProcesses implements AutoCloseable {
             + (Files.exists(log) ? Files.readString(log) : "(no log)"));
   }
 
+  /** Kills every process still running and waits until each has ended. */
   @Override
   public void close() {
     for (Process p : processes) {
       p.destroyForcibly();
+    }
+    for (Process p : processes) {
+      try {
+        p.waitFor(patienceSeconds, TimeUnit.SECONDS);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        return;
+      }
     }
   }
 }

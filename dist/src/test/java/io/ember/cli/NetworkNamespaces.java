@@ -11,38 +11,49 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * Hosts made of Linux network namespaces: each one its own namespace with one address, joined to
- * the others by a veth pair on a bridge, in a private /24 used only inside them. The bridge has no
- * address, so nothing outside the namespaces reaches them, nor they it. Needs root and iproute2.
+ * the others by a veth pair on a bridge, in a private /24 used only inside them. The bridge sits in
+ * a namespace of its own (a switch), so neither the machine's firewall (Docker's FORWARD DROP, for
+ * one) nor its routes touch the traffic, and nothing outside reaches the hosts. Needs root and
+ * iproute2.
  */
 final class NetworkNamespaces implements AutoCloseable {
   private final String tag;
   private final String subnet;
-  private final String bridge;
+  private final String switchNamespace;
   private final Map<String, Integer> hosts = new LinkedHashMap<>();
 
-  private NetworkNamespaces() throws IOException {
+  private NetworkNamespaces() {
     // A tag of its own per run, so leftovers of a killed run never collide with this one.
     tag = String.format("e%04x", ThreadLocalRandom.current().nextInt(0x10000));
     subnet = "10.213." + ThreadLocalRandom.current().nextInt(256) + ".";
-    bridge = tag + "br";
-    ip("link", "add", bridge, "type", "bridge");
-    ip("link", "set", bridge, "up");
+    switchNamespace = tag + "-switch";
   }
 
-  /** A new, empty set of hosts, or an error saying why namespaces cannot be made here. */
+  /** A new, empty set of hosts; fails, leaving nothing behind, where namespaces cannot be made. */
   static NetworkNamespaces create() throws IOException {
-    return new NetworkNamespaces();
+    NetworkNamespaces net = new NetworkNamespaces();
+    try {
+      ip("netns", "add", net.switchNamespace);
+      ip("-n", net.switchNamespace, "link", "add", "name", "sw0", "type", "bridge");
+      ip("-n", net.switchNamespace, "link", "set", "sw0", "up");
+    } catch (IOException e) {
+      try {
+        net.close();
+      } catch (IOException cleaning) {
+        e.addSuppressed(cleaning);
+      }
+      throw e;
+    }
+    return net;
   }
 
   /**
-   * Why this machine cannot make network namespaces (not root, no iproute2, no kernel support), or
-   * null when it can.
+   * Why this machine cannot make hosts of network namespaces (not root, no iproute2, no bridge or
+   * veth support), or null when it can.
    */
   static String unavailable() {
-    String probe = String.format("ember-probe-%d", ProcessHandle.current().pid());
-    try {
-      ip("netns", "add", probe);
-      ip("netns", "delete", probe);
+    try (NetworkNamespaces probe = create()) {
+      probe.add("probe");
       return null;
     } catch (IOException e) {
       return "network namespaces cannot be made here (needs root and iproute2): " + e.getMessage();
@@ -53,17 +64,17 @@ final class NetworkNamespaces implements AutoCloseable {
   String add(String name) throws IOException {
     int index = hosts.size();
     String ns = namespace(name);
-    String outside = tag + index + "h";
-    String inside = tag + index + "n";
     String address = subnet + (10 + index);
     ip("netns", "add", ns);
     hosts.put(name, index);
-    ip("link", "add", outside, "type", "veth", "peer", "name", inside);
-    ip("link", "set", inside, "netns", ns);
-    ip("link", "set", outside, "master", bridge);
-    ip("link", "set", outside, "up");
-    ip("-n", ns, "addr", "add", address + "/24", "dev", inside);
-    ip("-n", ns, "link", "set", inside, "up");
+    // The pair is made in the host's namespace and its outer end moved to the switch, so no
+    // interface of the machine's own namespace is ever involved.
+    ip("-n", ns, "link", "add", "eth0", "type", "veth", "peer", "name", port(index));
+    ip("-n", ns, "link", "set", port(index), "netns", switchNamespace);
+    ip("-n", switchNamespace, "link", "set", port(index), "master", "sw0");
+    ip("-n", switchNamespace, "link", "set", port(index), "up");
+    ip("-n", ns, "addr", "add", address + "/24", "dev", "eth0");
+    ip("-n", ns, "link", "set", "eth0", "up");
     ip("-n", ns, "link", "set", "lo", "up");
     return address;
   }
@@ -75,12 +86,16 @@ final class NetworkNamespaces implements AutoCloseable {
 
   /** Cuts host {@code name} off the bridge (its cable pulled): packets to and from it are lost. */
   void cut(String name) throws IOException {
-    ip("link", "set", tag + index(name) + "h", "down");
+    ip("-n", switchNamespace, "link", "set", port(index(name)), "down");
   }
 
   /** Puts host {@code name} back on the bridge. */
   void mend(String name) throws IOException {
-    ip("link", "set", tag + index(name) + "h", "up");
+    ip("-n", switchNamespace, "link", "set", port(index(name)), "up");
+  }
+
+  private static String port(int index) {
+    return "p" + index;
   }
 
   private int index(String name) {
@@ -95,25 +110,25 @@ final class NetworkNamespaces implements AutoCloseable {
     return tag + "-" + name;
   }
 
-  /** Deletes every namespace (their veth pairs go with them) and the bridge. */
+  /** Deletes every namespace, the switch's last: the veth pairs and the bridge go with them. */
   @Override
   public void close() throws IOException {
     IOException first = null;
-    List<String> commands = new ArrayList<>();
+    List<String> namespaces = new ArrayList<>();
     for (String name : hosts.keySet()) {
-      commands.add(namespace(name));
+      namespaces.add(namespace(name));
     }
-    for (String ns : commands) {
+    namespaces.add(switchNamespace);
+    for (String ns : namespaces) {
       try {
         ip("netns", "delete", ns);
       } catch (IOException e) {
-        first = first == null ? e : first;
+        if (first == null) {
+          first = e;
+        } else {
+          first.addSuppressed(e);
+        }
       }
-    }
-    try {
-      ip("link", "delete", bridge);
-    } catch (IOException e) {
-      first = first == null ? e : first;
     }
     if (first != null) {
       throw first;

@@ -163,9 +163,7 @@ class TargetCommandTest {
               "file:" + tmp.resolve("kept.img") + ":8m");
       assertEquals(1, inUse.code());
       assertEquals(
-          "ember target: cannot listen on 127.0.0.1:"
-              + taken.getLocalPort()
-              + ": address in use or not local",
+          "ember target: cannot listen on 127.0.0.1:" + taken.getLocalPort() + ": address in use",
           inUse.err().strip());
     }
 
@@ -180,6 +178,14 @@ class TargetCommandTest {
       assertEquals(EmberCli.USAGE_ERROR, r.code(), r.err());
       assertTrue(r.err().startsWith("ember: --namespace " + wrong[1] + ": " + wrong[2]), r.err());
     }
+    // A file larger than the size asked for keeps its bytes: the target refuses to start.
+    java.nio.file.Files.write(tmp.resolve("big.img"), new byte[3 << 20]);
+    EmberCliTest.Result shrink =
+        EmberCliTest.run("target", "--namespace", "file:" + tmp.resolve("big.img") + ":1m");
+    assertEquals(EmberCli.USAGE_ERROR, shrink.code(), shrink.err());
+    assertTrue(shrink.err().contains("holds 3145728 bytes, more than 1048576"), shrink.err());
+    assertEquals(3 << 20, java.nio.file.Files.size(tmp.resolve("big.img")));
+
     EmberCliTest.Result none = EmberCliTest.run("target");
     assertEquals(EmberCli.USAGE_ERROR, none.code());
     assertTrue(none.err().contains("--namespace"), none.err());

@@ -700,10 +700,17 @@ public final class NameNode implements AutoCloseable {
     if (type == MessageType.REGISTER_DATANODE && probeDatanodes) {
       Messages.RegisterRequest r = Messages.RegisterRequest.decode(in);
       return new Deferred(
-          probe(r.endpoint())
+          probe(channel, r.endpoint())
               .thenCompose(
                   reached -> {
                     try {
+                      // A node that hung up while it was probed retries on a new connection:
+                      // registering this attempt would leave a node nobody heartbeats for.
+                      if (!channel.isActive()) {
+                        throw new EmberException(
+                            ErrorCode.CONNECTION_CLOSED,
+                            "the data node's connection closed while it was probed");
+                      }
                       return answered(durably(() -> register(channel, r)));
                     } catch (EmberException e) {
                       return CompletableFuture.failedFuture(e);
@@ -763,53 +770,72 @@ public final class NameNode implements AutoCloseable {
   /**
    * Connects to the address a registering data node advertises and closes the connection again:
    * completes when it could, and fails with {@link ErrorCode#UNREACHABLE} naming the address
-   * otherwise. An endpoint not reached over TCP (an RDMA target) is taken as it is.
+   * otherwise. A loopback address is refused outright when the node registers from another host, as
+   * only its own host could reach it (the name node's loopback may even answer, for another
+   * process). An endpoint not reached over TCP (an RDMA target) is taken as it is.
    */
-  private CompletableFuture<Void> probe(String endpoint) {
+  private CompletableFuture<Void> probe(Channel channel, String endpoint) {
     HostPort reach = probeAddress(endpoint);
     if (reach == null) {
       return CompletableFuture.completedFuture(null);
     }
+    boolean nvmf = endpoint.startsWith("nvmf+");
+    String advice =
+        nvmf
+            ? "give the data node a --target URI naming an address of the target that clients and"
+                + " the name node can reach"
+            : "start the data node with --advertise naming an address that clients and the name"
+                + " node can reach";
+    String refused =
+        "registration refused: the name node cannot reach the address the data node advertises, "
+            + endpoint;
+    if (isLoopback(reach.host())
+        && channel.remoteAddress() instanceof InetSocketAddress from
+        && !from.getAddress().isLoopbackAddress()) {
+      return CompletableFuture.failedFuture(
+          new EmberException(
+              ErrorCode.UNREACHABLE,
+              refused + " (a loopback address, and the node is on another host); " + advice));
+    }
     return datanodeClients
-        .open(reach, "data node")
+        .open(reach, nvmf ? "target" : "data node")
         .handle(
             (client, failure) -> {
               if (client != null) {
                 client.close();
                 return null;
               }
+              EmberException cause =
+                  EmberException.unwrap(failure) instanceof EmberException e
+                      ? e
+                      : new EmberException(ErrorCode.UNREACHABLE, String.valueOf(failure), failure);
+              if (cause.code() != ErrorCode.UNREACHABLE) {
+                throw new java.util.concurrent.CompletionException(cause); // closing, say
+              }
               throw new java.util.concurrent.CompletionException(
                   new EmberException(
                       ErrorCode.UNREACHABLE,
-                      "registration refused: the name node cannot reach the address the data node"
-                          + " advertises, "
-                          + endpoint
-                          + " ("
-                          + EmberException.unwrap(failure).getMessage()
-                          + "); start the data node with --advertise naming an address that"
-                          + " clients and the name node can reach"));
+                      refused + " (" + cause.getMessage() + "); " + advice,
+                      cause));
             });
+  }
+
+  private static boolean isLoopback(String host) {
+    return host.equalsIgnoreCase("localhost") || host.startsWith("127.") || host.equals("::1");
   }
 
   /**
    * Where a data node's endpoint is reached over TCP: {@code host:port} of a DRAM data node, or the
-   * host and port of an {@code nvmf+tcp} URI; null for other transports.
+   * host and port of an {@code nvmf+tcp} URI (4420 when it names none); null for other transports.
    */
   static HostPort probeAddress(String endpoint) {
-    if (endpoint.startsWith("nvmf+tcp://")) {
-      try {
-        java.net.URI uri = new java.net.URI(endpoint);
-        String host = uri.getHost();
-        if (host == null) {
-          return null;
-        }
-        if (host.startsWith("[") && host.endsWith("]")) {
-          host = host.substring(1, host.length() - 1);
-        }
-        return new HostPort(host, uri.getPort() < 0 ? NVMF_DEFAULT_PORT : uri.getPort());
-      } catch (java.net.URISyntaxException e) {
-        return null;
-      }
+    String tcp = "nvmf+tcp://";
+    if (endpoint.startsWith(tcp)) {
+      // Not java.net.URI: it finds no host in names such as storage_1, which Docker allows.
+      String authority = endpoint.substring(tcp.length());
+      int slash = authority.indexOf('/');
+      return HostPort.tryParse(
+          slash < 0 ? authority : authority.substring(0, slash), NVMF_DEFAULT_PORT);
     }
     if (endpoint.contains("://")) {
       return null;

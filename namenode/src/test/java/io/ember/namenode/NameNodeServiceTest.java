@@ -25,6 +25,7 @@ import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
@@ -278,7 +279,9 @@ class NameNodeServiceTest {
           assertThrows(EmberException.class, () -> register(c, endpoint, 1), endpoint);
       assertEquals(ErrorCode.UNREACHABLE, refused.code(), refused.getMessage());
       assertTrue(refused.getMessage().contains(endpoint), refused.getMessage());
-      assertTrue(refused.getMessage().contains("--advertise"), refused.getMessage());
+      assertTrue(
+          refused.getMessage().contains(endpoint.startsWith("nvmf") ? "--target" : "--advertise"),
+          refused.getMessage());
       assertTrue(refused.getMessage().contains("connection refused"), refused.getMessage());
     }
     assertEquals(List.of(), datanodes(c));
@@ -293,12 +296,40 @@ class NameNodeServiceTest {
   }
 
   @Test
+  void aProbedRegistrationIsJournaledBeforeItIsAnswered(@TempDir java.nio.file.Path dir)
+      throws Exception {
+    // The registration is made on the thread that finished the probe, and answered once the
+    // journal synced it: a restarted name node knows the node's contents.
+    EmberConfig config =
+        EmberConfig.defaults()
+            .with(NameNodeKeys.DIR, dir.toString())
+            .with(NameNodeKeys.JOURNAL_SYNC, "always");
+    NameNode.format(config, false);
+    try (java.net.ServerSocket listening =
+        new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+      String endpoint = "127.0.0.1:" + listening.getLocalPort();
+      try (NameNode nn = NameNode.start(config, "127.0.0.1", 0)) {
+        RpcClient c = connect(config, nn);
+        heartbeat(c, register(c, endpoint, 7));
+      }
+      NameNode again = start(config, 0);
+      RpcClient c = connect(config, again);
+      List<Messages.DatanodeInfo> known = datanodes(c);
+      assertEquals(1, known.size(), known.toString());
+      assertEquals(endpoint, known.get(0).endpoint());
+    }
+  }
+
+  @Test
   void onlyTcpEndpointsAreProbed() {
     assertEquals(new HostPort("10.0.0.5", 9070), NameNode.probeAddress("10.0.0.5:9070"));
     assertEquals(
         new HostPort("storage", 4420), NameNode.probeAddress("nvmf+tcp://storage/nqn.x:y/1"));
     assertEquals(
         new HostPort("fd00::7", 4421), NameNode.probeAddress("nvmf+tcp://[fd00::7]:4421/nqn.x:y"));
+    assertEquals(
+        new HostPort("storage_1", 4420),
+        NameNode.probeAddress("nvmf+tcp://storage_1:4420/nqn.x:y"));
     assertEquals(null, NameNode.probeAddress("nvmf+rdma://10.0.0.5:4420/nqn.x:y/1"));
   }
 }

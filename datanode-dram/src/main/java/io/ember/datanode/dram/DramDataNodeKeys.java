@@ -31,14 +31,17 @@ public final class DramDataNodeKeys {
       ConfigKey.ofInt(
           "ember.datanode.port", 0, 0, 65535, "port the data node listens on (0: any free port)");
 
-  /** The host clients are told to connect to; empty means the bind host, or this host's name. */
+  /**
+   * The host clients and the name node are told to connect to; empty means the bind host, or this
+   * machine's host name when binding every interface (which must then resolve on other hosts).
+   */
   public static final ConfigKey<String> ADVERTISE_HOST =
       ConfigKey.ofString(
           "ember.datanode.advertise-host",
           "",
           s -> true,
           "a host",
-          "host clients connect to (default: the bind host, or this machine's address)");
+          "host clients connect to (default: the bind host, or this machine's host name)");
 
   public static final ConfigKey<String> HTTP_PORT =
       ConfigKey.ofString(

@@ -108,11 +108,13 @@ public final class NvmfTarget implements AutoCloseable {
     } catch (Exception e) {
       close();
       // Netty's native transport reports a taken port in the system call's words.
+      String message = String.valueOf(e.getMessage());
       String why =
-          e instanceof java.net.BindException
-                  || String.valueOf(e.getMessage()).contains("Address already in use")
-              ? "address in use or not local"
-              : e.getMessage();
+          message.contains("Address already in use")
+              ? "address in use"
+              : message.contains("Cannot assign requested address")
+                  ? "not an address of this host"
+                  : message;
       throw new IOException("cannot listen on " + bindHost + ":" + bindPort + ": " + why, e);
     }
     LOG.info(

@@ -79,10 +79,11 @@ final class BenchCluster implements AutoCloseable {
 
   /**
    * The host executors reach the driver at: loopback in local modes; with a master on other hosts,
-   * this host's name (containers of one network resolve each other's).
+   * this host's address (a name may not resolve elsewhere: a container started by {@code compose
+   * run} has no name on its network).
    */
   private String driverHost() throws IOException {
-    return local() ? "127.0.0.1" : java.net.InetAddress.getLocalHost().getHostName();
+    return local() ? "127.0.0.1" : java.net.InetAddress.getLocalHost().getHostAddress();
   }
 
   String namenode() {
