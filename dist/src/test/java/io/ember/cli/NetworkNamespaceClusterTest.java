@@ -185,16 +185,15 @@ class NetworkNamespaceClusterTest {
             net,
             "client",
             tmp.resolve("get-cut.log"),
-            "fs",
-            "--namenode",
-            namenode,
-            "-D",
-            "ember.rpc.timeout=5s",
-            "-D",
-            "ember.rpc.connect-timeout=5s",
-            "get",
-            "/dram.bin",
-            cutBack.toString());
+            fs(
+                namenode,
+                "-D",
+                "ember.rpc.timeout=5s",
+                "-D",
+                "ember.rpc.connect-timeout=5s",
+                "get",
+                "/dram.bin",
+                cutBack.toString()));
     assertEquals(1, cut.code(), cut.output());
     String error = lastLine(cut.output());
     assertTrue(error.startsWith("ember fs get: "), cut.output());
