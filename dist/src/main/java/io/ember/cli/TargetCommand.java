@@ -9,6 +9,7 @@ import io.ember.nvmf.target.Subsystem;
 import io.ember.protocol.Addresses;
 import io.ember.protocol.ConfigKey;
 import java.io.IOException;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -160,14 +161,15 @@ final class TargetCommand implements Callable<Integer> {
       }
       long size = size(what, rest.substring(colon + 1));
       Path file = Path.of(rest.substring(0, colon));
-      if (java.nio.file.Files.isRegularFile(file) && java.nio.file.Files.size(file) > size) {
+      long held = Files.isRegularFile(file) ? Files.size(file) : 0;
+      if (held > size) {
         // Sizing it down would cut off the blocks past SIZE: a mistyped size must not lose data.
         throw new ParameterException(
             spec.commandLine(),
             what
                 + file
                 + " holds "
-                + java.nio.file.Files.size(file)
+                + held
                 + " bytes, more than "
                 + size
                 + ": give its size, or another file (a namespace file is never shrunk)");
