@@ -1,6 +1,7 @@
 package io.ember.benchmarks;
 
 import io.ember.benchmarks.report.HtmlReport;
+import io.ember.client.ClientKeys;
 import io.ember.client.CreateOptions;
 import io.ember.client.EmberClient;
 import io.ember.client.EmberInputStream;
@@ -14,6 +15,9 @@ import io.ember.protocol.EmberKeys;
 import io.ember.protocol.Messages;
 import io.ember.protocol.NodeStatus;
 import java.io.PrintWriter;
+import java.lang.management.ManagementFactory;
+import java.lang.management.ThreadMXBean;
+import java.time.Duration;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -230,12 +234,10 @@ public final class BenchCommand implements Callable<Integer> {
    * node's network threads, or the raw socket's server.
    */
   private static long cpuNanos(String prefix) {
-    java.lang.management.ThreadMXBean threads =
-        java.lang.management.ManagementFactory.getThreadMXBean();
     long sum = 0;
-    for (java.lang.management.ThreadInfo t : threads.getThreadInfo(threads.getAllThreadIds())) {
+    for (java.lang.management.ThreadInfo t : CPU.getThreadInfo(CPU.getAllThreadIds())) {
       if (t != null && t.getThreadName().startsWith(prefix)) {
-        sum += Math.max(0, threads.getThreadCpuTime(t.getThreadId()));
+        sum += Math.max(0, CPU.getThreadCpuTime(t.getThreadId()));
       }
     }
     return sum;
@@ -327,6 +329,8 @@ public final class BenchCommand implements Callable<Integer> {
     double[] noop = new double[rounds];
     double[] rawForCreate = new double[rounds];
     double[] create = new double[rounds];
+    double[] lookupCpu = new double[rounds];
+    double[] rawCpu = new double[rounds];
     String target = dir + "/looked-up-" + threadCount;
     try (EmberOutputStream o = client.create(target, CreateOptions.DEFAULT)) {
       o.write(1); // a block, whose location sizes the ping-pong of a create's answer
@@ -337,7 +341,7 @@ public final class BenchCommand implements Callable<Integer> {
     int lookupAsk = PingPongBaseline.frameBytes(new Messages.PathRequest(target));
     int statusAnswer = PingPongBaseline.frameBytes(looked);
     BlockLocation block = client.blockLocations(target).get(0);
-    try (PingPongBaseline pingPong = new PingPongBaseline()) {
+    try (PingPongBaseline pingPong = new PingPongBaseline(spinWait(client))) {
       PingPongBaseline.Connection[] lookupLike = new PingPongBaseline.Connection[threadCount];
       PingPongBaseline.CreateClose[] createCloseLike =
           new PingPongBaseline.CreateClose[threadCount];
@@ -377,6 +381,10 @@ public final class BenchCommand implements Callable<Integer> {
         rawForCreate[r] = c[0];
         create[r] = c[1];
         client.delete(cdir, true);
+        if (threadCount == 1) {
+          rawCpu[r] = callerCpuMicros(() -> lookupLike[0].roundTrip());
+          lookupCpu[r] = callerCpuMicros(() -> client.lookup(target));
+        }
       }
     }
     String th = threads(threadCount);
@@ -385,6 +393,35 @@ public final class BenchCommand implements Callable<Integer> {
     figures.add("lookup, " + th, "ops/s", lookup, rawForLookup, goal);
     figures.add("create + close (empty file), " + th, "ops/s", create, rawForCreate, goal);
     figures.add("no-op RPC, " + th, "ops/s", noop, rawForLookup, "");
+    if (threadCount == 1 && CPU.isCurrentThreadCpuTimeSupported()) {
+      figures.add("caller CPU per lookup, " + th, "us", lookupCpu, rawCpu, "");
+    }
+  }
+
+  private static final ThreadMXBean CPU = ManagementFactory.getThreadMXBean();
+
+  /** The polling time of the client's direct calls, which the ping-pong's client matches. */
+  private static Duration spinWait(EmberClient client) {
+    return client.config().get(ClientKeys.SPIN_WAIT);
+  }
+
+  interface Call {
+    void call() throws Exception;
+  }
+
+  /**
+   * CPU time the calling thread spends per call, over {@link #ops} calls made one after another on
+   * this thread: what polling for answers costs the caller, beside what sleeping costs.
+   */
+  private double callerCpuMicros(Call call) throws Exception {
+    if (!CPU.isCurrentThreadCpuTimeSupported()) {
+      return 0;
+    }
+    long t0 = CPU.getCurrentThreadCpuTime();
+    for (int i = 0; i < ops; i++) {
+      call.call();
+    }
+    return (CPU.getCurrentThreadCpuTime() - t0) / 1e3 / ops;
   }
 
   private static final String BASELINES =
@@ -396,7 +433,10 @@ public final class BenchCommand implements Callable<Integer> {
           + " thread per connection) of the same request and answer sizes (two for create + close),"
           + " alternated call by call with the measured operation; the no-op RPC is Ember's own"
           + " round trip that does nothing. Metadata calls are the blocking ones (lookup, create,"
-          + " close), as an application makes them.";
+          + " close), as an application makes them; with ember.client.spin-wait set, the"
+          + " ping-pong's client polls for its answer as long before it sleeps. Caller CPU per"
+          + " lookup: the calling thread's CPU time per call, each made right after the last,"
+          + " beside the ping-pong's.";
 
   private String roundsNote() {
     return "figures are medians of "

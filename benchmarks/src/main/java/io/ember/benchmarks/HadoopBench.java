@@ -1,6 +1,7 @@
 package io.ember.benchmarks;
 
 import io.ember.benchmarks.report.HtmlReport;
+import io.ember.client.ClientKeys;
 import io.ember.client.CreateOptions;
 import io.ember.client.EmberClient;
 import io.ember.client.EmberInputStream;
@@ -17,6 +18,8 @@ import java.io.PrintWriter;
 import java.net.URI;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
+import java.util.TreeMap;
 import java.util.concurrent.Callable;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FSDataInputStream;
@@ -82,6 +85,14 @@ public final class HadoopBench implements Callable<Integer> {
       description = "threads for getFileStatus (default ${DEFAULT-VALUE})")
   int[] threads;
 
+  @Option(
+      names = {"-D", "--set"},
+      paramLabel = "KEY=VALUE",
+      description =
+          "an Ember setting for the cluster started here and both clients (Ember's and Hadoop's),"
+              + " e.g. -D ember.client.spin-wait=50us (repeatable)")
+  Map<String, String> settings = new TreeMap<>();
+
   @CommandLine.Mixin ReportOption report;
 
   @CommandLine.Spec CommandLine.Model.CommandSpec spec;
@@ -100,6 +111,7 @@ public final class HadoopBench implements Callable<Integer> {
       throw new CommandLine.ParameterException(
           spec.commandLine(), "--only is throughput, metadata or all, not '" + only + "'");
     }
+    EmberConfig overrides = BenchCommand.settings(spec, settings);
     MiniCluster cluster = null;
     EmberConfig config;
     if (namenode == null) {
@@ -107,11 +119,12 @@ public final class HadoopBench implements Callable<Integer> {
           MiniCluster.builder()
               .set(DramDataNodeKeys.CAPACITY, Long.toString(bytes + (64L << 20)))
               .set(EmberKeys.IO_THREADS, "0")
+              .config(overrides)
               .build();
       config = cluster.config();
       progress.println("bench: started an in-process cluster at " + cluster.namenodeAddress());
     } else {
-      config = EmberConfig.defaults().with(EmberKeys.NAMENODE_ADDRESS, namenode);
+      config = overrides.with(EmberKeys.NAMENODE_ADDRESS, namenode);
     }
     double[] ew = new double[rounds];
     double[] er = new double[rounds];
@@ -123,7 +136,7 @@ public final class HadoopBench implements Callable<Integer> {
     String address = config.get(EmberKeys.NAMENODE_ADDRESS);
     try (EmberClient client = EmberClient.connect(config);
         FileSystem fs =
-            FileSystem.newInstance(URI.create("ember://" + address + "/"), new Configuration())) {
+            FileSystem.newInstance(URI.create("ember://" + address + "/"), hadoopConf())) {
       String dir = "/bench-hadoop-" + System.nanoTime();
       client.createDirectory(dir, true);
       try {
@@ -250,7 +263,8 @@ public final class HadoopBench implements Callable<Integer> {
     int statusAnswer = PingPongBaseline.frameBytes(status);
     int readAsk = PingPongBaseline.frameBytes(Messages.BlockReadRequest.of(location, 0, READ_SIZE));
     int readAnswer = 4 + io.ember.protocol.Frame.HEADER_BYTES + READ_SIZE;
-    try (PingPongBaseline pingPong = new PingPongBaseline();
+    try (PingPongBaseline pingPong =
+            new PingPongBaseline(client.config().get(ClientKeys.SPIN_WAIT));
         EmberInputStream emberIn = client.open(target);
         FSDataInputStream hadoopIn = fs.open(new Path(target))) {
       for (int threadCount : threads) {
@@ -338,5 +352,12 @@ public final class HadoopBench implements Callable<Integer> {
     String goal = threadCount == 1 ? ">= 0.50" : "";
     calls.add(hadoopRow + ", " + th, "calls/s", hadoop, raw, goal);
     calls.add(emberRow + ", " + th, "calls/s", ember, raw, goal);
+  }
+
+  /** Hadoop's configuration, with the {@code -D} settings for the Ember file system it opens. */
+  private Configuration hadoopConf() {
+    Configuration conf = new Configuration();
+    settings.forEach(conf::set);
+    return conf;
   }
 }

@@ -14,8 +14,11 @@ import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.StandardSocketOptions;
 import java.nio.ByteBuffer;
+import java.nio.channels.SelectionKey;
+import java.nio.channels.Selector;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
+import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 
@@ -25,13 +28,25 @@ import java.util.concurrent.CopyOnWriteArrayList;
  * size, with no framing, no protocol and no thread between the socket and its caller. Sized like
  * the Ember exchange it stands beside ({@link #frameBytes}), it is what any RPC over TCP costs on
  * this machine, and the Ember call's rate over its rate is what Ember's RPC path adds.
+ *
+ * <p>Beside a client that polls for its answers ({@code ember.client.spin-wait}), the baseline's
+ * client polls for as long before it sleeps, so that both sides of the comparison save the same
+ * wake-up.
  */
 final class PingPongBaseline implements AutoCloseable {
   private final ServerSocketChannel server;
   private final List<SocketChannel> open = new CopyOnWriteArrayList<>();
+  private final long spinNanos;
   private volatile boolean closed;
 
+  /** A ping-pong whose clients sleep until their answers arrive. */
   PingPongBaseline() throws IOException {
+    this(Duration.ZERO);
+  }
+
+  /** A ping-pong whose clients poll for their answers for up to {@code spinWait}, then sleep. */
+  PingPongBaseline(Duration spinWait) throws IOException {
+    spinNanos = spinWait.toNanos();
     server =
         ServerSocketChannel.open()
             .bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 64);
@@ -60,7 +75,7 @@ final class PingPongBaseline implements AutoCloseable {
     while (sizes.hasRemaining()) {
       c.write(sizes);
     }
-    return new Connection(c, requestBytes, responseBytes);
+    return new Connection(c, requestBytes, responseBytes, spinNanos);
   }
 
   /**
@@ -95,11 +110,22 @@ final class PingPongBaseline implements AutoCloseable {
     private final SocketChannel channel;
     private final ByteBuffer request;
     private final ByteBuffer response;
+    private final long spinNanos;
+    private final Selector selector;
 
-    private Connection(SocketChannel channel, int requestBytes, int responseBytes) {
+    private Connection(SocketChannel channel, int requestBytes, int responseBytes, long spinNanos)
+        throws IOException {
       this.channel = channel;
       this.request = ByteBuffer.allocateDirect(requestBytes);
       this.response = ByteBuffer.allocateDirect(responseBytes);
+      this.spinNanos = spinNanos;
+      if (spinNanos > 0) {
+        channel.configureBlocking(false);
+        selector = Selector.open();
+        channel.register(selector, SelectionKey.OP_READ);
+      } else {
+        selector = null;
+      }
     }
 
     /** Sends a request and waits for the whole response. */
@@ -109,9 +135,19 @@ final class PingPongBaseline implements AutoCloseable {
         channel.write(request);
       }
       response.clear();
+      long spinUntil = System.nanoTime() + spinNanos;
       while (response.hasRemaining()) {
-        if (channel.read(response) < 0) {
+        int n = channel.read(response);
+        if (n < 0) {
           throw new IOException("the ping-pong server closed the connection");
+        }
+        if (n == 0) {
+          if (System.nanoTime() - spinUntil < 0) {
+            Thread.onSpinWait();
+          } else {
+            selector.select();
+            selector.selectedKeys().clear();
+          }
         }
       }
     }
@@ -119,6 +155,9 @@ final class PingPongBaseline implements AutoCloseable {
     @Override
     public void close() throws IOException {
       channel.close();
+      if (selector != null) {
+        selector.close();
+      }
     }
   }
 

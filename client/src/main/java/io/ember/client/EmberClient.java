@@ -134,7 +134,7 @@ public final class EmberClient implements AutoCloseable {
     this.connections = new RpcClients(config, "ember-client");
     this.direct =
         config.get(ClientKeys.DIRECT_CALLS)
-            ? new DirectConnection(namenode, "name node", config)
+            ? new DirectConnection(namenode, "name node", config, config.get(ClientKeys.SPIN_WAIT))
             : null;
   }
 

@@ -518,10 +518,11 @@ class EmberCliTest {
     cells.subList(0, 3).forEach(c -> expected.append("<td class=\"n\">").append(c).append("</td>"));
     assertTrue(html.contains(expected + "<td>&gt;= 0.50</td></tr>"), html);
     assertTrue(html.contains("ember bench --size 2m --ops 50"), "the command line is on the page");
-    // A chart each of MiB/s, ops/s and the receiver's CPU ms beside their baselines, and one of
-    // the ratios.
+    // A chart each of MiB/s, ops/s, the receiver's CPU ms and the caller's CPU us per lookup
+    // beside their baselines, and one of the ratios.
     assertTrue(r.out().contains("receiver CPU per GiB written, 1 MiB ops"), r.out());
-    assertEquals(4, html.split("<img alt=", -1).length - 1, html);
+    assertTrue(r.out().contains("caller CPU per lookup, 1 thread"), r.out());
+    assertEquals(5, html.split("<img alt=", -1).length - 1, html);
     assertTrue(html.contains("<img alt=\"DRAM tier on loopback: Ember / baseline\""), html);
   }
 

@@ -174,6 +174,10 @@ public final class ConfigKey<T> {
   /** Parses "500ms", "10s", "2m", "1h" or a plain number of milliseconds. */
   public static Duration parseDuration(String text) {
     String t = text.trim().toLowerCase(Locale.ROOT);
+    if (t.endsWith("us")) {
+      return Duration.ofNanos(
+          Math.multiplyExact(Long.parseLong(t.substring(0, t.length() - 2).trim()), 1000L));
+    }
     if (t.endsWith("ms")) {
       return Duration.ofMillis(Long.parseLong(t.substring(0, t.length() - 2).trim()));
     }

@@ -21,6 +21,7 @@ class ConfigTest {
     assertEquals(100, ConfigKey.parseSize("100"));
     assertEquals("1m", ConfigKey.formatSize(1L << 20));
     assertEquals("1536k", ConfigKey.formatSize(1536L << 10));
+    assertEquals(Duration.ofNanos(50_000), ConfigKey.parseDuration("50us"));
     assertEquals(Duration.ofMillis(500), ConfigKey.parseDuration("500ms"));
     assertEquals(Duration.ofSeconds(10), ConfigKey.parseDuration("10s"));
     assertEquals(Duration.ofMinutes(2), ConfigKey.parseDuration("2m"));

@@ -13,6 +13,7 @@ import java.io.OutputStream;
 import java.net.InetAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
@@ -58,6 +59,11 @@ class DirectConnectionTest {
         return new NodeStatus(
             path.length(), NodeType.FILE, path.length(), 0, 4096, StorageClass.DRAM, 0, false);
       }
+      if (type == MessageType.LIST) {
+        // An answer as long as the number asked for: large ones arrive in many reads.
+        int n = in.readInt();
+        return out -> out.writeInt(n).writeZero(n);
+      }
       throw new EmberException(ErrorCode.NOT_FOUND, "nothing here for " + type);
     }
   }
@@ -83,8 +89,13 @@ class DirectConnectionTest {
   }
 
   private DirectConnection direct(int port, String timeout) {
+    return direct(port, timeout, Duration.ZERO);
+  }
+
+  private DirectConnection direct(int port, String timeout, Duration spinWait) {
     DirectConnection d =
-        new DirectConnection(new HostPort("127.0.0.1", port), "test server", config(timeout));
+        new DirectConnection(
+            new HostPort("127.0.0.1", port), "test server", config(timeout), spinWait);
     toClose.add(d);
     return d;
   }
@@ -138,6 +149,25 @@ class DirectConnectionTest {
     // The server's refusal keeps the connection: the next call is answered on it.
     assertEquals(2, lookup(d, "/x").length());
     assertEquals(3, service.calls.get());
+  }
+
+  @Test
+  void answersOfEverySizeArriveWholeWhetherTheCallerSleepsOrPolls() throws Exception {
+    int port = server(new Service(), 0);
+    for (Duration spin : List.of(Duration.ZERO, Duration.ofNanos(50_000), Duration.ofMillis(10))) {
+      DirectConnection d = direct(port, "60s", spin);
+      for (int n : new int[] {0, 1, 4000, 4096, 70_000, 3_000_000, 5}) {
+        int answered =
+            Futures.await(
+                d.callOr(
+                    MessageType.LIST,
+                    out -> out.writeInt(n),
+                    in -> in.readInt() + in.readableBytes(),
+                    DirectConnectionTest::notShared));
+        assertEquals(2 * n, answered, "answer of " + n + " bytes, polling " + spin);
+      }
+      assertEquals(9, lookup(d, "/sleeping").length());
+    }
   }
 
   @Test

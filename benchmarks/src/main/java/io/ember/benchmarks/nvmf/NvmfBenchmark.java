@@ -55,6 +55,13 @@ public class NvmfBenchmark {
   @Param({"1", "4"})
   public int queues;
 
+  /**
+   * Write data the embedded target takes in the command capsule (its IOCCSZ less the 64-byte
+   * command): larger writes are sent after the target asks for them (R2T).
+   */
+  @Param("16384")
+  public int inCapsule;
+
   /** Bytes of the namespace the random benchmarks touch. */
   @Param("268435456")
   public long span;
@@ -80,7 +87,13 @@ public class NvmfBenchmark {
     if (target.equals("embedded")) {
       Subsystem s = new Subsystem("nqn.2024-01.io.ember:bench");
       s.addNamespace(new MemoryNamespace(span, 4096));
-      embedded = NvmfTarget.builder().listen("127.0.0.1", 0).subsystem(s).build().start();
+      embedded =
+          NvmfTarget.builder()
+              .listen("127.0.0.1", 0)
+              .subsystem(s)
+              .inCapsuleDataSize(inCapsule)
+              .build()
+              .start();
       uri = embedded.uri(s.nqn());
     }
     ctrl = NvmfHost.connect(uri, NvmfHostOptions.builder().ioQueues(4).ioQueueSize(128).build());
