@@ -132,8 +132,9 @@ public final class EmberClient implements AutoCloseable {
       tiers.put(t.name(), t);
     }
     this.connections = new RpcClients(config, "ember-client");
+    // A direct call's socket is a plain one; under TLS every call takes the secured connection.
     this.direct =
-        config.get(ClientKeys.DIRECT_CALLS)
+        config.get(ClientKeys.DIRECT_CALLS) && !config.get(EmberKeys.TLS)
             ? new DirectConnection(namenode, "name node", config, config.get(ClientKeys.SPIN_WAIT))
             : null;
   }

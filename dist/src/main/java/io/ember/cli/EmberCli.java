@@ -19,6 +19,7 @@ import picocli.CommandLine.Command;
       NameNodeCommand.class,
       DataNodeCommand.class,
       TargetCommand.class,
+      SecurityCommand.class,
       FsCommand.class,
       AdminCommand.class,
       BenchCommand.class,

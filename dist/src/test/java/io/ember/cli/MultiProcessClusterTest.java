@@ -179,6 +179,103 @@ class MultiProcessClusterTest {
         lostErr.toString());
   }
 
+  /** A properties file of TLS settings presenting {@code name}'s certificate from {@code dir}. */
+  private static Path tlsConfig(Path dir, String name) throws Exception {
+    Path file = dir.resolve(name + ".properties");
+    Files.writeString(
+        file,
+        String.join(
+            "\n",
+            "ember.security.tls=true",
+            "ember.security.tls.certificate=" + dir.resolve(name + ".pem"),
+            "ember.security.tls.key=" + dir.resolve(name + ".key"),
+            "ember.security.tls.ca=" + dir.resolve("ca.pem"),
+            ""));
+    return file;
+  }
+
+  @Test
+  void aSecuredClusterOfProcessesServesOnlyClientsWithItsCertificates(@TempDir Path tmp)
+      throws Exception {
+    Path tls = tmp.resolve("tls");
+    StringWriter caOut = new StringWriter();
+    StringWriter caErr = new StringWriter();
+    assertEquals(
+        0,
+        EmberCli.run(
+            new String[] {
+              "security",
+              "dev-ca",
+              "--dir",
+              tls.toString(),
+              "--server",
+              "node=local",
+              "--user",
+              "alice"
+            },
+            new PrintWriter(caOut, true),
+            new PrintWriter(caErr, true)),
+        caErr.toString());
+    assertTrue(caOut.toString().contains("node " + tls.resolve("node.pem")), caOut.toString());
+    assertTrue(caOut.toString().contains("for localhost,127.0.0.1"), caOut.toString());
+    Path node = tlsConfig(tls, "node");
+    Path alice = tlsConfig(tls, "alice");
+
+    Path nnLog = tmp.resolve("namenode.log");
+    ember(nnLog, "namenode", "--bind", "127.0.0.1", "--port", "0", "--config", node.toString());
+    String namenode =
+        "127.0.0.1:"
+            + awaitLine(nnLog, Pattern.compile("name node listening on 127\\.0\\.0\\.1:(\\d+)"));
+    ember(
+        tmp.resolve("datanode.log"),
+        "datanode",
+        "dram",
+        "--capacity",
+        "64m",
+        "--namenode",
+        namenode,
+        "--bind",
+        "127.0.0.1",
+        "--config",
+        node.toString());
+    awaitLine(nnLog, Pattern.compile("(registered data node 1)"));
+
+    byte[] content = new byte[2_500_000];
+    new Random(11).nextBytes(content);
+    Path local = tmp.resolve("in.bin");
+    Files.write(local, content);
+    StringWriter err = new StringWriter();
+    assertEquals(
+        0,
+        fs(
+            namenode,
+            new ByteArrayOutputStream(),
+            err,
+            "--config",
+            alice.toString(),
+            "put",
+            local.toString(),
+            "/secured.bin"),
+        err.toString());
+    ByteArrayOutputStream cat = new ByteArrayOutputStream();
+    assertEquals(
+        0,
+        fs(namenode, cat, err, "--config", alice.toString(), "cat", "/secured.bin"),
+        err.toString());
+    assertArrayEquals(content, cat.toByteArray());
+
+    // A client without TLS is told, in one line, what the server needs.
+    StringWriter plainErr = new StringWriter();
+    assertEquals(1, fs(namenode, new ByteArrayOutputStream(), plainErr, "ls", "/"));
+    assertTrue(
+        plainErr
+            .toString()
+            .matches(
+                "(?s)ember fs ls: .*this server requires TLS: set ember\\.security\\.tls=true.*"),
+        plainErr.toString());
+    assertEquals(1, plainErr.toString().strip().lines().count(), plainErr.toString());
+  }
+
   private static void signal(Process p, String signal) throws Exception {
     Process kill = new ProcessBuilder("kill", "-" + signal, Long.toString(p.pid())).start();
     assertEquals(0, kill.waitFor(), "kill -" + signal + " " + p.pid());

@@ -85,6 +85,57 @@ public final class EmberKeys {
       ConfigKey.ofBoolean(
           "ember.metrics.enabled", true, "servers count requests and bytes for /metrics");
 
+  /**
+   * TLS 1.3 with certificates on both sides on every RPC and data connection: servers require a
+   * client certificate signed by a CA in {@link #TLS_CA}, clients check the server's. Every process
+   * of a cluster must agree.
+   */
+  public static final ConfigKey<Boolean> TLS =
+      ConfigKey.ofBoolean(
+          "ember.security.tls",
+          false,
+          "TLS 1.3 with certificates on both sides (mutual TLS) on every RPC and data connection;"
+              + " every process of the cluster must agree");
+
+  /** This process's certificate chain, PEM. */
+  public static final ConfigKey<String> TLS_CERTIFICATE =
+      ConfigKey.ofString(
+          "ember.security.tls.certificate",
+          "",
+          s -> true,
+          "a path",
+          "PEM certificate chain this process presents (a server's names its hosts; a client's"
+              + " common name is its user)");
+
+  /** The key of {@link #TLS_CERTIFICATE}, PEM, PKCS#8, unencrypted. */
+  public static final ConfigKey<String> TLS_KEY =
+      ConfigKey.ofString(
+          "ember.security.tls.key",
+          "",
+          s -> true,
+          "a path",
+          "PEM PKCS#8 private key of that certificate, unencrypted (keep it readable by this"
+              + " process's user only)");
+
+  /** The CA certificates peers' certificates must chain to, PEM. */
+  public static final ConfigKey<String> TLS_CA =
+      ConfigKey.ofString(
+          "ember.security.tls.ca",
+          "",
+          s -> true,
+          "a path",
+          "PEM CA certificates that peers' certificates must be signed by");
+
+  /** The TLS engine: auto (OpenSSL where netty-tcnative loads), openssl or jdk. */
+  public static final ConfigKey<String> TLS_PROVIDER =
+      ConfigKey.ofString(
+          "ember.security.tls.provider",
+          "auto",
+          s -> s.equals("auto") || s.equals("openssl") || s.equals("jdk"),
+          "auto, openssl or jdk",
+          "TLS engine: auto (OpenSSL through netty-tcnative where it loads, else the JDK's),"
+              + " openssl or jdk");
+
   /** Every key of this class. */
   public static final List<ConfigKey<?>> ALL =
       List.of(
@@ -96,7 +147,12 @@ public final class EmberKeys {
           RPC_TRANSPORT,
           IO_THREADS,
           HEARTBEAT_INTERVAL,
-          METRICS_ENABLED);
+          METRICS_ENABLED,
+          TLS,
+          TLS_CERTIFICATE,
+          TLS_KEY,
+          TLS_CA,
+          TLS_PROVIDER);
 
   /** Event loop threads for a configuration. */
   public static int ioThreads(EmberConfig config) {

@@ -85,7 +85,13 @@ public enum ErrorCode {
    * another host, or denied to this one). A write that went out as several commands may have
    * applied in part.
    */
-  PERMISSION_DENIED(40, false);
+  PERMISSION_DENIED(40, false),
+  /**
+   * The peer could not be authenticated, or it refused this one's credentials (a TLS handshake that
+   * failed, a plain client at a TLS server). Trying again with the same settings fails the same
+   * way.
+   */
+  UNAUTHENTICATED(41, true);
 
   private static final ErrorCode[] BY_CODE = new ErrorCode[64];
 

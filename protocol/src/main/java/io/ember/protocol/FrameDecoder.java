@@ -44,6 +44,12 @@ public class FrameDecoder extends ByteToMessageDecoder {
   public record FrameTooLargeEvent(long length, int maxFrameBytes) {
     /** A message naming the length and the limit. */
     public String describe() {
+      if (length >>> 24 == 22 && (length >>> 16 & 0xff) == 3) {
+        // A TLS record's first bytes: content type 22 (handshake), version 3.x.
+        return "the peer speaks TLS (it has "
+            + EmberKeys.TLS.name()
+            + "=true, and this side does not)";
+      }
       return length < Frame.HEADER_BYTES
           ? "frame length " + length + " is shorter than the " + Frame.HEADER_BYTES + "-byte header"
           : "frame length " + length + " exceeds the maximum of " + maxFrameBytes + " bytes";

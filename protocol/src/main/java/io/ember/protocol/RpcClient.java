@@ -228,9 +228,18 @@ public final class RpcClient implements AutoCloseable {
 
     @Override
     public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
-      failAll(
-          new EmberException(
-              ErrorCode.CONNECTION_CLOSED, "connection to " + peer + " failed: " + cause, cause));
+      if (cause instanceof javax.net.ssl.SSLException
+          || cause.getCause() instanceof javax.net.ssl.SSLException) {
+        // Under TLS 1.3 a server checks the client's certificate after the client has finished
+        // its handshake: the refusal arrives on the first call.
+        failAll(
+            new EmberException(
+                ErrorCode.UNAUTHENTICATED, Tls.whyHandshakeFailed(cause, peer), cause));
+      } else {
+        failAll(
+            new EmberException(
+                ErrorCode.CONNECTION_CLOSED, "connection to " + peer + " failed: " + cause, cause));
+      }
       ctx.close().addListener(ChannelListeners.LOG_CLOSE_FAILURE);
     }
   }

@@ -23,6 +23,7 @@ public final class RpcClients implements AutoCloseable {
   private final long timeoutMillis;
   private final int connectTimeoutMillis;
   private final LifeCycle lifeCycle;
+  private final Tls tls;
   private final Map<HostPort, CompletableFuture<RpcClient>> connections = new ConcurrentHashMap<>();
 
   /** Connections being opened: closing fails them rather than leave callers to their timeout. */
@@ -33,8 +34,17 @@ public final class RpcClients implements AutoCloseable {
     this(config, name, EmberKeys.ioThreads(config));
   }
 
-  /** As {@link #RpcClients(EmberConfig, String)} with an explicit thread count. */
+  /**
+   * As {@link #RpcClients(EmberConfig, String)} with an explicit thread count.
+   *
+   * @throws IllegalArgumentException when TLS is asked for and its files cannot be used
+   */
   public RpcClients(EmberConfig config, String name, int threads) {
+    try {
+      this.tls = Tls.from(config);
+    } catch (EmberException e) {
+      throw new IllegalArgumentException(e.getMessage(), e);
+    }
     this.transports = Transports.from(config);
     this.group = transports.newGroup(threads, name);
     this.maxFrame = (int) Math.min(Integer.MAX_VALUE, config.get(EmberKeys.MAX_FRAME_BYTES));
@@ -126,6 +136,9 @@ public final class RpcClients implements AutoCloseable {
                     holder[0] = client;
                     ch.pipeline().addLast("frames", new FrameDecoder(maxFrame));
                     ch.pipeline().addLast("rpc", client.new ResponseHandler());
+                    if (tls != null) {
+                      tls.secureClient(ch, address);
+                    }
                   }
                 });
     ChannelFuture cf;
@@ -141,10 +154,23 @@ public final class RpcClients implements AutoCloseable {
     cf.addListener(
         f -> {
           opening.remove(result);
-          if (f.isSuccess()) {
-            if (!result.complete(holder[0])) {
-              holder[0].close(); // the client closed while it connected: nobody will use it
-            }
+          if (f.isSuccess() && tls != null) {
+            Tls.handshake(cf.channel())
+                .addListener(
+                    h -> {
+                      if (h.isSuccess()) {
+                        connected(result, holder[0]);
+                      } else {
+                        cf.channel().close().addListener(ChannelListeners.LOG_CLOSE_FAILURE);
+                        result.completeExceptionally(
+                            new EmberException(
+                                ErrorCode.UNAUTHENTICATED,
+                                Tls.whyHandshakeFailed(h.cause(), peer),
+                                h.cause()));
+                      }
+                    });
+          } else if (f.isSuccess()) {
+            connected(result, holder[0]);
           } else {
             result.completeExceptionally(
                 new EmberException(
@@ -175,6 +201,17 @@ public final class RpcClients implements AutoCloseable {
               }
               return CompletableFuture.failedFuture(cause);
             });
+  }
+
+  private static void connected(CompletableFuture<RpcClient> result, RpcClient client) {
+    if (!result.complete(client)) {
+      client.close(); // the client closed while it connected: nobody will use it
+    }
+  }
+
+  /** Whether these connections are secured with TLS ({@link EmberKeys#TLS}). */
+  public boolean tls() {
+    return tls != null;
   }
 
   /**

@@ -67,6 +67,14 @@ public final class RpcServer implements AutoCloseable {
    */
   public InetSocketAddress start(String host, int port) throws EmberException {
     lifeCycle.beginStart();
+    Tls tls;
+    try {
+      tls = Tls.from(config);
+    } catch (EmberException e) {
+      lifeCycle.beginClose();
+      lifeCycle.closed();
+      throw e;
+    }
     Transports transports = Transports.from(config);
     int maxFrame = (int) Math.min(Integer.MAX_VALUE, config.get(EmberKeys.MAX_FRAME_BYTES));
     bossGroup = transports.newGroup(1, name + "-accept");
@@ -86,6 +94,9 @@ public final class RpcServer implements AutoCloseable {
                     ch.config().setAutoRead(!paused);
                     framing.install(ch, maxFrame);
                     ch.pipeline().addLast("rpc", new ServerHandler());
+                    if (tls != null) {
+                      tls.secureServer(ch);
+                    }
                   }
                 });
     try {

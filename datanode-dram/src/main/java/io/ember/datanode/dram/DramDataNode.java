@@ -120,8 +120,17 @@ public final class DramDataNode implements DataNode {
         .register(metrics.registry());
     // Looked at twice per RPC timeout, a stalled writer is cut off within one.
     long stallNanos = config.get(EmberKeys.RPC_TIMEOUT).toNanos() / 2;
+    boolean directWrites = config.get(DramDataNodeKeys.DIRECT_WRITES);
+    if (directWrites && config.get(EmberKeys.TLS)) {
+      // Under TLS the socket's bytes are ciphertext: they can only land in a block once decrypted.
+      LOG.warn(
+          "{} is ignored: {} is on, and writes are decrypted before they land",
+          DramDataNodeKeys.DIRECT_WRITES.name(),
+          EmberKeys.TLS.name());
+      directWrites = false;
+    }
     Framing framing =
-        config.get(DramDataNodeKeys.DIRECT_WRITES)
+        directWrites
             ? (ch, maxFrame) -> DirectWriteDecoder.install(ch, maxFrame, this, stallNanos)
             : Framing.WHOLE_FRAMES;
     server = new RpcServer("data node", config, metrics.meter(new Service()), framing);

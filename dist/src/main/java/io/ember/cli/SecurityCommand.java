@@ -1,0 +1,118 @@
+package io.ember.cli;
+
+import io.ember.minicluster.DevCertificates;
+import java.io.PrintWriter;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.Callable;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
+
+/** {@code ember security}: what a secured cluster needs. */
+@Command(
+    name = "security",
+    mixinStandardHelpOptions = true,
+    description = "Set up what a secured cluster needs.",
+    subcommands = {SecurityCommand.DevCa.class, CommandLine.HelpCommand.class})
+final class SecurityCommand implements Runnable {
+  @Spec CommandSpec spec;
+
+  @Override
+  public void run() {
+    throw new CommandLine.ParameterException(spec.commandLine(), "missing command: dev-ca");
+  }
+
+  /** {@code ember security dev-ca}: a CA and certificates for tests and local clusters. */
+  @Command(
+      name = "dev-ca",
+      mixinStandardHelpOptions = true,
+      description = {
+        "Write a certificate authority and certificates for mutual TLS"
+            + " (ember.security.tls=true) into DIR: ca.pem (what ember.security.tls.ca names),"
+            + " and NAME.pem and NAME.key for each --server and --user. The CA in DIR is reused"
+            + " when there is one. For tests and local clusters: the CA's key sits beside what it"
+            + " signs.",
+        "Example: ember security dev-ca --dir conf/tls --server nn1=nn1.example.net,10.0.0.1"
+            + " --server dn1=dn1.example.net --user alice"
+      })
+  static final class DevCa implements Callable<Integer> {
+    @Spec CommandSpec spec;
+
+    @Option(
+        names = "--dir",
+        required = true,
+        paramLabel = "DIR",
+        description = "where the files go (created if missing)")
+    Path dir;
+
+    @Option(
+        names = "--server",
+        paramLabel = "NAME=HOST[,HOST...]",
+        description =
+            "a certificate for a server (name node, data node) reached at these host names and"
+                + " addresses, which it also presents as a client (repeatable); 'local' stands for"
+                + " localhost,127.0.0.1")
+    List<String> servers = new ArrayList<>();
+
+    @Option(
+        names = "--user",
+        paramLabel = "NAME",
+        description = "a client certificate whose common name is the user NAME (repeatable)")
+    List<String> users = new ArrayList<>();
+
+    @Override
+    public Integer call() throws Exception {
+      if (servers.isEmpty() && users.isEmpty()) {
+        throw new CommandLine.ParameterException(
+            spec.commandLine(), "name at least one --server or --user to certify");
+      }
+      PrintWriter out = spec.commandLine().getOut();
+      DevCertificates ca = DevCertificates.openOrCreate(dir);
+      for (String s : servers) {
+        int eq = s.indexOf('=');
+        if (eq <= 0 || eq == s.length() - 1) {
+          throw new CommandLine.ParameterException(
+              spec.commandLine(), "--server takes NAME=HOST[,HOST...], not '" + s + "'");
+        }
+        List<String> hosts = new ArrayList<>();
+        for (String h : s.substring(eq + 1).split(",", -1)) {
+          if (h.isBlank()) {
+            throw new CommandLine.ParameterException(
+                spec.commandLine(), "--server " + s + " names an empty host");
+          }
+          if (h.equals("local")) {
+            hosts.addAll(List.of("localhost", "127.0.0.1"));
+          } else {
+            hosts.add(h.strip());
+          }
+        }
+        issue(ca, s.substring(0, eq), hosts, out);
+      }
+      for (String u : users) {
+        issue(ca, u, List.of(), out);
+      }
+      out.println("ca " + ca.caFile());
+      return 0;
+    }
+
+    private void issue(DevCertificates ca, String name, List<String> hosts, PrintWriter out)
+        throws java.io.IOException {
+      try {
+        ca.issue(name, hosts);
+      } catch (IllegalArgumentException e) {
+        throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
+      }
+      out.println(
+          name
+              + " "
+              + ca.certificateFile(name)
+              + " "
+              + ca.keyFile(name)
+              + (hosts.isEmpty() ? "" : " for " + String.join(",", hosts)));
+    }
+  }
+}

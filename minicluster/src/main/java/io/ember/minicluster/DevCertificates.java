@@ -1,0 +1,265 @@
+package io.ember.minicluster;
+
+import java.io.IOException;
+import java.math.BigInteger;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.FileAlreadyExistsException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.security.GeneralSecurityException;
+import java.security.KeyFactory;
+import java.security.KeyPair;
+import java.security.KeyPairGenerator;
+import java.security.PrivateKey;
+import java.security.SecureRandom;
+import java.security.cert.CertificateFactory;
+import java.security.cert.X509Certificate;
+import java.security.spec.ECGenParameterSpec;
+import java.security.spec.PKCS8EncodedKeySpec;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Base64;
+import java.util.Date;
+import java.util.List;
+import java.util.regex.Pattern;
+import org.bouncycastle.asn1.x500.X500Name;
+import org.bouncycastle.asn1.x500.X500NameBuilder;
+import org.bouncycastle.asn1.x500.style.BCStyle;
+import org.bouncycastle.asn1.x509.BasicConstraints;
+import org.bouncycastle.asn1.x509.ExtendedKeyUsage;
+import org.bouncycastle.asn1.x509.Extension;
+import org.bouncycastle.asn1.x509.GeneralName;
+import org.bouncycastle.asn1.x509.GeneralNames;
+import org.bouncycastle.asn1.x509.KeyPurposeId;
+import org.bouncycastle.asn1.x509.KeyUsage;
+import org.bouncycastle.cert.X509v3CertificateBuilder;
+import org.bouncycastle.cert.jcajce.JcaX509CertificateConverter;
+import org.bouncycastle.cert.jcajce.JcaX509ExtensionUtils;
+import org.bouncycastle.cert.jcajce.JcaX509v3CertificateBuilder;
+import org.bouncycastle.operator.OperatorCreationException;
+import org.bouncycastle.operator.jcajce.JcaContentSignerBuilder;
+
+/**
+ * A certificate authority for tests and local clusters, kept as PEM files in a directory: {@code
+ * ca.pem} and {@code ca.key}, and for each name it certifies {@code NAME.pem} (the certificate,
+ * then the CA's) and {@code NAME.key} (PKCS#8, readable by its owner only). Certificates carry both
+ * server and client use, so one serves a data node that is also the name node's client. Keys are EC
+ * P-256. Not for production: the CA's key sits beside what it signs.
+ *
+ * <pre>{@code
+ * DevCertificates ca = DevCertificates.openOrCreate(dir);
+ * ca.issue("namenode", List.of("nn.example.net", "127.0.0.1"));  // a server's hosts
+ * ca.issue("alice", List.of());                                  // a user's client certificate
+ * }</pre>
+ */
+public final class DevCertificates {
+  /** How long certificates last: a local cluster's lifetime, with room to spare. */
+  private static final Duration VALIDITY = Duration.ofDays(365);
+
+  private static final Pattern NAME = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._-]{0,63}");
+  private static final SecureRandom RANDOM = new SecureRandom();
+
+  private final Path dir;
+  private final X509Certificate caCert;
+  private final PrivateKey caKey;
+
+  private DevCertificates(Path dir, X509Certificate caCert, PrivateKey caKey) {
+    this.dir = dir;
+    this.caCert = caCert;
+    this.caKey = caKey;
+  }
+
+  /**
+   * The CA in {@code dir}: loaded from its {@code ca.pem} and {@code ca.key}, or made and written
+   * there (the directory too) when there is none.
+   *
+   * @throws IOException when the directory or its files cannot be read or written
+   */
+  public static DevCertificates openOrCreate(Path dir) throws IOException {
+    Path certFile = dir.resolve("ca.pem");
+    Path keyFile = dir.resolve("ca.key");
+    try {
+      if (Files.exists(certFile)) {
+        CertificateFactory cf = CertificateFactory.getInstance("X.509");
+        X509Certificate cert =
+            (X509Certificate)
+                cf.generateCertificate(
+                    new java.io.ByteArrayInputStream(Files.readAllBytes(certFile)));
+        byte[] der = pemBody(Files.readString(keyFile), "PRIVATE KEY");
+        PrivateKey key = KeyFactory.getInstance("EC").generatePrivate(new PKCS8EncodedKeySpec(der));
+        return new DevCertificates(dir, cert, key);
+      }
+      Files.createDirectories(dir);
+      KeyPair pair = newKeyPair();
+      // A name of its own: two development CAs must never pass for each other.
+      X500Name subject = name("Ember development CA " + Long.toHexString(RANDOM.nextLong()));
+      Instant now = Instant.now();
+      JcaX509ExtensionUtils ext = new JcaX509ExtensionUtils();
+      X509v3CertificateBuilder b =
+          new JcaX509v3CertificateBuilder(
+                  subject,
+                  serial(),
+                  Date.from(now.minus(Duration.ofHours(1))),
+                  Date.from(now.plus(VALIDITY.multipliedBy(5))),
+                  subject,
+                  pair.getPublic())
+              .addExtension(Extension.basicConstraints, true, new BasicConstraints(0))
+              .addExtension(
+                  Extension.keyUsage, true, new KeyUsage(KeyUsage.keyCertSign | KeyUsage.cRLSign))
+              .addExtension(
+                  Extension.subjectKeyIdentifier,
+                  false,
+                  ext.createSubjectKeyIdentifier(pair.getPublic()));
+      X509Certificate cert = sign(b, pair.getPrivate());
+      writeKey(keyFile, pair.getPrivate());
+      Files.writeString(certFile, pem("CERTIFICATE", cert.getEncoded()));
+      return new DevCertificates(dir, cert, pair.getPrivate());
+    } catch (GeneralSecurityException | OperatorCreationException e) {
+      throw new IOException("cannot make or read the development CA in " + dir + ": " + e, e);
+    }
+  }
+
+  /** The CA's certificate file: what {@code ember.security.tls.ca} names. */
+  public Path caFile() {
+    return dir.resolve("ca.pem");
+  }
+
+  /** The certificate file of {@code name}. */
+  public Path certificateFile(String name) {
+    return dir.resolve(name + ".pem");
+  }
+
+  /** The key file of {@code name}. */
+  public Path keyFile(String name) {
+    return dir.resolve(name + ".key");
+  }
+
+  /**
+   * Certifies {@code name} (its certificate's common name: a user, or a node) for {@code hosts}
+   * (host names and IP addresses a server is reached at; none for a user), writing {@code NAME.pem}
+   * and {@code NAME.key}, replacing earlier ones.
+   *
+   * @throws IllegalArgumentException for a name that is not letters, digits, '.', '_' and '-'
+   * @throws IOException when the files cannot be written
+   */
+  public void issue(String name, List<String> hosts) throws IOException {
+    if (!NAME.matcher(name).matches() || name.equals("ca")) {
+      throw new IllegalArgumentException(
+          "a certificate's name is 1 to 64 letters, digits, '.', '_' or '-', not 'ca': " + name);
+    }
+    try {
+      KeyPair pair = newKeyPair();
+      Instant now = Instant.now();
+      JcaX509ExtensionUtils ext = new JcaX509ExtensionUtils();
+      List<GeneralName> names = new ArrayList<>();
+      for (String h : hosts) {
+        names.add(
+            isAddress(h)
+                ? new GeneralName(GeneralName.iPAddress, h)
+                : new GeneralName(GeneralName.dNSName, h));
+      }
+      X509v3CertificateBuilder b =
+          new JcaX509v3CertificateBuilder(
+                  caCert,
+                  serial(),
+                  Date.from(now.minus(Duration.ofHours(1))),
+                  Date.from(now.plus(VALIDITY)),
+                  new javax.security.auth.x500.X500Principal(name(name).getEncoded()),
+                  pair.getPublic())
+              .addExtension(Extension.basicConstraints, true, new BasicConstraints(false))
+              .addExtension(
+                  Extension.keyUsage,
+                  true,
+                  new KeyUsage(KeyUsage.digitalSignature | KeyUsage.keyAgreement))
+              .addExtension(
+                  Extension.extendedKeyUsage,
+                  false,
+                  new ExtendedKeyUsage(
+                      new KeyPurposeId[] {
+                        KeyPurposeId.id_kp_serverAuth, KeyPurposeId.id_kp_clientAuth
+                      }))
+              .addExtension(
+                  Extension.authorityKeyIdentifier, false, ext.createAuthorityKeyIdentifier(caCert))
+              .addExtension(
+                  Extension.subjectKeyIdentifier,
+                  false,
+                  ext.createSubjectKeyIdentifier(pair.getPublic()));
+      if (!names.isEmpty()) {
+        b.addExtension(
+            Extension.subjectAlternativeName,
+            false,
+            new GeneralNames(names.toArray(new GeneralName[0])));
+      }
+      X509Certificate cert = sign(b, caKey);
+      writeKey(keyFile(name), pair.getPrivate());
+      Files.writeString(
+          certificateFile(name),
+          pem("CERTIFICATE", cert.getEncoded()) + pem("CERTIFICATE", caCert.getEncoded()));
+    } catch (GeneralSecurityException | OperatorCreationException e) {
+      throw new IOException("cannot issue a certificate for " + name + ": " + e, e);
+    }
+  }
+
+  private static boolean isAddress(String host) {
+    return host.matches("[0-9.]+") || host.contains(":");
+  }
+
+  private static X500Name name(String commonName) {
+    return new X500NameBuilder(BCStyle.INSTANCE)
+        .addRDN(BCStyle.O, "Ember development")
+        .addRDN(BCStyle.CN, commonName)
+        .build();
+  }
+
+  private static KeyPair newKeyPair() throws GeneralSecurityException {
+    KeyPairGenerator g = KeyPairGenerator.getInstance("EC");
+    g.initialize(new ECGenParameterSpec("secp256r1"), RANDOM);
+    return g.generateKeyPair();
+  }
+
+  private static BigInteger serial() {
+    return new BigInteger(63, RANDOM);
+  }
+
+  private static X509Certificate sign(X509v3CertificateBuilder b, PrivateKey key)
+      throws OperatorCreationException, GeneralSecurityException {
+    return new JcaX509CertificateConverter()
+        .getCertificate(b.build(new JcaContentSignerBuilder("SHA256withECDSA").build(key)));
+  }
+
+  private static void writeKey(Path file, PrivateKey key) throws IOException {
+    Files.deleteIfExists(file);
+    try {
+      Files.createFile(
+          file, PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")));
+    } catch (UnsupportedOperationException e) {
+      Files.createFile(file); // not a POSIX file system
+    } catch (FileAlreadyExistsException e) {
+      throw new IOException(file + " appeared while it was written", e);
+    }
+    Files.writeString(file, pem("PRIVATE KEY", key.getEncoded()));
+  }
+
+  private static String pem(String type, byte[] der) {
+    return "-----BEGIN "
+        + type
+        + "-----\n"
+        + Base64.getMimeEncoder(64, "\n".getBytes(StandardCharsets.US_ASCII)).encodeToString(der)
+        + "\n-----END "
+        + type
+        + "-----\n";
+  }
+
+  private static byte[] pemBody(String text, String type) throws IOException {
+    String begin = "-----BEGIN " + type + "-----";
+    String end = "-----END " + type + "-----";
+    int from = text.indexOf(begin);
+    int to = text.indexOf(end);
+    if (from < 0 || to < from) {
+      throw new IOException("no " + type + " in PEM text");
+    }
+    return Base64.getMimeDecoder().decode(text.substring(from + begin.length(), to));
+  }
+}

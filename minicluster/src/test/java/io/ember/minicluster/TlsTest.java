@@ -1,0 +1,229 @@
+package io.ember.minicluster;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.ember.client.CreateOptions;
+import io.ember.client.EmberClient;
+import io.ember.client.EmberInputStream;
+import io.ember.client.EmberOutputStream;
+import io.ember.protocol.DirectConnection;
+import io.ember.protocol.EmberConfig;
+import io.ember.protocol.EmberException;
+import io.ember.protocol.EmberKeys;
+import io.ember.protocol.ErrorCode;
+import io.ember.protocol.Futures;
+import io.ember.protocol.HostPort;
+import io.ember.protocol.Message;
+import io.ember.protocol.MessageType;
+import io.ember.protocol.RpcClients;
+import io.ember.protocol.RpcServer;
+import io.ember.protocol.RpcService;
+import io.ember.protocol.Tls;
+import io.ember.protocol.Wire;
+import io.netty.buffer.ByteBuf;
+import io.netty.channel.Channel;
+import io.netty.handler.ssl.OpenSsl;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Random;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Mutual TLS on real loopback sockets: a cluster whose every connection is secured, and each way a
+ * connection is refused (a plain peer on either side, a certificate from another CA on either side,
+ * a server certificate for another host, missing files), each with an error that says what to fix.
+ */
+class TlsTest {
+  @TempDir static Path tmp;
+  private static DevCertificates ca;
+  private static DevCertificates otherCa;
+
+  private final List<AutoCloseable> toClose = new ArrayList<>();
+
+  @BeforeAll
+  static void certificates() throws Exception {
+    ca = DevCertificates.openOrCreate(tmp.resolve("ca"));
+    ca.issue("node", List.of("localhost", "127.0.0.1"));
+    ca.issue("alice", List.of());
+    ca.issue("elsewhere", List.of("elsewhere.example", "10.99.99.99"));
+    otherCa = DevCertificates.openOrCreate(tmp.resolve("other-ca"));
+    otherCa.issue("mallory", List.of("localhost", "127.0.0.1"));
+  }
+
+  @AfterEach
+  void closeAll() throws Exception {
+    for (AutoCloseable c : toClose) {
+      c.close();
+    }
+  }
+
+  /**
+   * TLS settings presenting {@code name}'s certificate from {@code issuer}, trusting {@code ca}.
+   */
+  private static EmberConfig tls(DevCertificates issuer, String name) {
+    return EmberConfig.defaults()
+        .with(EmberKeys.TLS, "true")
+        .with(EmberKeys.TLS_CERTIFICATE, issuer.certificateFile(name).toString())
+        .with(EmberKeys.TLS_KEY, issuer.keyFile(name).toString())
+        .with(EmberKeys.TLS_CA, ca.caFile().toString());
+  }
+
+  /** Answers any call with the caller's identity as the server saw it. */
+  private static final class WhoAmI implements RpcService {
+    @Override
+    public Message handle(Channel ch, MessageType type, ByteBuf in) {
+      String who = String.valueOf(Tls.peerIdentity(ch));
+      return out -> Wire.writeString(out, who);
+    }
+  }
+
+  private int server(EmberConfig config) throws EmberException {
+    RpcServer s = new RpcServer("test server", config, new WhoAmI());
+    toClose.add(s);
+    return s.start("127.0.0.1", 0).getPort();
+  }
+
+  private String call(EmberConfig config, int port) throws EmberException {
+    RpcClients clients = new RpcClients(config, "test-client");
+    toClose.add(clients);
+    HostPort at = new HostPort("127.0.0.1", port);
+    return Futures.await(
+        clients
+            .get(at, "test server")
+            .thenCompose(
+                c ->
+                    c.call(
+                        MessageType.LOOKUP,
+                        Message.EMPTY,
+                        b -> Wire.readString(b, "identity", 1024))));
+  }
+
+  @Test
+  void aSecuredCallCarriesTheCallersIdentity() throws Exception {
+    int port = server(tls(ca, "node"));
+    assertEquals("alice", call(tls(ca, "alice"), port));
+    assertEquals("node", call(tls(ca, "node"), port));
+  }
+
+  @Test
+  void openSslAndTheJdksEngineTalkToEachOther() throws Exception {
+    assertTrue(
+        OpenSsl.isAvailable(), "netty-tcnative loads here: " + OpenSsl.unavailabilityCause());
+    for (String[] pair : new String[][] {{"openssl", "jdk"}, {"jdk", "openssl"}}) {
+      int port = server(tls(ca, "node").with(EmberKeys.TLS_PROVIDER, pair[0]));
+      assertEquals("alice", call(tls(ca, "alice").with(EmberKeys.TLS_PROVIDER, pair[1]), port));
+    }
+    assertEquals("openssl", Tls.from(tls(ca, "alice")).provider(), "auto picks OpenSSL");
+  }
+
+  @Test
+  void aClusterServesFilesWhenEveryConnectionIsSecured() throws Exception {
+    byte[] data = new byte[3 * 1024 * 1024 + 17];
+    new Random(7).nextBytes(data);
+    try (MiniCluster cluster =
+            MiniCluster.builder().dramDatanodes(2).config(tls(ca, "node")).build();
+        EmberClient client = cluster.newClient(tls(ca, "alice"))) {
+      try (EmberOutputStream out = client.create("/secured.bin", CreateOptions.DEFAULT)) {
+        out.write(data);
+      }
+      byte[] back;
+      try (EmberInputStream in = client.open("/secured.bin")) {
+        back = in.readAllBytes();
+      }
+      assertArrayEquals(data, back);
+      assertEquals(2, client.datanodes().size(), "both data nodes registered over TLS");
+    }
+  }
+
+  @Test
+  void aPlainClientAtATlsServerIsToldToTurnTlsOn() throws Exception {
+    int port = server(tls(ca, "node"));
+    EmberException shared =
+        assertThrows(EmberException.class, () -> call(EmberConfig.defaults(), port));
+    assertEquals(ErrorCode.UNAUTHENTICATED, shared.code(), shared.getMessage());
+    assertTrue(shared.getMessage().contains("this server requires TLS"), shared.getMessage());
+    assertTrue(shared.getMessage().contains("ember.security.tls=true"), shared.getMessage());
+
+    // A caller making its own plain call gets the same words.
+    DirectConnection direct =
+        new DirectConnection(new HostPort("127.0.0.1", port), "name node", EmberConfig.defaults());
+    toClose.add(direct);
+    EmberException e =
+        assertThrows(
+            EmberException.class,
+            () ->
+                Futures.await(
+                    direct.callOr(
+                        MessageType.NOOP,
+                        Message.EMPTY,
+                        b -> null,
+                        () -> {
+                          throw new AssertionError("the shared path was taken");
+                        })));
+    assertEquals(ErrorCode.UNAUTHENTICATED, e.code(), e.getMessage());
+    assertTrue(e.getMessage().contains("this server requires TLS"), e.getMessage());
+  }
+
+  @Test
+  void aTlsClientAtAPlainServerIsToldTheServerDoesNotSpeakTls() throws Exception {
+    int port = server(EmberConfig.defaults());
+    EmberException e = assertThrows(EmberException.class, () -> call(tls(ca, "alice"), port));
+    assertEquals(ErrorCode.UNAUTHENTICATED, e.code(), e.getMessage());
+    assertTrue(e.getMessage().contains("does not speak TLS"), e.getMessage());
+  }
+
+  @Test
+  void aClientCertificateFromAnotherCaIsRefused() throws Exception {
+    int port = server(tls(ca, "node"));
+    EmberException e =
+        assertThrows(EmberException.class, () -> call(tls(otherCa, "mallory"), port));
+    assertEquals(ErrorCode.UNAUTHENTICATED, e.code(), e.getMessage());
+    assertTrue(e.getMessage().contains("refused this client's certificate"), e.getMessage());
+  }
+
+  @Test
+  void aServerCertificateFromAnotherCaIsRefused() throws Exception {
+    // A server that knows the cluster's address but holds no certificate from its CA.
+    int port = server(tls(otherCa, "mallory"));
+    EmberException e = assertThrows(EmberException.class, () -> call(tls(ca, "alice"), port));
+    assertEquals(ErrorCode.UNAUTHENTICATED, e.code(), e.getMessage());
+    assertTrue(
+        e.getMessage().contains("is not signed by a CA in ember.security.tls.ca"), e.getMessage());
+  }
+
+  @Test
+  void aServerCertificateForAnotherHostIsRefused() throws Exception {
+    int port = server(tls(ca, "elsewhere"));
+    EmberException e = assertThrows(EmberException.class, () -> call(tls(ca, "alice"), port));
+    assertEquals(ErrorCode.UNAUTHENTICATED, e.code(), e.getMessage());
+    assertTrue(e.getMessage().contains("does not name the host"), e.getMessage());
+  }
+
+  @Test
+  void missingOrUnreadableFilesAreNamed() {
+    EmberConfig noKey = tls(ca, "alice").with(EmberKeys.TLS_KEY, "");
+    IllegalArgumentException e =
+        assertThrows(IllegalArgumentException.class, () -> new RpcClients(noKey, "test-client"));
+    assertTrue(e.getMessage().contains("needs ember.security.tls.key"), e.getMessage());
+
+    EmberConfig missing =
+        tls(ca, "node").with(EmberKeys.TLS_CA, tmp.resolve("no-such.pem").toString());
+    EmberException s = assertThrows(EmberException.class, () -> server(missing));
+    assertEquals(ErrorCode.INVALID_ARGUMENT, s.code());
+    assertTrue(s.getMessage().contains("ember.security.tls.ca: cannot read"), s.getMessage());
+
+    EmberConfig notPem =
+        tls(ca, "node").with(EmberKeys.TLS_KEY, ca.certificateFile("node").toString());
+    EmberException p = assertThrows(EmberException.class, () -> server(notPem));
+    assertEquals(ErrorCode.INVALID_ARGUMENT, p.code());
+    assertTrue(p.getMessage().contains("cannot set up TLS"), p.getMessage());
+    assertTrue(p.getMessage().contains("ember.security.tls.key="), p.getMessage());
+  }
+}

@@ -1,0 +1,327 @@
+package io.ember.protocol;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufAllocator;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelFutureListener;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.handler.codec.DecoderException;
+import io.netty.handler.ssl.ClientAuth;
+import io.netty.handler.ssl.NotSslRecordException;
+import io.netty.handler.ssl.OpenSsl;
+import io.netty.handler.ssl.SslContext;
+import io.netty.handler.ssl.SslContextBuilder;
+import io.netty.handler.ssl.SslHandler;
+import io.netty.handler.ssl.SslProvider;
+import io.netty.util.AttributeKey;
+import java.io.File;
+import java.security.cert.Certificate;
+import java.security.cert.CertificateException;
+import java.security.cert.X509Certificate;
+import java.util.Locale;
+import javax.naming.ldap.LdapName;
+import javax.naming.ldap.Rdn;
+import javax.net.ssl.SSLException;
+import javax.net.ssl.SSLHandshakeException;
+import javax.net.ssl.SSLPeerUnverifiedException;
+import javax.net.ssl.SSLSession;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * TLS 1.3 with certificates on both sides (mutual TLS) for Ember's connections, from {@link
+ * EmberKeys#TLS} and the PEM files it names. A server refuses a client that presents no
+ * certificate, or one no CA in {@link EmberKeys#TLS_CA} signed; a client refuses a server whose
+ * certificate is not so signed or does not name the host it connected to, so a peer that only knows
+ * the cluster's address cannot stand in for a server. The client certificate's common name is the
+ * caller's identity ({@link #peerIdentity}).
+ *
+ * <p>OpenSSL (BoringSSL through netty-tcnative) is used where it loads, the JDK's engine otherwise
+ * ({@link EmberKeys#TLS_PROVIDER}).
+ */
+public final class Tls {
+  private static final Logger LOG = LoggerFactory.getLogger(Tls.class);
+
+  /** The pipeline name of the TLS handler, first in every secured connection's pipeline. */
+  public static final String HANDLER = "tls";
+
+  /**
+   * The identity of the peer at the other end of a server's connection, once it has shaken hands.
+   */
+  public static final AttributeKey<String> PEER_IDENTITY = AttributeKey.valueOf("ember.identity");
+
+  private static final String PROTOCOL = "TLSv1.3";
+
+  private final SslContext server;
+  private final SslContext client;
+  private final String provider;
+
+  private Tls(SslContext server, SslContext client, String provider) {
+    this.server = server;
+    this.client = client;
+    this.provider = provider;
+  }
+
+  /**
+   * TLS as {@code config} asks for it.
+   *
+   * @return null when {@link EmberKeys#TLS} is off
+   * @throws EmberException {@link ErrorCode#INVALID_ARGUMENT} naming the key whose file is missing
+   *     or unreadable, or the provider that cannot be had
+   */
+  public static Tls from(EmberConfig config) throws EmberException {
+    if (!config.get(EmberKeys.TLS)) {
+      return null;
+    }
+    File cert = file(config, EmberKeys.TLS_CERTIFICATE);
+    File key = file(config, EmberKeys.TLS_KEY);
+    File ca = file(config, EmberKeys.TLS_CA);
+    SslProvider provider = provider(config.get(EmberKeys.TLS_PROVIDER));
+    try {
+      SslContext server =
+          SslContextBuilder.forServer(cert, key)
+              .trustManager(ca)
+              .clientAuth(ClientAuth.REQUIRE)
+              .protocols(PROTOCOL)
+              .sslProvider(provider)
+              .build();
+      SslContext client =
+          SslContextBuilder.forClient()
+              .keyManager(cert, key)
+              .trustManager(ca)
+              .protocols(PROTOCOL)
+              .endpointIdentificationAlgorithm("HTTPS")
+              .sslProvider(provider)
+              .build();
+      return new Tls(server, client, provider.name().toLowerCase(Locale.ROOT));
+    } catch (SSLException | IllegalArgumentException e) {
+      throw new EmberException(
+          ErrorCode.INVALID_ARGUMENT,
+          "cannot set up TLS from "
+              + EmberKeys.TLS_CERTIFICATE.name()
+              + "="
+              + cert
+              + ", "
+              + EmberKeys.TLS_KEY.name()
+              + "="
+              + key
+              + " and "
+              + EmberKeys.TLS_CA.name()
+              + "="
+              + ca
+              + ": "
+              + rootMessage(e)
+              + " (PEM files: a certificate chain, its unencrypted PKCS#8 key, the CA certificates)",
+          e);
+    }
+  }
+
+  private static File file(EmberConfig config, ConfigKey<String> key) throws EmberException {
+    String path = config.get(key);
+    if (path.isEmpty()) {
+      throw new EmberException(
+          ErrorCode.INVALID_ARGUMENT,
+          EmberKeys.TLS.name()
+              + "=true needs "
+              + key.name()
+              + " (a PEM file); `ember security dev-ca` writes them for tests and local clusters");
+    }
+    File f = new File(path);
+    if (!f.canRead()) {
+      throw new EmberException(
+          ErrorCode.INVALID_ARGUMENT,
+          key.name() + ": cannot read " + path + (f.exists() ? " (permission denied)" : ""));
+    }
+    return f;
+  }
+
+  private static SslProvider provider(String choice) throws EmberException {
+    return switch (choice) {
+      case "jdk" -> SslProvider.JDK;
+      case "openssl" -> {
+        if (!OpenSsl.isAvailable()) {
+          throw new EmberException(
+              ErrorCode.INVALID_ARGUMENT,
+              EmberKeys.TLS_PROVIDER.name()
+                  + "=openssl, but OpenSSL does not load here: "
+                  + OpenSsl.unavailabilityCause());
+        }
+        yield SslProvider.OPENSSL;
+      }
+      default -> OpenSsl.isAvailable() ? SslProvider.OPENSSL : SslProvider.JDK;
+    };
+  }
+
+  /** "openssl" or "jdk": the engine in use. */
+  public String provider() {
+    return provider;
+  }
+
+  /**
+   * Secures a server's new connection: a TLS handler first in its pipeline, ahead of a check that
+   * answers a client speaking plain Ember with a plain error frame it can read ("this server
+   * requires TLS") before closing.
+   */
+  public void secureServer(Channel ch) {
+    SslHandler tls = server.newHandler(ch.alloc());
+    ch.pipeline().addFirst(HANDLER, tls);
+    ch.pipeline().addFirst("plain-refusal", new PlainClientRefusal());
+    tls.handshakeFuture()
+        .addListener(
+            f -> {
+              if (f.isSuccess()) {
+                ch.attr(PEER_IDENTITY).set(commonName(tls.engine().getSession()));
+              } else if (f.cause() instanceof SSLException
+                  || f.cause() instanceof DecoderException) {
+                LOG.warn(
+                    "refused a connection from {}: TLS handshake failed: {}",
+                    ch.remoteAddress(),
+                    rootMessage(f.cause()));
+              } else {
+                // Closed before it shook hands: a plain client refused, or a reachability probe.
+                LOG.debug("connection from {} closed unsecured", ch.remoteAddress(), f.cause());
+              }
+            });
+  }
+
+  /**
+   * Secures a client's new connection to {@code peer}: the server's certificate must name {@code
+   * peer.host()}. The connection is usable once {@link #handshake} succeeds.
+   */
+  public void secureClient(Channel ch, HostPort peer) {
+    ch.pipeline().addFirst(HANDLER, client.newHandler(ch.alloc(), peer.host(), peer.port()));
+  }
+
+  /** The handshake of a connection {@link #secureClient} secured. */
+  public static io.netty.util.concurrent.Future<Channel> handshake(Channel ch) {
+    return ch.pipeline().get(SslHandler.class).handshakeFuture();
+  }
+
+  /** The caller's identity on a server's connection: its certificate's common name, or null. */
+  public static String peerIdentity(Channel ch) {
+    return ch.attr(PEER_IDENTITY).get();
+  }
+
+  private static String commonName(SSLSession session) {
+    try {
+      Certificate[] chain = session.getPeerCertificates();
+      if (chain.length > 0 && chain[0] instanceof X509Certificate x) {
+        for (Rdn rdn : new LdapName(x.getSubjectX500Principal().getName()).getRdns()) {
+          if (rdn.getType().equalsIgnoreCase("CN")) {
+            return rdn.getValue().toString();
+          }
+        }
+        return x.getSubjectX500Principal().getName();
+      }
+    } catch (SSLPeerUnverifiedException | javax.naming.InvalidNameException e) {
+      LOG.debug("no peer identity", e);
+    }
+    return null;
+  }
+
+  /**
+   * Why a TLS handshake with {@code peer} failed, in words a person can act on.
+   *
+   * @param peer how to name the server, e.g. "name node 10.0.0.1:9060"
+   */
+  public static String whyHandshakeFailed(Throwable cause, String peer) {
+    Throwable c =
+        cause instanceof DecoderException && cause.getCause() != null ? cause.getCause() : cause;
+    String m = rootMessage(c).toLowerCase(Locale.ROOT);
+    if (c instanceof NotSslRecordException || m.contains("not an ssl/tls record")) {
+      return peer
+          + " does not speak TLS (this client has "
+          + EmberKeys.TLS.name()
+          + "=true; is it set on the server?)";
+    }
+    if (m.contains("subject alternative name")
+        || m.contains("no name matching")
+        || m.contains("hostname")) {
+      return peer + "'s certificate does not name the host connected to: " + rootMessage(c);
+    }
+    if (m.contains("pkix")
+        || m.contains("unable to find valid certification path")
+        || m.contains("signature does not match")
+        || m.contains("signature check failed")
+        || (m.contains("certificate_unknown") && hasCause(c, CertificateException.class))) {
+      return peer
+          + "'s certificate is not signed by a CA in "
+          + EmberKeys.TLS_CA.name()
+          + ": "
+          + rootMessage(c);
+    }
+    if (m.contains("bad_certificate")
+        || m.contains("certificate_required")
+        || m.contains("unknown_ca")
+        || m.contains("certificate_unknown")
+        || m.contains("access_denied")) {
+      return peer + " refused this client's certificate (" + rootMessage(c) + ")";
+    }
+    if (c instanceof SSLHandshakeException || c instanceof SSLException) {
+      return "TLS handshake with " + peer + " failed: " + rootMessage(c);
+    }
+    return "TLS handshake with " + peer + " failed: " + c;
+  }
+
+  private static boolean hasCause(Throwable t, Class<? extends Throwable> type) {
+    for (Throwable c = t; c != null; c = c.getCause()) {
+      if (type.isInstance(c)) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  static String rootMessage(Throwable t) {
+    Throwable c = t;
+    while (c.getCause() != null && c.getCause() != c) {
+      c = c.getCause();
+    }
+    String m = c.getMessage();
+    return m == null ? c.toString() : m;
+  }
+
+  /**
+   * The first handler of a secured server's connection: a client whose first byte cannot begin a
+   * TLS record (22, a handshake) speaks plain Ember, and gets a plain error frame saying why, then
+   * the close. A TLS client passes, and this handler leaves the pipeline.
+   */
+  private static final class PlainClientRefusal extends ChannelInboundHandlerAdapter {
+    @Override
+    public void channelRead(ChannelHandlerContext ctx, Object msg) {
+      ByteBuf in = (ByteBuf) msg;
+      if (!in.isReadable() || in.getUnsignedByte(in.readerIndex()) == 22) {
+        ctx.pipeline().remove(this);
+        ctx.fireChannelRead(msg);
+        return;
+      }
+      in.release();
+      LOG.warn(
+          "refused a connection from {}: it does not speak TLS, and this server has {}=true",
+          ctx.channel().remoteAddress(),
+          EmberKeys.TLS.name());
+      ByteBufAllocator alloc = ctx.alloc();
+      ByteBuf refusal = alloc.buffer();
+      Frame.encode(
+          refusal,
+          0,
+          Frame.FLAG_RESPONSE | Frame.FLAG_ERROR,
+          0,
+          new Messages.ErrorReply(
+              ErrorCode.UNAUTHENTICATED,
+              "this server requires TLS: set "
+                  + EmberKeys.TLS.name()
+                  + "=true and a certificate ("
+                  + EmberKeys.TLS_CERTIFICATE.name()
+                  + ", "
+                  + EmberKeys.TLS_KEY.name()
+                  + ", "
+                  + EmberKeys.TLS_CA.name()
+                  + ") on the client"),
+          0);
+      // Written from this context, the frame skips the TLS handler behind it: the client reads it.
+      ctx.writeAndFlush(refusal).addListener(ChannelFutureListener.CLOSE);
+    }
+  }
+}
