@@ -71,7 +71,9 @@ final class SecurityCommand implements Runnable {
             spec.commandLine(), "name at least one --server or --user to certify");
       }
       PrintWriter out = spec.commandLine().getOut();
-      DevCertificates ca = DevCertificates.openOrCreate(dir);
+      // Every name and host is checked before the CA or any certificate is written.
+      List<String> names = new ArrayList<>();
+      List<List<String>> hostLists = new ArrayList<>();
       for (String s : servers) {
         int eq = s.indexOf('=');
         if (eq <= 0 || eq == s.length() - 1) {
@@ -84,16 +86,29 @@ final class SecurityCommand implements Runnable {
             throw new CommandLine.ParameterException(
                 spec.commandLine(), "--server " + s + " names an empty host");
           }
-          if (h.equals("local")) {
+          if (h.strip().equals("local")) {
             hosts.addAll(List.of("localhost", "127.0.0.1"));
           } else {
             hosts.add(h.strip());
           }
         }
-        issue(ca, s.substring(0, eq), hosts, out);
+        names.add(s.substring(0, eq).strip());
+        hostLists.add(hosts);
       }
       for (String u : users) {
-        issue(ca, u, List.of(), out);
+        names.add(u.strip());
+        hostLists.add(List.of());
+      }
+      try {
+        for (List<String> hosts : hostLists) {
+          hosts.forEach(DevCertificates::checkHost);
+        }
+      } catch (IllegalArgumentException e) {
+        throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
+      }
+      DevCertificates ca = DevCertificates.openOrCreate(dir);
+      for (int i = 0; i < names.size(); i++) {
+        issue(ca, names.get(i), hostLists.get(i), out);
       }
       out.println("ca " + ca.caFile());
       return 0;

@@ -3,6 +3,7 @@ package io.ember.cli;
 import static java.nio.charset.StandardCharsets.UTF_8;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.ember.minicluster.MiniCluster;
@@ -524,6 +525,26 @@ class EmberCliTest {
     assertTrue(r.out().contains("caller CPU per lookup, 1 thread"), r.out());
     assertEquals(5, html.split("<img alt=", -1).length - 1, html);
     assertTrue(html.contains("<img alt=\"DRAM tier on loopback: Ember / baseline\""), html);
+  }
+
+  @Test
+  void devCaRefusesABadHostBeforeWritingAnythingAndReusesItsCa(@TempDir Path tmp) throws Exception {
+    Path dir = tmp.resolve("tls");
+    Result bad =
+        run("security", "dev-ca", "--dir", dir.toString(), "--server", "nn=nn.example.net:9060");
+    assertEquals(EmberCli.USAGE_ERROR, bad.code(), bad.err());
+    assertTrue(
+        bad.err().contains("not a host name or an IP address: 'nn.example.net:9060'"), bad.err());
+    assertFalse(Files.exists(dir), "nothing written");
+
+    Result first = run("security", "dev-ca", "--dir", dir.toString(), "--server", "nn= local ,::1");
+    assertEquals(0, first.code(), first.err());
+    assertTrue(first.out().contains("for localhost,127.0.0.1,::1"), first.out());
+    String ca = Files.readString(dir.resolve("ca.pem"));
+    Result second = run("security", "dev-ca", "--dir", dir.toString(), "--user", "alice");
+    assertEquals(0, second.code(), second.err());
+    assertEquals(ca, Files.readString(dir.resolve("ca.pem")), "the CA in DIR is reused");
+    assertTrue(Files.readString(dir.resolve("alice.pem")).endsWith(ca), "the chain ends at the CA");
   }
 
   @Test

@@ -149,6 +149,9 @@ public final class DevCertificates {
       throw new IllegalArgumentException(
           "a certificate's name is 1 to 64 letters, digits, '.', '_' or '-', not 'ca': " + name);
     }
+    for (String h : hosts) {
+      checkHost(h);
+    }
     try {
       KeyPair pair = newKeyPair();
       Instant now = Instant.now();
@@ -202,8 +205,47 @@ public final class DevCertificates {
     }
   }
 
+  private static final Pattern IPV4 = Pattern.compile("\\d{1,3}(\\.\\d{1,3}){3}");
+  private static final Pattern DNS =
+      Pattern.compile(
+          "(?=.{1,253}$)[A-Za-z0-9*]([A-Za-z0-9-]*[A-Za-z0-9])?(\\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*");
+
+  /**
+   * Refuses what is neither a host name nor an IP address literal (a port, brackets, a zone), so a
+   * bad host fails before any file is written.
+   *
+   * @throws IllegalArgumentException naming the host
+   */
+  public static void checkHost(String host) {
+    if (isAddress(host)) {
+      return;
+    }
+    if (!DNS.matcher(host).matches() || host.matches("[0-9.]+")) {
+      throw new IllegalArgumentException(
+          "not a host name or an IP address: '"
+              + host
+              + "' (write IPv6 addresses without brackets, and no port)");
+    }
+  }
+
   private static boolean isAddress(String host) {
-    return host.matches("[0-9.]+") || host.contains(":");
+    if (IPV4.matcher(host).matches()) {
+      for (String part : host.split("\\.", -1)) {
+        if (Integer.parseInt(part) > 255) {
+          return false;
+        }
+      }
+      return true;
+    }
+    if (host.contains(":") && host.matches("[0-9A-Fa-f:.]+")) {
+      try {
+        // A literal with colons is parsed, never looked up.
+        return java.net.InetAddress.getByName(host) instanceof java.net.Inet6Address;
+      } catch (java.net.UnknownHostException e) {
+        return false;
+      }
+    }
+    return false;
   }
 
   private static X500Name name(String commonName) {

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import io.ember.client.CreateOptions;
 import io.ember.client.EmberClient;
@@ -34,6 +35,8 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * Mutual TLS on real loopback sockets: a cluster whose every connection is secured, and each way a
@@ -64,11 +67,15 @@ class TlsTest {
     }
   }
 
+  /** The TLS engine of every process of the running test: "auto" unless it names one. */
+  private String engine = "auto";
+
   /**
    * TLS settings presenting {@code name}'s certificate from {@code issuer}, trusting {@code ca}.
    */
-  private static EmberConfig tls(DevCertificates issuer, String name) {
+  private EmberConfig tls(DevCertificates issuer, String name) {
     return EmberConfig.defaults()
+        .with(EmberKeys.TLS_PROVIDER, engine)
         .with(EmberKeys.TLS, "true")
         .with(EmberKeys.TLS_CERTIFICATE, issuer.certificateFile(name).toString())
         .with(EmberKeys.TLS_KEY, issuer.keyFile(name).toString())
@@ -114,8 +121,9 @@ class TlsTest {
 
   @Test
   void openSslAndTheJdksEngineTalkToEachOther() throws Exception {
-    assertTrue(
-        OpenSsl.isAvailable(), "netty-tcnative loads here: " + OpenSsl.unavailabilityCause());
+    assumeTrue(
+        OpenSsl.isAvailable(),
+        "netty-tcnative does not load here: " + OpenSsl.unavailabilityCause());
     for (String[] pair : new String[][] {{"openssl", "jdk"}, {"jdk", "openssl"}}) {
       int port = server(tls(ca, "node").with(EmberKeys.TLS_PROVIDER, pair[0]));
       assertEquals("alice", call(tls(ca, "alice").with(EmberKeys.TLS_PROVIDER, pair[1]), port));
@@ -128,7 +136,12 @@ class TlsTest {
     byte[] data = new byte[3 * 1024 * 1024 + 17];
     new Random(7).nextBytes(data);
     try (MiniCluster cluster =
-            MiniCluster.builder().dramDatanodes(2).config(tls(ca, "node")).build();
+            MiniCluster.builder()
+                .dramDatanodes(2)
+                .set(io.ember.datanode.nvmf.NvmfDataNodeKeys.EMBEDDED_SIZE, "16m")
+                .nvmfDatanode("")
+                .config(tls(ca, "node"))
+                .build();
         EmberClient client = cluster.newClient(tls(ca, "alice"))) {
       try (EmberOutputStream out = client.create("/secured.bin", CreateOptions.DEFAULT)) {
         out.write(data);
@@ -138,12 +151,26 @@ class TlsTest {
         back = in.readAllBytes();
       }
       assertArrayEquals(data, back);
-      assertEquals(2, client.datanodes().size(), "both data nodes registered over TLS");
+      // The NVMf data node registered too: the name node reached its NVMe/TCP target unsecured.
+      try (EmberOutputStream out =
+          client.create(
+              "/secured-nvmf.bin",
+              CreateOptions.DEFAULT.withStorageClass(io.ember.protocol.StorageClass.NVMF))) {
+        out.write(data);
+      }
+      try (EmberInputStream in = client.open("/secured-nvmf.bin")) {
+        back = in.readAllBytes();
+      }
+      assertArrayEquals(data, back);
+      assertEquals(3, client.datanodes().size(), "every data node registered over TLS");
     }
   }
 
-  @Test
-  void aPlainClientAtATlsServerIsToldToTurnTlsOn() throws Exception {
+  @ParameterizedTest
+  @ValueSource(strings = {"jdk", "openssl"})
+  void aPlainClientAtATlsServerIsToldToTurnTlsOn(String engine) throws Exception {
+    assumeTrue(engine.equals("jdk") || OpenSsl.isAvailable(), "OpenSSL does not load here");
+    this.engine = engine;
     int port = server(tls(ca, "node"));
     EmberException shared =
         assertThrows(EmberException.class, () -> call(EmberConfig.defaults(), port));
@@ -171,16 +198,22 @@ class TlsTest {
     assertTrue(e.getMessage().contains("this server requires TLS"), e.getMessage());
   }
 
-  @Test
-  void aTlsClientAtAPlainServerIsToldTheServerDoesNotSpeakTls() throws Exception {
+  @ParameterizedTest
+  @ValueSource(strings = {"jdk", "openssl"})
+  void aTlsClientAtAPlainServerIsToldTheServerDoesNotSpeakTls(String engine) throws Exception {
+    assumeTrue(engine.equals("jdk") || OpenSsl.isAvailable(), "OpenSSL does not load here");
+    this.engine = engine;
     int port = server(EmberConfig.defaults());
     EmberException e = assertThrows(EmberException.class, () -> call(tls(ca, "alice"), port));
     assertEquals(ErrorCode.UNAUTHENTICATED, e.code(), e.getMessage());
     assertTrue(e.getMessage().contains("does not speak TLS"), e.getMessage());
   }
 
-  @Test
-  void aClientCertificateFromAnotherCaIsRefused() throws Exception {
+  @ParameterizedTest
+  @ValueSource(strings = {"jdk", "openssl"})
+  void aClientCertificateFromAnotherCaIsRefused(String engine) throws Exception {
+    assumeTrue(engine.equals("jdk") || OpenSsl.isAvailable(), "OpenSSL does not load here");
+    this.engine = engine;
     int port = server(tls(ca, "node"));
     EmberException e =
         assertThrows(EmberException.class, () -> call(tls(otherCa, "mallory"), port));
@@ -188,8 +221,11 @@ class TlsTest {
     assertTrue(e.getMessage().contains("refused this client's certificate"), e.getMessage());
   }
 
-  @Test
-  void aServerCertificateFromAnotherCaIsRefused() throws Exception {
+  @ParameterizedTest
+  @ValueSource(strings = {"jdk", "openssl"})
+  void aServerCertificateFromAnotherCaIsRefused(String engine) throws Exception {
+    assumeTrue(engine.equals("jdk") || OpenSsl.isAvailable(), "OpenSSL does not load here");
+    this.engine = engine;
     // A server that knows the cluster's address but holds no certificate from its CA.
     int port = server(tls(otherCa, "mallory"));
     EmberException e = assertThrows(EmberException.class, () -> call(tls(ca, "alice"), port));
@@ -198,8 +234,11 @@ class TlsTest {
         e.getMessage().contains("is not signed by a CA in ember.security.tls.ca"), e.getMessage());
   }
 
-  @Test
-  void aServerCertificateForAnotherHostIsRefused() throws Exception {
+  @ParameterizedTest
+  @ValueSource(strings = {"jdk", "openssl"})
+  void aServerCertificateForAnotherHostIsRefused(String engine) throws Exception {
+    assumeTrue(engine.equals("jdk") || OpenSsl.isAvailable(), "OpenSSL does not load here");
+    this.engine = engine;
     int port = server(tls(ca, "elsewhere"));
     EmberException e = assertThrows(EmberException.class, () -> call(tls(ca, "alice"), port));
     assertEquals(ErrorCode.UNAUTHENTICATED, e.code(), e.getMessage());

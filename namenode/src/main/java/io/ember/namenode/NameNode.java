@@ -797,27 +797,32 @@ public final class NameNode implements AutoCloseable {
               ErrorCode.UNREACHABLE,
               refused + " (a loopback address, and the node is on another host); " + advice));
     }
-    return datanodeClients
-        .open(reach, nvmf ? "target" : "data node")
-        .handle(
-            (client, failure) -> {
-              if (client != null) {
-                client.close();
-                return null;
-              }
-              EmberException cause =
-                  EmberException.unwrap(failure) instanceof EmberException e
-                      ? e
-                      : new EmberException(ErrorCode.UNREACHABLE, String.valueOf(failure), failure);
-              if (cause.code() != ErrorCode.UNREACHABLE) {
-                throw new java.util.concurrent.CompletionException(cause); // closing, say
-              }
-              throw new java.util.concurrent.CompletionException(
-                  new EmberException(
-                      ErrorCode.UNREACHABLE,
-                      refused + " (" + cause.getMessage() + "); " + advice,
-                      cause));
-            });
+    // A DRAM data node is opened as any connection to it is (over TLS, checking its certificate);
+    // an NVMe/TCP target speaks neither Ember nor TLS, so only its port is tried.
+    CompletableFuture<Void> reached =
+        nvmf
+            ? datanodeClients.probe(reach, "target")
+            : datanodeClients
+                .open(reach, "data node")
+                .thenAccept(io.ember.protocol.RpcClient::close);
+    return reached.handle(
+        (ok, failure) -> {
+          if (failure == null) {
+            return null;
+          }
+          EmberException cause =
+              EmberException.unwrap(failure) instanceof EmberException e
+                  ? e
+                  : new EmberException(ErrorCode.UNREACHABLE, String.valueOf(failure), failure);
+          if (cause.code() != ErrorCode.UNREACHABLE) {
+            throw new java.util.concurrent.CompletionException(cause); // closing, say
+          }
+          throw new java.util.concurrent.CompletionException(
+              new EmberException(
+                  ErrorCode.UNREACHABLE,
+                  refused + " (" + cause.getMessage() + "); " + advice,
+                  cause));
+        });
   }
 
   private static boolean isLoopback(String host) {

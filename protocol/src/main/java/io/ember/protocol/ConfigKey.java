@@ -171,7 +171,7 @@ public final class ConfigKey<T> {
     return v + units[u];
   }
 
-  /** Parses "500ms", "10s", "2m", "1h" or a plain number of milliseconds. */
+  /** Parses "50us", "500ms", "10s", "2m", "1h" or a plain number of milliseconds. */
   public static Duration parseDuration(String text) {
     String t = text.trim().toLowerCase(Locale.ROOT);
     if (t.endsWith("us")) {

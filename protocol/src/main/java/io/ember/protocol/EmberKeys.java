@@ -86,15 +86,16 @@ public final class EmberKeys {
           "ember.metrics.enabled", true, "servers count requests and bytes for /metrics");
 
   /**
-   * TLS 1.3 with certificates on both sides on every RPC and data connection: servers require a
-   * client certificate signed by a CA in {@link #TLS_CA}, clients check the server's. Every process
-   * of a cluster must agree.
+   * TLS 1.3 with certificates on both sides on every Ember connection (RPC, and DRAM data over TCP;
+   * not NVMe/TCP, RDMA or the HTTP status pages): servers require a client certificate signed by a
+   * CA in {@link #TLS_CA}, clients check the server's. Every process of a cluster must agree.
    */
   public static final ConfigKey<Boolean> TLS =
       ConfigKey.ofBoolean(
           "ember.security.tls",
           false,
-          "TLS 1.3 with certificates on both sides (mutual TLS) on every RPC and data connection;"
+          "TLS 1.3 with certificates on both sides (mutual TLS) on every Ember connection (RPC and"
+              + " DRAM data over TCP; not NVMe/TCP, RDMA or the HTTP status pages);"
               + " every process of the cluster must agree");
 
   /** This process's certificate chain, PEM. */

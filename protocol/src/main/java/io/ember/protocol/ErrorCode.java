@@ -89,9 +89,9 @@ public enum ErrorCode {
   /**
    * The peer could not be authenticated, or it refused this one's credentials (a TLS handshake that
    * failed, a plain client at a TLS server). Trying again with the same settings fails the same
-   * way.
+   * way. Calls already sent on a connection that TLS then broke may have applied.
    */
-  UNAUTHENTICATED(41, true);
+  UNAUTHENTICATED(41, false);
 
   private static final ErrorCode[] BY_CODE = new ErrorCode[64];
 

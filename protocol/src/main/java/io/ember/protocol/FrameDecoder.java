@@ -43,9 +43,16 @@ public class FrameDecoder extends ByteToMessageDecoder {
   /** Fired once when the stream cannot be framed any longer. */
   public record FrameTooLargeEvent(long length, int maxFrameBytes) {
     /** A message naming the length and the limit. */
+    /**
+     * Whether a length field holds a TLS record's first bytes, content type 22 (handshake) and
+     * version 3.x: a frame of over 350 MiB, which no Ember peer sends.
+     */
+    static boolean isTls(long length) {
+      return length >>> 24 == 22 && (length >>> 16 & 0xff) == 3;
+    }
+
     public String describe() {
-      if (length >>> 24 == 22 && (length >>> 16 & 0xff) == 3) {
-        // A TLS record's first bytes: content type 22 (handshake), version 3.x.
+      if (isTls(length)) {
         return "the peer speaks TLS (it has "
             + EmberKeys.TLS.name()
             + "=true, and this side does not)";
@@ -64,7 +71,9 @@ public class FrameDecoder extends ByteToMessageDecoder {
     }
     while (in.readableBytes() >= 4) {
       long length = in.getUnsignedInt(in.readerIndex());
-      if (length < Frame.HEADER_BYTES || length > maxFrameBytes) {
+      if (length < Frame.HEADER_BYTES
+          || length > maxFrameBytes
+          || FrameTooLargeEvent.isTls(length)) {
         broken = true;
         in.skipBytes(in.readableBytes());
         ctx.fireUserEventTriggered(new FrameTooLargeEvent(length, maxFrameBytes));

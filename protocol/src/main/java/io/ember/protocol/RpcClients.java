@@ -6,6 +6,8 @@ import io.netty.channel.ChannelFuture;
 import io.netty.channel.ChannelInitializer;
 import io.netty.channel.ChannelOption;
 import io.netty.channel.EventLoopGroup;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
@@ -121,6 +123,7 @@ public final class RpcClients implements AutoCloseable {
     }
     String peer = peerKind + " " + address;
     RpcClient[] holder = new RpcClient[1];
+    List<io.netty.util.concurrent.Future<Channel>> handshake = new ArrayList<>(1);
     Bootstrap b =
         new Bootstrap()
             .group(group)
@@ -137,7 +140,7 @@ public final class RpcClients implements AutoCloseable {
                     ch.pipeline().addLast("frames", new FrameDecoder(maxFrame));
                     ch.pipeline().addLast("rpc", client.new ResponseHandler());
                     if (tls != null) {
-                      tls.secureClient(ch, address);
+                      handshake.add(tls.secureClient(ch, address));
                     }
                   }
                 });
@@ -153,25 +156,25 @@ public final class RpcClients implements AutoCloseable {
     opening.add(result);
     cf.addListener(
         f -> {
-          opening.remove(result);
           if (f.isSuccess() && tls != null) {
-            Tls.handshake(cf.channel())
+            // Usable once the handshake is done; until then, closing this client fails it.
+            handshake
+                .get(0)
                 .addListener(
                     h -> {
+                      opening.remove(result);
                       if (h.isSuccess()) {
                         connected(result, holder[0]);
                       } else {
                         cf.channel().close().addListener(ChannelListeners.LOG_CLOSE_FAILURE);
-                        result.completeExceptionally(
-                            new EmberException(
-                                ErrorCode.UNAUTHENTICATED,
-                                Tls.whyHandshakeFailed(h.cause(), peer),
-                                h.cause()));
+                        result.completeExceptionally(handshakeFailed(h.cause(), peer));
                       }
                     });
           } else if (f.isSuccess()) {
+            opening.remove(result);
             connected(result, holder[0]);
           } else {
+            opening.remove(result);
             result.completeExceptionally(
                 new EmberException(
                     ErrorCode.UNREACHABLE,
@@ -209,9 +212,78 @@ public final class RpcClients implements AutoCloseable {
     }
   }
 
-  /** Whether these connections are secured with TLS ({@link EmberKeys#TLS}). */
-  public boolean tls() {
-    return tls != null;
+  /**
+   * A failed TLS handshake: {@link ErrorCode#UNAUTHENTICATED} when TLS itself refused (a
+   * certificate, a peer that does not speak TLS), {@link ErrorCode#UNREACHABLE} when the connection
+   * merely closed before it finished (a server restarting).
+   */
+  private static EmberException handshakeFailed(Throwable cause, String peer) {
+    if (Tls.refusedByTls(cause)) {
+      return new EmberException(
+          ErrorCode.UNAUTHENTICATED, Tls.whyHandshakeFailed(cause, peer), cause);
+    }
+    return new EmberException(
+        ErrorCode.UNREACHABLE,
+        "cannot connect to the " + peer + ": the connection closed during the TLS handshake",
+        cause);
+  }
+
+  /**
+   * Opens a plain TCP connection to {@code address} and closes it at once: whether something
+   * listens there, whatever it speaks (an NVMe/TCP target, say), without TLS even when these
+   * connections have it.
+   *
+   * @return completes when the connection opened; fails with {@link ErrorCode#UNREACHABLE}
+   */
+  public CompletableFuture<Void> probe(HostPort address, String peerKind) {
+    CompletableFuture<Void> result = new CompletableFuture<>();
+    ChannelFuture cf;
+    try {
+      lifeCycle.checkRunning();
+      cf =
+          new Bootstrap()
+              .group(group)
+              .channel(transports.channel())
+              .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, connectTimeoutMillis)
+              .handler(new io.netty.channel.ChannelInboundHandlerAdapter())
+              .connect(address.host(), address.port());
+    } catch (EmberException e) {
+      return CompletableFuture.failedFuture(e);
+    } catch (RuntimeException e) {
+      return CompletableFuture.failedFuture(
+          new EmberException(
+              ErrorCode.CLOSED, "cannot reach " + peerKind + ": the client is closing", e));
+    }
+    cf.addListener(
+        f -> {
+          if (f.isSuccess()) {
+            cf.channel().close().addListener(ChannelListeners.LOG_CLOSE_FAILURE);
+            result.complete(null);
+          } else {
+            result.completeExceptionally(
+                new EmberException(
+                    ErrorCode.UNREACHABLE,
+                    "cannot connect to the " + peerKind + " at " + address + ": " + why(f.cause()),
+                    f.cause()));
+          }
+        });
+    // As in open: a listener Netty never calls must not leave the caller waiting.
+    return result
+        .orTimeout(connectTimeoutMillis + 2000L, TimeUnit.MILLISECONDS)
+        .exceptionallyCompose(
+            e ->
+                EmberException.unwrap(e) instanceof java.util.concurrent.TimeoutException
+                    ? CompletableFuture.failedFuture(
+                        new EmberException(
+                            ErrorCode.UNREACHABLE,
+                            "cannot connect to the "
+                                + peerKind
+                                + " at "
+                                + address
+                                + ": no answer within "
+                                + connectTimeoutMillis
+                                + " ms"))
+                    : CompletableFuture.failedFuture(EmberException.unwrap(e)));
   }
 
   /**

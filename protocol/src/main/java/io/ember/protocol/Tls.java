@@ -3,7 +3,6 @@ package io.ember.protocol;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
 import io.netty.channel.Channel;
-import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.handler.codec.DecoderException;
@@ -187,15 +186,22 @@ public final class Tls {
 
   /**
    * Secures a client's new connection to {@code peer}: the server's certificate must name {@code
-   * peer.host()}. The connection is usable once {@link #handshake} succeeds.
+   * peer.host()}.
+   *
+   * @return the handshake: the connection is usable once it succeeds
    */
-  public void secureClient(Channel ch, HostPort peer) {
-    ch.pipeline().addFirst(HANDLER, client.newHandler(ch.alloc(), peer.host(), peer.port()));
+  public io.netty.util.concurrent.Future<Channel> secureClient(Channel ch, HostPort peer) {
+    SslHandler tls = client.newHandler(ch.alloc(), peer.host(), peer.port());
+    ch.pipeline().addFirst(HANDLER, tls);
+    return tls.handshakeFuture();
   }
 
-  /** The handshake of a connection {@link #secureClient} secured. */
-  public static io.netty.util.concurrent.Future<Channel> handshake(Channel ch) {
-    return ch.pipeline().get(SslHandler.class).handshakeFuture();
+  /**
+   * Whether {@code cause} is TLS refusing the peer (a certificate, an alert, bytes that are not
+   * TLS) rather than a connection that merely closed.
+   */
+  public static boolean refusedByTls(Throwable cause) {
+    return cause instanceof SSLException || cause instanceof DecoderException;
   }
 
   /** The caller's identity on a server's connection: its certificate's common name, or null. */
@@ -291,7 +297,11 @@ public final class Tls {
     @Override
     public void channelRead(ChannelHandlerContext ctx, Object msg) {
       ByteBuf in = (ByteBuf) msg;
-      if (!in.isReadable() || in.getUnsignedByte(in.readerIndex()) == 22) {
+      if (!in.isReadable()) {
+        ctx.fireChannelRead(msg);
+        return;
+      }
+      if (in.getUnsignedByte(in.readerIndex()) == 22) {
         ctx.pipeline().remove(this);
         ctx.fireChannelRead(msg);
         return;
@@ -320,8 +330,10 @@ public final class Tls {
                   + EmberKeys.TLS_CA.name()
                   + ") on the client"),
           0);
-      // Written from this context, the frame skips the TLS handler behind it: the client reads it.
-      ctx.writeAndFlush(refusal).addListener(ChannelFutureListener.CLOSE);
+      // Written and closed from this context, the frame and the close skip the TLS handler behind
+      // it: the client reads the frame, and no TLS record follows it.
+      ctx.writeAndFlush(refusal)
+          .addListener(f -> ctx.close().addListener(ChannelListeners.LOG_CLOSE_FAILURE));
     }
   }
 }

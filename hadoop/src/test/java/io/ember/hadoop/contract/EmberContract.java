@@ -1,9 +1,16 @@
 package io.ember.hadoop.contract;
 
+import io.ember.minicluster.DevCertificates;
 import io.ember.minicluster.MiniCluster;
+import io.ember.protocol.EmberConfig;
 import io.ember.protocol.EmberException;
+import io.ember.protocol.EmberKeys;
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.net.URI;
+import java.nio.file.Files;
+import java.util.List;
+import java.util.Map;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
@@ -40,6 +47,9 @@ public class EmberContract extends AbstractFSContract {
    */
   public static MiniCluster newCluster(String blockSize, String capacity) throws EmberException {
     MiniCluster.Builder b = MiniCluster.builder().blockSize(blockSize);
+    if (tls()) {
+      b.config(EmberConfig.of(tlsSettings("node")));
+    }
     if (storageClass().equals("nvmf")) {
       b.dramDatanodes(1)
           .dramCapacity("8m")
@@ -55,10 +65,45 @@ public class EmberContract extends AbstractFSContract {
     return b.build();
   }
 
-  /** A Hadoop configuration that puts new files on the storage class under test. */
+  /**
+   * A Hadoop configuration that puts new files on the storage class under test, and under TLS
+   * presents a user's certificate.
+   */
   public static Configuration configure(Configuration conf) {
     conf.set(io.ember.hadoop.EmberFileSystem.STORAGE_CLASS_KEY, storageClass());
+    if (tls()) {
+      tlsSettings("tester").forEach(conf::set);
+    }
     return conf;
+  }
+
+  /**
+   * Whether the cluster and its clients run mutual TLS: {@code -Dember.test.tls=true} (the build
+   * runs the contract tests once so).
+   */
+  public static boolean tls() {
+    return Boolean.getBoolean("ember.test.tls");
+  }
+
+  private static java.nio.file.Path certificates;
+
+  /** TLS settings presenting {@code name}'s certificate from a CA made for this JVM. */
+  private static synchronized Map<String, String> tlsSettings(String name) {
+    try {
+      if (certificates == null) {
+        certificates = Files.createTempDirectory("ember-contract-tls");
+        DevCertificates ca = DevCertificates.openOrCreate(certificates);
+        ca.issue("node", List.of("localhost", "127.0.0.1"));
+        ca.issue("tester", List.of());
+      }
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+    return Map.of(
+        EmberKeys.TLS.name(), "true",
+        EmberKeys.TLS_CERTIFICATE.name(), certificates.resolve(name + ".pem").toString(),
+        EmberKeys.TLS_KEY.name(), certificates.resolve(name + ".key").toString(),
+        EmberKeys.TLS_CA.name(), certificates.resolve("ca.pem").toString());
   }
 
   /** The mini cluster the contract tests run against, started on first use. */
@@ -66,8 +111,27 @@ public class EmberContract extends AbstractFSContract {
     if (cluster == null) {
       cluster = newCluster("256k", "256m");
       Runtime.getRuntime().addShutdownHook(new Thread(cluster::close));
+      if (tls()) {
+        requireTls(cluster);
+      }
     }
     return cluster;
+  }
+
+  /** Fails unless the cluster refuses a plain client: a TLS run must not pass without TLS. */
+  private static void requireTls(MiniCluster cluster) {
+    try (io.ember.client.EmberClient plain =
+        io.ember.client.EmberClient.connect(
+            EmberConfig.defaults()
+                .with(EmberKeys.NAMENODE_ADDRESS, cluster.namenodeAddress().toString()))) {
+      plain.lookup("/");
+    } catch (EmberException e) {
+      if (e.code() == io.ember.protocol.ErrorCode.UNAUTHENTICATED) {
+        return;
+      }
+      throw new IllegalStateException("a plain client failed otherwise than refused: " + e, e);
+    }
+    throw new IllegalStateException("the cluster answered a plain client: it is not secured");
   }
 
   /** The file system URI of the shared cluster. */
