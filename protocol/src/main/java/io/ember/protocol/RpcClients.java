@@ -175,15 +175,27 @@ public final class RpcClients implements AutoCloseable {
             connected(result, holder[0]);
           } else {
             opening.remove(result);
-            result.completeExceptionally(
-                new EmberException(
-                    ErrorCode.UNREACHABLE,
-                    "cannot connect to the " + peerKind + " at " + address + ": " + why(f.cause()),
-                    f.cause()));
+            result.completeExceptionally(connectFailed(peerKind, address, f.cause()));
           }
         });
-    // Netty drops listener notifications when the event loop has already terminated (a client
-    // closing while it connects): a deadline of our own makes sure no caller waits forever.
+    return withDeadline(result, cf, peerKind, address);
+  }
+
+  private static EmberException connectFailed(String peerKind, HostPort address, Throwable cause) {
+    return new EmberException(
+        ErrorCode.UNREACHABLE,
+        "cannot connect to the " + peerKind + " at " + address + ": " + why(cause),
+        cause);
+  }
+
+  /**
+   * {@code result}, failed with {@link ErrorCode#UNREACHABLE} (and the connection attempt closed)
+   * when it has not completed a little after the connect timeout: Netty drops listener
+   * notifications when the event loop has already terminated (a client closing while it connects),
+   * and no caller may wait forever for them.
+   */
+  private <T> CompletableFuture<T> withDeadline(
+      CompletableFuture<T> result, ChannelFuture cf, String peerKind, HostPort address) {
     return result
         .orTimeout(connectTimeoutMillis + 2000L, TimeUnit.MILLISECONDS)
         .exceptionallyCompose(
@@ -260,30 +272,10 @@ public final class RpcClients implements AutoCloseable {
             cf.channel().close().addListener(ChannelListeners.LOG_CLOSE_FAILURE);
             result.complete(null);
           } else {
-            result.completeExceptionally(
-                new EmberException(
-                    ErrorCode.UNREACHABLE,
-                    "cannot connect to the " + peerKind + " at " + address + ": " + why(f.cause()),
-                    f.cause()));
+            result.completeExceptionally(connectFailed(peerKind, address, f.cause()));
           }
         });
-    // As in open: a listener Netty never calls must not leave the caller waiting.
-    return result
-        .orTimeout(connectTimeoutMillis + 2000L, TimeUnit.MILLISECONDS)
-        .exceptionallyCompose(
-            e ->
-                EmberException.unwrap(e) instanceof java.util.concurrent.TimeoutException
-                    ? CompletableFuture.failedFuture(
-                        new EmberException(
-                            ErrorCode.UNREACHABLE,
-                            "cannot connect to the "
-                                + peerKind
-                                + " at "
-                                + address
-                                + ": no answer within "
-                                + connectTimeoutMillis
-                                + " ms"))
-                    : CompletableFuture.failedFuture(EmberException.unwrap(e)));
+    return withDeadline(result, cf, peerKind, address);
   }
 
   /**
