@@ -1,14 +1,13 @@
 package io.ember.minicluster;
 
 import java.io.IOException;
+import java.io.StringWriter;
 import java.math.BigInteger;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.security.GeneralSecurityException;
-import java.security.KeyFactory;
 import java.security.KeyPair;
 import java.security.KeyPairGenerator;
 import java.security.PrivateKey;
@@ -16,14 +15,13 @@ import java.security.SecureRandom;
 import java.security.cert.CertificateFactory;
 import java.security.cert.X509Certificate;
 import java.security.spec.ECGenParameterSpec;
-import java.security.spec.PKCS8EncodedKeySpec;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
-import java.util.Base64;
 import java.util.Date;
 import java.util.List;
 import java.util.regex.Pattern;
+import org.bouncycastle.asn1.pkcs.PrivateKeyInfo;
 import org.bouncycastle.asn1.x500.X500Name;
 import org.bouncycastle.asn1.x500.X500NameBuilder;
 import org.bouncycastle.asn1.x500.style.BCStyle;
@@ -38,6 +36,10 @@ import org.bouncycastle.cert.X509v3CertificateBuilder;
 import org.bouncycastle.cert.jcajce.JcaX509CertificateConverter;
 import org.bouncycastle.cert.jcajce.JcaX509ExtensionUtils;
 import org.bouncycastle.cert.jcajce.JcaX509v3CertificateBuilder;
+import org.bouncycastle.openssl.PEMParser;
+import org.bouncycastle.openssl.jcajce.JcaPEMKeyConverter;
+import org.bouncycastle.openssl.jcajce.JcaPEMWriter;
+import org.bouncycastle.openssl.jcajce.JcaPKCS8Generator;
 import org.bouncycastle.operator.OperatorCreationException;
 import org.bouncycastle.operator.jcajce.JcaContentSignerBuilder;
 
@@ -87,8 +89,7 @@ public final class DevCertificates {
             (X509Certificate)
                 cf.generateCertificate(
                     new java.io.ByteArrayInputStream(Files.readAllBytes(certFile)));
-        byte[] der = pemBody(Files.readString(keyFile), "PRIVATE KEY");
-        PrivateKey key = KeyFactory.getInstance("EC").generatePrivate(new PKCS8EncodedKeySpec(der));
+        PrivateKey key = readKey(keyFile);
         return new DevCertificates(dir, cert, key);
       }
       Files.createDirectories(dir);
@@ -114,7 +115,7 @@ public final class DevCertificates {
                   ext.createSubjectKeyIdentifier(pair.getPublic()));
       X509Certificate cert = sign(b, pair.getPrivate());
       writeKey(keyFile, pair.getPrivate());
-      Files.writeString(certFile, pem("CERTIFICATE", cert.getEncoded()));
+      Files.writeString(certFile, pem(cert));
       return new DevCertificates(dir, cert, pair.getPrivate());
     } catch (GeneralSecurityException | OperatorCreationException e) {
       throw new IOException("cannot make or read the development CA in " + dir + ": " + e, e);
@@ -197,9 +198,7 @@ public final class DevCertificates {
       }
       X509Certificate cert = sign(b, caKey);
       writeKey(keyFile(name), pair.getPrivate());
-      Files.writeString(
-          certificateFile(name),
-          pem("CERTIFICATE", cert.getEncoded()) + pem("CERTIFICATE", caCert.getEncoded()));
+      Files.writeString(certificateFile(name), pem(cert, caCert));
     } catch (GeneralSecurityException | OperatorCreationException e) {
       throw new IOException("cannot issue a certificate for " + name + ": " + e, e);
     }
@@ -281,27 +280,26 @@ public final class DevCertificates {
     } catch (FileAlreadyExistsException e) {
       throw new IOException(file + " appeared while it was written", e);
     }
-    Files.writeString(file, pem("PRIVATE KEY", key.getEncoded()));
+    Files.writeString(file, pem(new JcaPKCS8Generator(key, null)));
   }
 
-  private static String pem(String type, byte[] der) {
-    return "-----BEGIN "
-        + type
-        + "-----\n"
-        + Base64.getMimeEncoder(64, "\n".getBytes(StandardCharsets.US_ASCII)).encodeToString(der)
-        + "\n-----END "
-        + type
-        + "-----\n";
-  }
-
-  private static byte[] pemBody(String text, String type) throws IOException {
-    String begin = "-----BEGIN " + type + "-----";
-    String end = "-----END " + type + "-----";
-    int from = text.indexOf(begin);
-    int to = text.indexOf(end);
-    if (from < 0 || to < from) {
-      throw new IOException("no " + type + " in PEM text");
+  /** PEM text of each object in turn (certificates, or a PKCS#8 key generator). */
+  private static String pem(Object... objects) throws IOException {
+    StringWriter text = new StringWriter();
+    try (JcaPEMWriter w = new JcaPEMWriter(text)) {
+      for (Object o : objects) {
+        w.writeObject(o);
+      }
     }
-    return Base64.getMimeDecoder().decode(text.substring(from + begin.length(), to));
+    return text.toString();
+  }
+
+  private static PrivateKey readKey(Path file) throws IOException {
+    try (PEMParser p = new PEMParser(Files.newBufferedReader(file))) {
+      if (p.readObject() instanceof PrivateKeyInfo info) {
+        return new JcaPEMKeyConverter().getPrivateKey(info);
+      }
+      throw new IOException(file + " holds no unencrypted PKCS#8 private key");
+    }
   }
 }

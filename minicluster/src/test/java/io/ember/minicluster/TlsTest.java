@@ -112,6 +112,20 @@ class TlsTest {
                         b -> Wire.readString(b, "identity", 1024))));
   }
 
+  /** Runs the test's processes with {@code engine}, skipping OpenSSL where it does not load. */
+  private void useEngine(String engine) {
+    assumeTrue(engine.equals("jdk") || OpenSsl.isAvailable(), "OpenSSL does not load here");
+    this.engine = engine;
+  }
+
+  /** A client of {@code client} settings calling a server of {@code server} settings is refused. */
+  private void assertRefused(EmberConfig server, EmberConfig client, String why) throws Exception {
+    int port = server(server);
+    EmberException e = assertThrows(EmberException.class, () -> call(client, port));
+    assertEquals(ErrorCode.UNAUTHENTICATED, e.code(), e.getMessage());
+    assertTrue(e.getMessage().contains(why), e.getMessage());
+  }
+
   @Test
   void aSecuredCallCarriesTheCallersIdentity() throws Exception {
     int port = server(tls(ca, "node"));
@@ -169,8 +183,7 @@ class TlsTest {
   @ParameterizedTest
   @ValueSource(strings = {"jdk", "openssl"})
   void aPlainClientAtATlsServerIsToldToTurnTlsOn(String engine) throws Exception {
-    assumeTrue(engine.equals("jdk") || OpenSsl.isAvailable(), "OpenSSL does not load here");
-    this.engine = engine;
+    useEngine(engine);
     int port = server(tls(ca, "node"));
     EmberException shared =
         assertThrows(EmberException.class, () -> call(EmberConfig.defaults(), port));
@@ -201,48 +214,33 @@ class TlsTest {
   @ParameterizedTest
   @ValueSource(strings = {"jdk", "openssl"})
   void aTlsClientAtAPlainServerIsToldTheServerDoesNotSpeakTls(String engine) throws Exception {
-    assumeTrue(engine.equals("jdk") || OpenSsl.isAvailable(), "OpenSSL does not load here");
-    this.engine = engine;
-    int port = server(EmberConfig.defaults());
-    EmberException e = assertThrows(EmberException.class, () -> call(tls(ca, "alice"), port));
-    assertEquals(ErrorCode.UNAUTHENTICATED, e.code(), e.getMessage());
-    assertTrue(e.getMessage().contains("does not speak TLS"), e.getMessage());
+    useEngine(engine);
+    assertRefused(EmberConfig.defaults(), tls(ca, "alice"), "does not speak TLS");
   }
 
   @ParameterizedTest
   @ValueSource(strings = {"jdk", "openssl"})
   void aClientCertificateFromAnotherCaIsRefused(String engine) throws Exception {
-    assumeTrue(engine.equals("jdk") || OpenSsl.isAvailable(), "OpenSSL does not load here");
-    this.engine = engine;
-    int port = server(tls(ca, "node"));
-    EmberException e =
-        assertThrows(EmberException.class, () -> call(tls(otherCa, "mallory"), port));
-    assertEquals(ErrorCode.UNAUTHENTICATED, e.code(), e.getMessage());
-    assertTrue(e.getMessage().contains("refused this client's certificate"), e.getMessage());
+    useEngine(engine);
+    assertRefused(tls(ca, "node"), tls(otherCa, "mallory"), "refused this client's certificate");
   }
 
   @ParameterizedTest
   @ValueSource(strings = {"jdk", "openssl"})
   void aServerCertificateFromAnotherCaIsRefused(String engine) throws Exception {
-    assumeTrue(engine.equals("jdk") || OpenSsl.isAvailable(), "OpenSSL does not load here");
-    this.engine = engine;
+    useEngine(engine);
     // A server that knows the cluster's address but holds no certificate from its CA.
-    int port = server(tls(otherCa, "mallory"));
-    EmberException e = assertThrows(EmberException.class, () -> call(tls(ca, "alice"), port));
-    assertEquals(ErrorCode.UNAUTHENTICATED, e.code(), e.getMessage());
-    assertTrue(
-        e.getMessage().contains("is not signed by a CA in ember.security.tls.ca"), e.getMessage());
+    assertRefused(
+        tls(otherCa, "mallory"),
+        tls(ca, "alice"),
+        "is not signed by a CA in ember.security.tls.ca");
   }
 
   @ParameterizedTest
   @ValueSource(strings = {"jdk", "openssl"})
   void aServerCertificateForAnotherHostIsRefused(String engine) throws Exception {
-    assumeTrue(engine.equals("jdk") || OpenSsl.isAvailable(), "OpenSSL does not load here");
-    this.engine = engine;
-    int port = server(tls(ca, "elsewhere"));
-    EmberException e = assertThrows(EmberException.class, () -> call(tls(ca, "alice"), port));
-    assertEquals(ErrorCode.UNAUTHENTICATED, e.code(), e.getMessage());
-    assertTrue(e.getMessage().contains("does not name the host"), e.getMessage());
+    useEngine(engine);
+    assertRefused(tls(ca, "elsewhere"), tls(ca, "alice"), "does not name the host");
   }
 
   @Test
