@@ -24,6 +24,14 @@ import java.util.concurrent.atomic.AtomicLong;
 public final class RpcClient implements AutoCloseable {
   private final Channel channel;
   private final String peer;
+
+  /**
+   * Why TLS ended this connection (the server refused this client's certificate), for calls made or
+   * failed after it: under TLS 1.3 that refusal can arrive, and close the connection, before the
+   * first call is sent.
+   */
+  private volatile EmberException refusal;
+
   private final long timeoutMillis;
   private final AtomicLong nextId = new AtomicLong();
   private final Map<Long, Pending<?>> pending = new ConcurrentHashMap<>();
@@ -61,9 +69,13 @@ public final class RpcClient implements AutoCloseable {
     pending.put(id, p);
     if (!channel.isActive()) {
       ReferenceCountUtil.release(body.data());
+      EmberException why = refusal;
       fail(
           id,
-          new EmberException(ErrorCode.CONNECTION_CLOSED, "connection to " + peer + " is closed"));
+          why != null
+              ? why
+              : new EmberException(
+                  ErrorCode.CONNECTION_CLOSED, "connection to " + peer + " is closed"));
       return p.future;
     }
     try {
@@ -222,7 +234,12 @@ public final class RpcClient implements AutoCloseable {
 
     @Override
     public void channelInactive(ChannelHandlerContext ctx) {
-      failAll(new EmberException(ErrorCode.CONNECTION_CLOSED, "connection to " + peer + " closed"));
+      EmberException why = refusal;
+      failAll(
+          why != null
+              ? why
+              : new EmberException(
+                  ErrorCode.CONNECTION_CLOSED, "connection to " + peer + " closed"));
       ctx.fireChannelInactive();
     }
 
@@ -232,9 +249,10 @@ public final class RpcClient implements AutoCloseable {
           || cause.getCause() instanceof javax.net.ssl.SSLException) {
         // Under TLS 1.3 a server checks the client's certificate after the client has finished
         // its handshake: the refusal arrives on the first call.
-        failAll(
+        refusal =
             new EmberException(
-                ErrorCode.UNAUTHENTICATED, Tls.whyHandshakeFailed(cause, peer), cause));
+                ErrorCode.UNAUTHENTICATED, Tls.whyHandshakeFailed(cause, peer), cause);
+        failAll(refusal);
       } else {
         failAll(
             new EmberException(
