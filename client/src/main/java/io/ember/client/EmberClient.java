@@ -208,7 +208,8 @@ public final class EmberClient implements AutoCloseable {
             options.createParents(),
             type == NodeType.FILE ? leaseHolder : "",
             false,
-            options.overwrite()),
+            options.overwrite(),
+            options.permission()),
         NodeStatus::decode);
   }
 
@@ -224,7 +225,8 @@ public final class EmberClient implements AutoCloseable {
             options.createParents(),
             leaseHolder,
             true,
-            options.overwrite()),
+            options.overwrite(),
+            options.permission()),
         Messages.CreateResponse::decode);
   }
 
@@ -302,6 +304,35 @@ public final class EmberClient implements AutoCloseable {
         .thenCompose(r -> call(MessageType.RENAME, r, ResponseDecoder.EMPTY));
   }
 
+  /**
+   * Changes an entry's owner (unless {@code owner} is empty), group (unless {@code group} is empty)
+   * and mode bits (unless {@code permission} is {@link io.ember.protocol.Permissions#DEFAULT}), in
+   * one step. Only the super-user changes an owner; an entry's owner changes its mode, and its
+   * group to a group the owner is in. Without TLS every caller is the super-user.
+   *
+   * @return the entry's new status; fails with NOT_FOUND, INVALID_PATH or PERMISSION_DENIED
+   */
+  public CompletableFuture<NodeStatus> setAttributesAsync(
+      String path, String owner, String group, int permission) {
+    return normalized(path)
+        .thenCompose(
+            p ->
+                call(
+                    MessageType.SET_ATTRIBUTES,
+                    new Messages.SetAttributesRequest(p, owner, group, permission),
+                    NodeStatus::decode));
+  }
+
+  /**
+   * Changes an entry's owner, group or mode bits, as {@link #setAttributesAsync} does, waited for.
+   *
+   * @throws EmberException as {@link #setAttributesAsync}
+   */
+  public NodeStatus setAttributes(String path, String owner, String group, int permission)
+      throws EmberException {
+    return blocking(() -> setAttributesAsync(path, owner, group, permission));
+  }
+
   /** Capacity and use per storage class. */
   public CompletableFuture<List<ClassUsage>> dfAsync() {
     return call(MessageType.DF, Message.EMPTY, Messages.DfResponse::decode)
@@ -335,6 +366,15 @@ public final class EmberClient implements AutoCloseable {
         () ->
             createAsync(
                 path, NodeType.DIRECTORY, CreateOptions.DEFAULT.withCreateParents(createParents)));
+  }
+
+  /**
+   * Creates an empty directory with {@code options} (its storage class, parents and mode).
+   *
+   * @throws EmberException as {@link #createAsync}
+   */
+  public NodeStatus createDirectory(String path, CreateOptions options) throws EmberException {
+    return blocking(() -> createAsync(path, NodeType.DIRECTORY, options));
   }
 
   /**

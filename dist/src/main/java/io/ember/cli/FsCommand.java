@@ -14,6 +14,7 @@ import io.ember.protocol.Messages.DirEntry;
 import io.ember.protocol.NodeStatus;
 import io.ember.protocol.NodeType;
 import io.ember.protocol.Paths;
+import io.ember.protocol.Permissions;
 import io.ember.protocol.StorageClass;
 import java.io.IOException;
 import java.io.InputStream;
@@ -43,7 +44,8 @@ import picocli.CommandLine.ParentCommand;
 @Command(
     name = "fs",
     mixinStandardHelpOptions = true,
-    description = "File system shell: ls, mkdir, put, get, cp, cat, rm, mv, stat, df.",
+    description =
+        "File system shell: ls, mkdir, put, get, cp, cat, rm, mv, stat, chmod, chown, df.",
     subcommands = {
       FsCommand.Ls.class,
       FsCommand.Mkdir.class,
@@ -54,6 +56,8 @@ import picocli.CommandLine.ParentCommand;
       FsCommand.Rm.class,
       FsCommand.Mv.class,
       FsCommand.Stat.class,
+      FsCommand.Chmod.class,
+      FsCommand.Chown.class,
       FsCommand.Df.class,
       CommandLine.HelpCommand.class
     })
@@ -234,8 +238,11 @@ final class FsCommand implements Runnable {
           };
       return String.format(
           Locale.ROOT,
-          "%c %-5s %12d %s %s",
+          "%c%s %-8s %-10s %-5s %12d %s %s",
           kind,
+          Permissions.symbolic(st.permission()),
+          st.owner(),
+          st.group(),
           st.isFile() ? st.storageClass().displayName() : "-",
           st.length(),
           TIME.format(Instant.ofEpochMilli(st.modificationTime())),
@@ -605,6 +612,17 @@ final class FsCommand implements Runnable {
             out().println("acknowledged:  " + st.acknowledgedLength() + " bytes");
           }
           out().println("storage class: " + st.storageClass().displayName());
+          out()
+              .println(
+                  "owner:         "
+                      + st.owner()
+                      + ":"
+                      + st.group()
+                      + " "
+                      + Permissions.symbolic(st.permission())
+                      + " ("
+                      + Integer.toOctalString(st.permission())
+                      + ")");
           out().println("modified:      " + Instant.ofEpochMilli(st.modificationTime()));
           if (st.isFile()) {
             out().println("blocks:        " + st.blockCount() + " of " + st.blockSize() + " bytes");
@@ -623,6 +641,67 @@ final class FsCommand implements Runnable {
                           b.lost() ? " LOST" : ""));
             }
           }
+        } catch (EmberException e) {
+          error(e.getMessage());
+        }
+      }
+    }
+  }
+
+  @Command(
+      name = "chmod",
+      mixinStandardHelpOptions = true,
+      description = {
+        "Set the mode bits of paths: an octal mode such as 755, 640 or 1777 (1000 is the sticky"
+            + " bit: only an entry's owner removes it from the directory).",
+        "Only a path's owner or the super-user may. Without TLS every caller is the super-user."
+      })
+  static final class Chmod extends Sub {
+    @Parameters(index = "0", paramLabel = "MODE", description = "octal mode")
+    String mode;
+
+    @Parameters(index = "1..*", arity = "1..*", paramLabel = "PATH")
+    List<String> paths;
+
+    @Override
+    void apply(EmberClient client) {
+      int bits = Permissions.parseOctal(mode);
+      for (String p : paths) {
+        try {
+          client.setAttributes(p, "", "", bits);
+        } catch (EmberException e) {
+          error(e.getMessage());
+        }
+      }
+    }
+  }
+
+  @Command(
+      name = "chown",
+      mixinStandardHelpOptions = true,
+      description = {
+        "Set the owner and group of paths: OWNER, OWNER:GROUP or :GROUP.",
+        "Only the super-user changes an owner; an owner changes the group to one it is in."
+      })
+  static final class Chown extends Sub {
+    @Parameters(index = "0", paramLabel = "[OWNER][:GROUP]")
+    String owner;
+
+    @Parameters(index = "1..*", arity = "1..*", paramLabel = "PATH")
+    List<String> paths;
+
+    @Override
+    void apply(EmberClient client) {
+      int colon = owner.indexOf(':');
+      String user = colon < 0 ? owner : owner.substring(0, colon);
+      String group = colon < 0 ? "" : owner.substring(colon + 1);
+      if (user.isEmpty() && group.isEmpty()) {
+        throw new IllegalArgumentException(
+            "'" + owner + "' names neither an owner nor a group (OWNER, OWNER:GROUP or :GROUP)");
+      }
+      for (String p : paths) {
+        try {
+          client.setAttributes(p, user, group, Permissions.DEFAULT);
         } catch (EmberException e) {
           error(e.getMessage());
         }

@@ -205,6 +205,33 @@ class EmberCliTest {
   }
 
   @Test
+  void chmodAndChownChangeWhatLsAndStatShow() throws Exception {
+    assertEquals(0, fs("mkdir", "-p", "/perm/d").code());
+    assertEquals(0, fs("chmod", "1750", "/perm/d").code());
+    assertEquals(0, fs("chown", "alice:staff", "/perm/d").code());
+    Result ls = fs("ls", "/perm");
+    assertEquals(0, ls.code());
+    assertTrue(
+        java.util.regex.Pattern.compile("(?m)^drwxr-x--T alice +staff +- +0 .* /perm/d$")
+            .matcher(ls.out())
+            .find(),
+        ls.out());
+    assertEquals(0, fs("chown", ":eng", "/perm/d").code());
+    Result stat = fs("stat", "/perm/d");
+    assertTrue(stat.out().contains("owner:         alice:eng rwxr-x--T (1750)"), stat.out());
+
+    Result badMode = fs("chmod", "u+x", "/perm/d");
+    assertEquals(1, badMode.code());
+    assertTrue(badMode.err().contains("'u+x' is not an octal mode"), badMode.err());
+    Result missing = fs("chmod", "700", "/perm/none", "/perm/d");
+    assertEquals(1, missing.code());
+    assertEquals("ember fs chmod: /perm/none does not exist", missing.err().strip(), missing.err());
+    assertTrue(fs("stat", "/perm/d").out().contains("rwx------ (700)"), "the rest still applied");
+    assertEquals(1, fs("chown", ":", "/perm/d").code());
+    assertEquals(0, fs("rm", "-r", "/perm").code());
+  }
+
+  @Test
   void aReplacingPutThatFillsItsTierKeepsTheOldFileAndLeavesNoCopy(@TempDir Path tmp)
       throws Exception {
     byte[] old = new byte[100_000];
@@ -277,7 +304,9 @@ class EmberCliTest {
 
   @Test
   void everyCommandHasHelp() {
-    for (String cmd : List.of("ls", "mkdir", "put", "get", "cp", "cat", "rm", "mv", "stat", "df")) {
+    for (String cmd :
+        List.of(
+            "ls", "mkdir", "put", "get", "cp", "cat", "rm", "mv", "stat", "chmod", "chown", "df")) {
       Result help = fs(cmd, "--help");
       assertEquals(0, help.code(), cmd + ": " + help.err());
       assertTrue(help.out().startsWith("Usage: ember fs " + cmd), help.out());

@@ -9,6 +9,7 @@ import io.ember.protocol.EmberKeys;
 import io.ember.protocol.ErrorCode;
 import io.ember.protocol.Messages.DirEntry;
 import io.ember.protocol.NodeStatus;
+import io.ember.protocol.Permissions;
 import io.ember.protocol.StorageClass;
 import java.io.FileNotFoundException;
 import java.io.IOException;
@@ -30,6 +31,7 @@ import org.apache.hadoop.fs.ParentNotDirectoryException;
 import org.apache.hadoop.fs.Path;
 import org.apache.hadoop.fs.PathIsNotEmptyDirectoryException;
 import org.apache.hadoop.fs.permission.FsPermission;
+import org.apache.hadoop.security.AccessControlException;
 import org.apache.hadoop.security.UserGroupInformation;
 import org.apache.hadoop.util.Progressable;
 
@@ -189,7 +191,7 @@ public class EmberFileSystem extends FileSystem {
       long blockSize,
       Progressable progress)
       throws IOException {
-    return create(f, overwrite, true, defaultStorageClass);
+    return create(f, overwrite, true, defaultStorageClass, permission);
   }
 
   @Override
@@ -202,11 +204,27 @@ public class EmberFileSystem extends FileSystem {
       long blockSize,
       Progressable progress)
       throws IOException {
-    return create(f, flags.contains(CreateFlag.OVERWRITE), false, defaultStorageClass);
+    return create(f, flags.contains(CreateFlag.OVERWRITE), false, defaultStorageClass, permission);
+  }
+
+  /**
+   * The mode bits a create asks for: {@code permission} (the default for its kind when null) less
+   * the configured umask ({@code fs.permissions.umask-mode}), as HDFS's client gives them.
+   */
+  private int modeOf(FsPermission permission, boolean directory) {
+    FsPermission asked =
+        permission != null
+            ? permission
+            : directory ? FsPermission.getDirDefault() : FsPermission.getFileDefault();
+    return asked.applyUMask(FsPermission.getUMask(getConf())).toShort() & Permissions.MAX;
   }
 
   FSDataOutputStream create(
-      Path f, boolean overwrite, boolean createParents, StorageClass storageClass)
+      Path f,
+      boolean overwrite,
+      boolean createParents,
+      StorageClass storageClass,
+      FsPermission permission)
       throws IOException {
     String path = emberPath(f);
     if (path.equals("/")) {
@@ -216,7 +234,10 @@ public class EmberFileSystem extends FileSystem {
       // One request: the name node checks the parent (when parents are not made), refuses a
       // directory at the path and replaces a file there when asked to.
       EmberOutputStream out =
-          client.createBuffered(path, new CreateOptions(storageClass, createParents, overwrite));
+          client.createBuffered(
+              path,
+              new CreateOptions(storageClass, createParents, overwrite)
+                  .withPermission(modeOf(permission, false)));
       statistics.incrementWriteOps(1);
       return new FSDataOutputStream(new EmberFsOutputStream(out), statistics);
     } catch (EmberException e) {
@@ -329,7 +350,9 @@ public class EmberFileSystem extends FileSystem {
         }
         return true;
       }
-      client.createDirectory(path, true);
+      client.createDirectory(
+          path,
+          CreateOptions.DEFAULT.withCreateParents(true).withPermission(modeOf(permission, true)));
       statistics.incrementWriteOps(1);
       return true;
     } catch (EmberException e) {
@@ -339,6 +362,46 @@ public class EmberFileSystem extends FileSystem {
           return true;
         }
       }
+      throw translate(e);
+    }
+  }
+
+  /**
+   * Sets a path's mode bits (the sticky bit included); only its owner or the super-user may.
+   *
+   * @throws FileNotFoundException when there is nothing at {@code p}
+   * @throws AccessControlException when the caller may not
+   */
+  @Override
+  public void setPermission(Path p, FsPermission permission) throws IOException {
+    try {
+      client.setAttributes(emberPath(p), "", "", permission.toShort() & Permissions.MAX);
+      statistics.incrementWriteOps(1);
+    } catch (EmberException e) {
+      throw translate(e);
+    }
+  }
+
+  /**
+   * Sets a path's owner and group; a null one is left as it is. Only the super-user changes an
+   * owner; the owner changes the group to one of its own.
+   *
+   * @throws FileNotFoundException when there is nothing at {@code p}
+   * @throws AccessControlException when the caller may not
+   */
+  @Override
+  public void setOwner(Path p, String username, String groupname) throws IOException {
+    if (username == null && groupname == null) {
+      throw new IllegalArgumentException("setOwner of " + p + " names neither user nor group");
+    }
+    try {
+      client.setAttributes(
+          emberPath(p),
+          username == null ? "" : username,
+          groupname == null ? "" : groupname,
+          Permissions.DEFAULT);
+      statistics.incrementWriteOps(1);
+    } catch (EmberException e) {
       throw translate(e);
     }
   }
@@ -429,9 +492,9 @@ public class EmberFileSystem extends FileSystem {
         st.blockSize(),
         st.modificationTime(),
         st.modificationTime(),
-        dir ? new FsPermission((short) 0755) : new FsPermission((short) 0644),
-        user,
-        user,
+        new FsPermission((short) st.permission()),
+        st.owner().isEmpty() ? user : st.owner(),
+        st.group().isEmpty() ? user : st.group(),
         qualified);
   }
 
@@ -443,6 +506,7 @@ public class EmberFileSystem extends FileSystem {
           case ALREADY_EXISTS -> new FileAlreadyExistsException(e.getMessage());
           case NOT_A_DIRECTORY -> new ParentNotDirectoryException(e.getMessage());
           case DIRECTORY_NOT_EMPTY -> new PathIsNotEmptyDirectoryException(e.getMessage());
+          case PERMISSION_DENIED, UNAUTHENTICATED -> new AccessControlException(e.getMessage());
           default -> null;
         };
     if (out == null) {

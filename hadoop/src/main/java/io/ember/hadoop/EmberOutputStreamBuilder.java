@@ -43,6 +43,6 @@ final class EmberOutputStreamBuilder
       throw new UnsupportedOperationException(
           "Ember does not support append: files are written once");
     }
-    return fs.create(getPath(), overwrite, isRecursive(), storageClass);
+    return fs.create(getPath(), overwrite, isRecursive(), storageClass, getPermission());
   }
 }

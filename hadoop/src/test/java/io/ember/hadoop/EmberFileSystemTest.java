@@ -171,6 +171,60 @@ class EmberFileSystemTest {
     assertFalse(fs.exists(new Path("/shell")));
   }
 
+  /**
+   * Modes, owners and groups through Hadoop's API and shell: creates apply the umask, and set calls
+   * show in the statuses. Without TLS every caller is the super-user, so each change is allowed;
+   * the TLS cluster's checks are PermissionsOverTlsTest's.
+   */
+  @Test
+  void permissionsAndOwnersGoThroughHadoopsApiAndShell() throws Exception {
+    Path dir = new Path("/perm");
+    assertTrue(fs.mkdirs(dir, new org.apache.hadoop.fs.permission.FsPermission((short) 0777)));
+    FileStatus st = fs.getFileStatus(dir);
+    assertEquals(0755, st.getPermission().toShort()); // 0777 less the default umask, 022
+    assertEquals(System.getProperty("user.name"), st.getOwner());
+    assertEquals("supergroup", st.getGroup());
+    Path file = new Path(dir, "f");
+    fs.create(file).close();
+    assertEquals(0644, fs.getFileStatus(file).getPermission().toShort());
+
+    fs.setPermission(file, new org.apache.hadoop.fs.permission.FsPermission((short) 0640));
+    fs.setOwner(file, "alice", "staff");
+    st = fs.getFileStatus(file);
+    assertEquals(0640, st.getPermission().toShort());
+    assertEquals("alice", st.getOwner());
+    assertEquals("staff", st.getGroup());
+    fs.setOwner(file, null, "eng");
+    assertEquals("alice", fs.getFileStatus(file).getOwner());
+    assertEquals("eng", fs.getFileStatus(file).getGroup());
+
+    assertEquals("0", shell("-chmod", "1700", "/perm")[0]);
+    assertEquals("0", shell("-chown", "bob:eng", "/perm")[0]);
+    st = fs.getFileStatus(dir);
+    assertEquals(01700, st.getPermission().toShort());
+    assertTrue(st.getPermission().getStickyBit());
+    assertEquals("bob", st.getOwner());
+    String[] ls = shell("-ls", "/");
+    assertTrue(
+        java.util.regex.Pattern.compile("(?m)^drwx-----T +- +bob +eng .* /perm$")
+            .matcher(ls[1])
+            .find(),
+        ls[1]);
+
+    assertThrows(
+        FileNotFoundException.class,
+        () ->
+            fs.setPermission(
+                new Path("/perm-none"),
+                new org.apache.hadoop.fs.permission.FsPermission((short) 0700)));
+    assertTrue(
+        EmberFileSystem.translate(
+                new io.ember.protocol.EmberException(
+                    io.ember.protocol.ErrorCode.PERMISSION_DENIED, "cannot read /x"))
+            instanceof org.apache.hadoop.security.AccessControlException);
+    fs.delete(dir, true);
+  }
+
   @Test
   void catThroughTheShellReturnsTheBytes(@TempDir java.nio.file.Path tmp) throws Exception {
     String text = "line one\nline two\n";

@@ -14,6 +14,15 @@ abstract class Inode {
   Dir parent;
   long modificationTime;
 
+  /** The identity that owns the entry. */
+  String owner = "";
+
+  /** The entry's group. */
+  String group = "";
+
+  /** Mode bits, as {@link io.ember.protocol.Permissions} reads them. */
+  int permission;
+
   Inode(long id, String name, StorageClass storageClass, long now) {
     this.id = id;
     this.name = name;

@@ -143,8 +143,14 @@ public final class NameNode implements AutoCloseable {
 
   private final Counter leaseRecoveries;
 
+  /** True under TLS: callers are told apart by their certificates, and checked. */
+  private final boolean authenticated;
+
+  private static final AttributeKey<Caller> CALLER = AttributeKey.valueOf("ember.caller");
+
   private NameNode(EmberConfig config, String host, int port) throws EmberException {
     metrics = new ServerMetrics(config.get(EmberKeys.METRICS_ENABLED));
+    authenticated = config.get(EmberKeys.TLS);
     lifeCycle.beginStart();
     long blockSize = config.get(EmberKeys.BLOCK_SIZE);
     if (Long.bitCount(blockSize) != 1) {
@@ -381,7 +387,7 @@ public final class NameNode implements AutoCloseable {
   /** The state loaded at start-up, and the last journal record it holds. */
   private record Recovered(NameNodeState state, long lastSeq) {}
 
-  private static NameNodeState newState(EmberConfig config) {
+  private static NameNodeState newState(EmberConfig config) throws EmberException {
     NameNodeState s =
         new NameNodeState(
             Math.toIntExact(config.get(EmberKeys.BLOCK_SIZE)),
@@ -389,7 +395,46 @@ public final class NameNode implements AutoCloseable {
             config.get(NameNodeKeys.DATANODE_TIMEOUT),
             System::nanoTime);
     s.leaseTimeout(config.get(NameNodeKeys.LEASE_TIMEOUT));
+    List<String> superusers = new ArrayList<>();
+    for (String name : config.get(NameNodeKeys.SUPERUSERS).split(",", -1)) {
+      if (!name.isBlank()) {
+        superusers.add(name.strip());
+      }
+    }
+    if (superusers.isEmpty()) {
+      superusers.add(System.getProperty("user.name", "ember"));
+    }
+    s.useIdentities(
+        Identities.of(
+            superusers,
+            config.get(NameNodeKeys.SUPERUSER_GROUP).strip(),
+            config.get(NameNodeKeys.GROUPS)),
+        io.ember.protocol.Permissions.parseOctal(config.get(NameNodeKeys.ROOT_PERMISSION)));
     return s;
+  }
+
+  /**
+   * Who sent a request on {@code channel}: its certificate's identity under TLS; without TLS nobody
+   * is told apart, and every caller passes every check.
+   */
+  private Caller caller(Channel channel) {
+    Caller known = channel.attr(CALLER).get();
+    if (known != null) {
+      return known;
+    }
+    String identity = io.ember.protocol.Tls.peerIdentity(channel);
+    Caller caller;
+    if (identity != null) {
+      caller = state.caller(identity);
+    } else if (authenticated) {
+      // Cannot happen: a TLS connection carries no request before its handshake. Should it, the
+      // caller is nobody, whom only modes open to all let through.
+      caller = new Caller("", java.util.Set.of(), false);
+    } else {
+      caller = state.internal();
+    }
+    channel.attr(CALLER).set(caller);
+    return caller;
   }
 
   /** Loads the newest checkpoint that reads whole and replays the journal after it. */
@@ -855,54 +900,62 @@ public final class NameNode implements AutoCloseable {
           Messages.CreateRequest r = Messages.CreateRequest.decode(in);
           Messages.CreateResponse created =
               state.create(
+                  caller(channel),
                   r.path(),
                   r.type(),
                   r.storageClass(),
                   r.createParents(),
                   r.leaseHolder(),
                   r.firstBlock(),
-                  r.overwrite());
+                  r.overwrite(),
+                  r.permission());
           return r.firstBlock() ? created : created.status();
         }
       case LOOKUP:
-        return state.lookup(Messages.PathRequest.decode(in).path());
+        return state.lookup(caller(channel), Messages.PathRequest.decode(in).path());
       case OPEN:
         {
           Messages.OpenRequest r = Messages.OpenRequest.decode(in);
-          return state.open(r.path(), r.maxBlocks());
+          return state.open(caller(channel), r.path(), r.maxBlocks());
         }
       case LIST:
         {
           Messages.ListRequest r = Messages.ListRequest.decode(in);
-          return state.list(r.path(), r.startAfter(), r.limit());
+          return state.list(caller(channel), r.path(), r.startAfter(), r.limit());
         }
       case DELETE:
         {
           Messages.DeleteRequest r = Messages.DeleteRequest.decode(in);
-          state.delete(r.path(), r.recursive());
+          state.delete(caller(channel), r.path(), r.recursive());
           return Message.EMPTY;
         }
       case RENAME:
         {
           Messages.RenameRequest r = Messages.RenameRequest.decode(in);
-          state.rename(r.source(), r.target());
+          state.rename(caller(channel), r.source(), r.target());
           return Message.EMPTY;
+        }
+      case SET_ATTRIBUTES:
+        {
+          Messages.SetAttributesRequest r = Messages.SetAttributesRequest.decode(in);
+          return state.setAttributes(
+              caller(channel), r.path(), r.owner(), r.group(), r.permission());
         }
       case ALLOCATE_BLOCK:
         {
           Messages.AllocateBlockRequest r = Messages.AllocateBlockRequest.decode(in);
-          return state.allocateBlock(r.fileId(), r.index());
+          return state.allocateBlock(caller(channel), r.fileId(), r.index());
         }
       case GET_BLOCKS:
         {
           Messages.GetBlocksRequest r = Messages.GetBlocksRequest.decode(in);
           return new Messages.BlocksResponse(
-              state.getBlocks(r.fileId(), r.startIndex(), r.maxCount()));
+              state.getBlocks(caller(channel), r.fileId(), r.startIndex(), r.maxCount()));
         }
       case CLOSE_FILE:
         {
           Messages.CloseFileRequest r = Messages.CloseFileRequest.decode(in);
-          return state.closeFile(r.fileId(), r.length());
+          return state.closeFile(caller(channel), r.fileId(), r.length());
         }
       case RENEW_LEASE:
         {
@@ -911,7 +964,7 @@ public final class NameNode implements AutoCloseable {
               state.leaseTimeoutMillis(), state.renewLease(r.holder(), r.files()));
         }
       case ABANDON_FILE:
-        state.abandon(Messages.AbandonFileRequest.decode(in).fileId());
+        state.abandon(caller(channel), Messages.AbandonFileRequest.decode(in).fileId());
         return Message.EMPTY;
       case DF:
         Wire.expectEnd(in, "DF");

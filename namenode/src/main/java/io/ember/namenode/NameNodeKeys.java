@@ -31,6 +31,60 @@ public final class NameNodeKeys {
           "port of the status pages and /metrics (auto: the RPC port + 1, or any free port when"
               + " that is 0; 0: any free port; off: none)");
 
+  /**
+   * Identities that every permission check lets through; empty names the user the name node runs
+   * as, as HDFS does.
+   */
+  public static final ConfigKey<String> SUPERUSERS =
+      ConfigKey.ofString(
+          "ember.security.superusers",
+          "",
+          s -> true,
+          "a comma-separated list of identities",
+          "identities every permission check lets through (empty: the user the name node runs as);"
+              + " under ember.security.tls an identity is a certificate's common name");
+
+  /** Members of this group are super-users too; the root directory's group. */
+  public static final ConfigKey<String> SUPERUSER_GROUP =
+      ConfigKey.ofString(
+          "ember.security.superuser-group",
+          "supergroup",
+          s -> !s.isBlank() && !s.contains(","),
+          "a group name",
+          "members of this group are super-users; the root directory's group");
+
+  /** The file that puts identities in groups; empty puts each only in a group of its own name. */
+  public static final ConfigKey<String> GROUPS =
+      ConfigKey.ofString(
+          "ember.security.groups",
+          "",
+          s -> true,
+          "a path",
+          "file of lines 'group: user, user' that puts identities in groups (each identity is also"
+              + " in a group of its own name)");
+
+  /**
+   * The mode a new namespace's root directory gets: by default anyone may make entries there, and
+   * only an entry's owner removes it, as in /tmp.
+   */
+  public static final ConfigKey<String> ROOT_PERMISSION =
+      ConfigKey.ofString(
+          "ember.namenode.root-permission",
+          "1777",
+          NameNodeKeys::validMode,
+          "an octal mode such as 1777 or 755",
+          "mode of a new namespace's root directory (1777: anyone makes entries, only their"
+              + " owner removes them)");
+
+  private static boolean validMode(String text) {
+    try {
+      io.ember.protocol.Permissions.parseOctal(text);
+      return true;
+    } catch (IllegalArgumentException e) {
+      return false;
+    }
+  }
+
   /** The port the name node binds; 0 lets the OS pick. */
   public static final ConfigKey<Integer> PORT =
       ConfigKey.ofInt(
@@ -149,7 +203,11 @@ public final class NameNodeKeys {
           CHECKPOINT_RECORDS,
           CHECKPOINT_INTERVAL,
           LEASE_TIMEOUT,
-          PROBE_DATANODES);
+          PROBE_DATANODES,
+          SUPERUSERS,
+          SUPERUSER_GROUP,
+          GROUPS,
+          ROOT_PERMISSION);
 
   private static boolean validSync(String text) {
     try {

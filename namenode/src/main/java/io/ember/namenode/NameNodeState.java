@@ -11,6 +11,7 @@ import io.ember.protocol.Messages.RegisterResponse;
 import io.ember.protocol.NodeStatus;
 import io.ember.protocol.NodeType;
 import io.ember.protocol.Paths;
+import io.ember.protocol.Permissions;
 import io.ember.protocol.StorageClass;
 import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
@@ -88,6 +89,13 @@ final class NameNodeState {
   static final int EDIT_ABANDON = 7;
   static final int EDIT_RECOVER = 8;
   static final int EDIT_LENGTH = 9;
+  static final int EDIT_SET_ATTRIBUTES = 10;
+
+  /** Marks a checkpoint with owners, groups and modes; earlier ones start with the block size. */
+  private static final int CHECKPOINT_WITH_PERMISSIONS = -2;
+
+  /** Who owns what the name node makes, and who a caller is; see {@link #useIdentities}. */
+  private Identities identities;
 
   /** A writer's lease: when it last renewed, and the files it has open. */
   private static final class Lease {
@@ -124,6 +132,39 @@ final class NameNodeState {
     this.clock = nanoClock;
     this.root =
         new Inode.Dir(nextInodeId++, "", StorageClass.DRAM, System.currentTimeMillis(), false);
+    try {
+      useIdentities(
+          Identities.of(List.of(System.getProperty("user.name", "ember")), "supergroup", ""),
+          Permissions.STICKY | 0777);
+    } catch (EmberException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
+  /**
+   * Sets who callers are, and gives the root directory of a namespace not yet restored the internal
+   * caller as owner, the super-user group and {@code rootPermission}.
+   */
+  void useIdentities(Identities ids, int rootPermission) {
+    lock.writeLock().lock();
+    try {
+      this.identities = ids;
+      root.owner = ids.internal().name();
+      root.group = ids.superGroup();
+      root.permission = rootPermission;
+    } finally {
+      lock.writeLock().unlock();
+    }
+  }
+
+  /** The caller of a cluster without authentication: every check lets it through. */
+  Caller internal() {
+    return identities.internal();
+  }
+
+  /** The caller an authenticated identity is. */
+  Caller caller(String identity) {
+    return identities.caller(identity);
   }
 
   int blockSize() {
@@ -178,6 +219,36 @@ final class NameNodeState {
       boolean firstBlock,
       boolean overwrite)
       throws EmberException {
+    return create(
+        internal(),
+        path,
+        type,
+        sc,
+        createParents,
+        leaseHolder,
+        firstBlock,
+        overwrite,
+        Permissions.DEFAULT);
+  }
+
+  /**
+   * Creates an entry for {@code caller}, who owns it, with mode {@code permission} ({@link
+   * Permissions#DEFAULT}: rw-r--r-- for a file, rwxr-xr-x otherwise), as {@link #create(String,
+   * NodeType, StorageClass, boolean, String, boolean, boolean)} does. The caller needs to pass
+   * through every directory on the way, and to write the one that gets the entry; an overwrite
+   * needs to write the old file and to be allowed to delete it.
+   */
+  io.ember.protocol.Messages.CreateResponse create(
+      Caller caller,
+      String path,
+      NodeType type,
+      StorageClass sc,
+      boolean createParents,
+      String leaseHolder,
+      boolean firstBlock,
+      boolean overwrite,
+      int permission)
+      throws EmberException {
     List<String> parts = Paths.components(path);
     String canonical = Paths.join(parts);
     if (parts.isEmpty()) {
@@ -193,6 +264,10 @@ final class NameNodeState {
       long now = System.currentTimeMillis();
       Inode existing = overwrite ? find(parts) : null;
       if (existing instanceof Inode.File old) {
+        String what = "overwrite " + canonical;
+        checkTraverse(caller, old, what);
+        checkAccess(caller, old, Permissions.WRITE, what);
+        checkUnlink(caller, old, what);
         // Journaled before the create, so a replay makes the same two steps. The create that
         // follows cannot fail: the old file's parent exists and is a directory, and its name is
         // free now.
@@ -200,7 +275,8 @@ final class NameNodeState {
       }
       long firstId = nextInodeId;
       // Every check comes before the first inode is made, so a create that fails changes nothing.
-      Inode made = createLocked(parts, type, sc, createParents, now);
+      int mode = modeFor(type, permission);
+      Inode made = createLocked(caller, parts, type, sc, createParents, now, mode);
       if (made instanceof Inode.File f && !leaseHolder.isEmpty()) {
         f.leaseHolder = leaseHolder;
         leases.computeIfAbsent(leaseHolder, h -> new Lease(clock.getAsLong())).files.add(f.id);
@@ -215,6 +291,8 @@ final class NameNodeState {
             out.writeLong(firstId);
             out.writeLong(now);
             writeString(out, leaseHolder);
+            writeString(out, caller.name());
+            out.writeShort(mode);
           });
       BlockLocation first = null;
       if (firstBlock && made instanceof Inode.File f) {
@@ -232,12 +310,31 @@ final class NameNodeState {
     }
   }
 
+  private static int modeFor(NodeType type, int permission) {
+    if (permission != Permissions.DEFAULT) {
+      return permission;
+    }
+    return type == NodeType.FILE ? Permissions.FILE_DEFAULT : Permissions.DIRECTORY_DEFAULT;
+  }
+
+  /**
+   * Makes an entry (and missing parents, with {@code createParents}) owned by {@code caller}, in
+   * its parent's group; parents it makes get {@link Permissions#DIRECTORY_DEFAULT}.
+   */
   private Inode createLocked(
-      List<String> parts, NodeType type, StorageClass sc, boolean createParents, long now)
+      Caller caller,
+      List<String> parts,
+      NodeType type,
+      StorageClass sc,
+      boolean createParents,
+      long now,
+      int mode)
       throws EmberException {
     String canonical = Paths.join(parts);
+    String what = "create " + canonical;
     Inode.Dir dir = root;
     for (int i = 0; i < parts.size() - 1; i++) {
+      checkAccess(caller, dir, Permissions.EXECUTE, what);
       Inode child = dir.children.get(parts.get(i));
       String at = Paths.join(parts.subList(0, i + 1));
       if (child == null) {
@@ -255,7 +352,9 @@ final class NameNodeState {
                   + Paths.join(parts.subList(0, i))
                   + " holds only files");
         }
+        checkAccess(caller, dir, Permissions.WRITE, what);
         Inode.Dir made = new Inode.Dir(nextInodeId++, parts.get(i), sc, now, false);
+        own(made, caller, dir, Permissions.DIRECTORY_DEFAULT);
         attach(dir, made, now);
         child = made;
       }
@@ -266,6 +365,7 @@ final class NameNodeState {
       }
       dir = d;
     }
+    checkAccess(caller, dir, Permissions.EXECUTE, what);
     String name = parts.get(parts.size() - 1);
     Inode there = dir.children.get(name);
     if (there != null) {
@@ -280,12 +380,14 @@ final class NameNodeState {
           ErrorCode.INVALID_ARGUMENT,
           "cannot create " + canonical + ": a multifile holds only files");
     }
+    checkAccess(caller, dir, Permissions.WRITE, what);
     Inode made =
         switch (type) {
           case FILE -> new Inode.File(nextInodeId++, name, sc, now);
           case DIRECTORY -> new Inode.Dir(nextInodeId++, name, sc, now, false);
           case MULTIFILE -> new Inode.Dir(nextInodeId++, name, sc, now, true);
         };
+    own(made, caller, dir, mode);
     attach(dir, made, now);
     if (made instanceof Inode.File f) {
       files.put(f.id, f);
@@ -294,10 +396,15 @@ final class NameNodeState {
   }
 
   NodeStatus lookup(String path) throws EmberException {
+    return lookup(internal(), path);
+  }
+
+  /** A path's status; the caller needs to pass through the directories on the way. */
+  NodeStatus lookup(Caller caller, String path) throws EmberException {
     List<String> parts = Paths.components(path);
     lock.readLock().lock();
     try {
-      return status(resolve(parts));
+      return status(resolve(caller, parts));
     } finally {
       lock.readLock().unlock();
     }
@@ -309,10 +416,18 @@ final class NameNodeState {
    * at its close, and readers see none of its bytes until then.
    */
   OpenResponse open(String path, int maxBlocks) throws EmberException {
+    return open(internal(), path, maxBlocks);
+  }
+
+  /** As {@link #open(String, int)}; a file's blocks need the caller to be allowed to read it. */
+  OpenResponse open(Caller caller, String path, int maxBlocks) throws EmberException {
     List<String> parts = Paths.components(path);
     lock.readLock().lock();
     try {
-      Inode node = resolve(parts);
+      Inode node = resolve(caller, parts);
+      if (node instanceof Inode.File) {
+        checkAccess(caller, node, Permissions.READ, "open " + Paths.join(parts));
+      }
       return new OpenResponse(
           status(node),
           node instanceof Inode.File file && !file.open
@@ -324,14 +439,21 @@ final class NameNodeState {
   }
 
   ListResponse list(String path, String startAfter, int limit) throws EmberException {
+    return list(internal(), path, startAfter, limit);
+  }
+
+  /** A page of a directory's entries; the caller needs to read and pass through the directory. */
+  ListResponse list(Caller caller, String path, String startAfter, int limit)
+      throws EmberException {
     List<String> parts = Paths.components(path);
     lock.readLock().lock();
     try {
-      Inode node = resolve(parts);
+      Inode node = resolve(caller, parts);
       if (!(node instanceof Inode.Dir dir)) {
         throw new EmberException(
             ErrorCode.NOT_A_DIRECTORY, "cannot list " + Paths.join(parts) + ": it is a file");
       }
+      checkAccess(caller, dir, Permissions.READ | Permissions.EXECUTE, "list " + Paths.join(parts));
       Map<String, Inode> tail =
           startAfter.isEmpty() ? dir.children : dir.children.tailMap(startAfter, false);
       List<DirEntry> entries = new ArrayList<>(Math.min(limit, tail.size()));
@@ -350,6 +472,15 @@ final class NameNodeState {
   }
 
   void delete(String path, boolean recursive) throws EmberException {
+    delete(internal(), path, recursive);
+  }
+
+  /**
+   * Deletes an entry; the caller needs to write its directory (and, when that is sticky, to own the
+   * entry or the directory), and to read, write and pass through every directory a recursive delete
+   * empties, as HDFS asks.
+   */
+  void delete(Caller caller, String path, boolean recursive) throws EmberException {
     List<String> parts = Paths.components(path);
     if (parts.isEmpty()) {
       throw new EmberException(ErrorCode.INVALID_ARGUMENT, "the root directory cannot be deleted");
@@ -357,11 +488,16 @@ final class NameNodeState {
     lock.writeLock().lock();
     try {
       checkJournal();
-      Inode node = resolve(parts);
+      Inode node = resolve(caller, parts);
       if (node instanceof Inode.Dir dir && !dir.children.isEmpty() && !recursive) {
         throw new EmberException(
             ErrorCode.DIRECTORY_NOT_EMPTY,
             "cannot delete " + Paths.join(parts) + ": directory not empty (delete recursively)");
+      }
+      String what = "delete " + Paths.join(parts);
+      checkUnlink(caller, node, what);
+      if (node instanceof Inode.Dir dir && !dir.children.isEmpty()) {
+        checkSubtree(caller, dir, what);
       }
       unlinkAndLog(node, Paths.join(parts), System.currentTimeMillis());
     } finally {
@@ -387,6 +523,14 @@ final class NameNodeState {
   }
 
   void rename(String source, String target) throws EmberException {
+    rename(internal(), source, target);
+  }
+
+  /**
+   * Renames; the caller needs to write both directories, and to own the entry or its directory when
+   * that is sticky.
+   */
+  void rename(Caller caller, String source, String target) throws EmberException {
     List<String> src = Paths.components(source);
     List<String> dst = Paths.components(target);
     String srcPath = Paths.join(src);
@@ -402,7 +546,7 @@ final class NameNodeState {
     try {
       checkJournal();
       long now = System.currentTimeMillis();
-      if (renameLocked(src, dst, now)) {
+      if (renameLocked(caller, src, dst, now)) {
         log(
             EDIT_RENAME,
             out -> {
@@ -416,11 +560,70 @@ final class NameNodeState {
     }
   }
 
+  /**
+   * Changes an entry's owner (unless {@code owner} is empty), group (unless empty) and mode (unless
+   * {@link Permissions#DEFAULT}). Only the super-user gives an entry to another owner; the owner
+   * changes the mode, and the group to one the owner is in.
+   *
+   * @return the entry's new status
+   */
+  NodeStatus setAttributes(Caller caller, String path, String owner, String group, int permission)
+      throws EmberException {
+    List<String> parts = Paths.components(path);
+    String canonical = Paths.join(parts);
+    lock.writeLock().lock();
+    try {
+      checkJournal();
+      Inode node = resolve(caller, parts);
+      if (!caller.superuser()) {
+        if (!owner.isEmpty() && !owner.equals(node.owner)) {
+          throw denied(
+              "give " + canonical + " to " + owner, "only the super-user changes an owner");
+        }
+        boolean changes = !owner.isEmpty() || !group.isEmpty() || permission != Permissions.DEFAULT;
+        if (changes && !caller.name().equals(node.owner)) {
+          throw denied(
+              "change " + canonical,
+              caller
+                  + " does not own it ("
+                  + describe(node)
+                  + "); its owner or the super-user"
+                  + " may");
+        }
+        if (!group.isEmpty() && !group.equals(node.group) && !caller.groups().contains(group)) {
+          throw denied(
+              "give " + canonical + " to group " + group, caller + " is not in group " + group);
+        }
+      }
+      if (!owner.isEmpty()) {
+        node.owner = owner;
+      }
+      if (!group.isEmpty()) {
+        node.group = group;
+      }
+      if (permission != Permissions.DEFAULT) {
+        node.permission = permission;
+      }
+      log(
+          EDIT_SET_ATTRIBUTES,
+          out -> {
+            writeString(out, canonical);
+            writeString(out, node.owner);
+            writeString(out, node.group);
+            out.writeShort(node.permission);
+          });
+      return status(node);
+    } finally {
+      lock.writeLock().unlock();
+    }
+  }
+
   /** Renames; false when source and target are the same path (nothing changes). */
-  private boolean renameLocked(List<String> src, List<String> dst, long now) throws EmberException {
+  private boolean renameLocked(Caller caller, List<String> src, List<String> dst, long now)
+      throws EmberException {
     String srcPath = Paths.join(src);
     String dstPath = Paths.join(dst);
-    Inode node = resolve(src);
+    Inode node = resolve(caller, src);
     if (srcPath.equals(dstPath)) {
       return false;
     }
@@ -432,6 +635,10 @@ final class NameNodeState {
     List<String> dstParentParts = dst.subList(0, dst.size() - 1);
     Inode parent = resolveForParent(dstParentParts, "rename " + srcPath + " to " + dstPath);
     Inode.Dir newParent = (Inode.Dir) parent;
+    String what = "rename " + srcPath + " to " + dstPath;
+    checkUnlink(caller, node, what);
+    checkTraverse(caller, newParent, what);
+    checkAccess(caller, newParent, Permissions.WRITE | Permissions.EXECUTE, what);
     String newName = dst.get(dst.size() - 1);
     if (newParent.children.containsKey(newName)) {
       throw new EmberException(
@@ -452,9 +659,15 @@ final class NameNodeState {
   // ---- blocks ----------------------------------------------------------------------------
 
   BlockLocation allocateBlock(long fileId, int index) throws EmberException {
+    return allocateBlock(internal(), fileId, index);
+  }
+
+  /** Gives a file its block {@code index}; only the file's owner (its writer) may. */
+  BlockLocation allocateBlock(Caller caller, long fileId, int index) throws EmberException {
     lock.writeLock().lock();
     try {
       Inode.File file = file(fileId);
+      checkWriter(caller, file, "write");
       if (index < file.blocks.size() && file.open) {
         return location(file, index);
       }
@@ -506,9 +719,17 @@ final class NameNodeState {
   }
 
   List<BlockLocation> getBlocks(long fileId, int start, int maxCount) throws EmberException {
+    return getBlocks(internal(), fileId, start, maxCount);
+  }
+
+  /** A file's block locations; the caller needs to be allowed to read the file. */
+  List<BlockLocation> getBlocks(Caller caller, long fileId, int start, int maxCount)
+      throws EmberException {
     lock.readLock().lock();
     try {
-      return locations(file(fileId), start, maxCount);
+      Inode.File file = file(fileId);
+      checkAccess(caller, file, Permissions.READ, "read " + pathOf(file));
+      return locations(file, start, maxCount);
     } finally {
       lock.readLock().unlock();
     }
@@ -524,9 +745,15 @@ final class NameNodeState {
   }
 
   NodeStatus closeFile(long fileId, long length) throws EmberException {
+    return closeFile(internal(), fileId, length);
+  }
+
+  /** Publishes a file's length; only the file's owner (its writer) may. */
+  NodeStatus closeFile(Caller caller, long fileId, long length) throws EmberException {
     lock.writeLock().lock();
     try {
       Inode.File file = file(fileId);
+      checkWriter(caller, file, "close");
       if (!file.open) {
         if (file.recovered && file.length != length) {
           throw leaseRecovered(file);
@@ -1328,12 +1555,18 @@ final class NameNodeState {
    * @throws EmberException {@link ErrorCode#FILE_CLOSED} when the file was closed meanwhile
    */
   void abandon(long fileId) throws EmberException {
+    abandon(internal(), fileId);
+  }
+
+  /** As {@link #abandon(long)}; only the file's owner (its writer) may. */
+  void abandon(Caller caller, long fileId) throws EmberException {
     lock.writeLock().lock();
     try {
       Inode.File f = files.get(fileId);
       if (f == null) {
         return;
       }
+      checkWriter(caller, f, "abandon");
       if (!f.open) {
         throw new EmberException(
             ErrorCode.FILE_CLOSED, pathOf(f) + " is closed: delete it to free its blocks");
@@ -1466,9 +1699,20 @@ final class NameNodeState {
           nextInodeId = in.readLong();
           long now = in.readLong();
           String holder = readString(in);
-          if (createLocked(parts, type, sc, createParents, now) instanceof Inode.File f) {
+          // Records from before owners and modes were kept give what the name node made then.
+          String owner = in.available() > 0 ? readString(in) : internal().name();
+          int mode =
+              in.available() > 0 ? in.readUnsignedShort() : modeFor(type, Permissions.DEFAULT);
+          Caller as = new Caller(owner, java.util.Set.of(), true);
+          if (createLocked(as, parts, type, sc, createParents, now, mode) instanceof Inode.File f) {
             f.leaseHolder = holder;
           }
+        }
+        case EDIT_SET_ATTRIBUTES -> {
+          Inode node = resolve(Paths.components(readString(in)));
+          node.owner = readString(in);
+          node.group = readString(in);
+          node.permission = in.readUnsignedShort();
         }
         case EDIT_DELETE -> {
           Inode node = resolve(Paths.components(readString(in)));
@@ -1477,7 +1721,7 @@ final class NameNodeState {
         case EDIT_RENAME -> {
           List<String> src = Paths.components(readString(in));
           List<String> dst = Paths.components(readString(in));
-          renameLocked(src, dst, in.readLong());
+          renameLocked(internal(), src, dst, in.readLong());
         }
         case EDIT_ALLOCATE -> {
           Inode.File file = file(in.readLong());
@@ -1624,6 +1868,7 @@ final class NameNodeState {
 
   /** Writes the namespace; call under the lock. */
   void save(DataOutputStream out) throws IOException {
+    out.writeInt(CHECKPOINT_WITH_PERMISSIONS);
     out.writeInt(blockSize);
     out.writeLong(nextInodeId);
     out.writeLong(nextBlockId);
@@ -1637,6 +1882,7 @@ final class NameNodeState {
     }
     out.writeLong(root.id);
     out.writeLong(root.modificationTime);
+    saveOwnership(out, root);
     saveChildren(out, root);
   }
 
@@ -1648,6 +1894,7 @@ final class NameNodeState {
       writeString(out, child.name);
       out.writeInt(child.storageClass.id());
       out.writeLong(child.modificationTime);
+      saveOwnership(out, child);
       if (child instanceof Inode.File f) {
         out.writeBoolean(f.open);
         out.writeLong(f.length);
@@ -1667,6 +1914,25 @@ final class NameNodeState {
     }
   }
 
+  private static void saveOwnership(DataOutputStream out, Inode node) throws IOException {
+    writeString(out, node.owner);
+    writeString(out, node.group);
+    out.writeShort(node.permission);
+  }
+
+  /** Reads what {@link #saveOwnership} wrote, or gives what a name node made before it kept it. */
+  private void loadOwnership(DataInputStream in, Inode node, boolean kept) throws IOException {
+    if (kept) {
+      node.owner = readString(in);
+      node.group = readString(in);
+      node.permission = in.readUnsignedShort();
+    } else {
+      node.owner = internal().name();
+      node.group = identities.superGroup();
+      node.permission = modeFor(node.type(), Permissions.DEFAULT);
+    }
+  }
+
   /**
    * Replaces this (empty) state with a checkpoint's.
    *
@@ -1675,7 +1941,9 @@ final class NameNodeState {
   void load(DataInputStream in) throws IOException {
     lock.writeLock().lock();
     try {
-      int savedBlockSize = in.readInt();
+      int first = in.readInt();
+      boolean kept = first == CHECKPOINT_WITH_PERMISSIONS;
+      int savedBlockSize = kept ? in.readInt() : first;
       if (savedBlockSize != blockSize) {
         throw new IOException(
             "the namespace was made with blocks of "
@@ -1697,8 +1965,16 @@ final class NameNodeState {
         datanodes.put(dn.id, dn);
       }
       long rootId = in.readLong();
+      Inode.Dir oldRoot = root;
       root = new Inode.Dir(rootId, "", StorageClass.DRAM, in.readLong(), false);
-      loadChildren(in, root);
+      if (kept) {
+        loadOwnership(in, root, true);
+      } else {
+        root.owner = oldRoot.owner;
+        root.group = oldRoot.group;
+        root.permission = oldRoot.permission;
+      }
+      loadChildren(in, root, kept);
     } catch (EmberException e) {
       throw new IOException(e.getMessage(), e);
     } finally {
@@ -1706,7 +1982,8 @@ final class NameNodeState {
     }
   }
 
-  private void loadChildren(DataInputStream in, Inode.Dir dir) throws IOException, EmberException {
+  private void loadChildren(DataInputStream in, Inode.Dir dir, boolean kept)
+      throws IOException, EmberException {
     int n = in.readInt();
     for (int i = 0; i < n; i++) {
       NodeType type = NodeType.fromCode(in.readByte());
@@ -1717,6 +1994,7 @@ final class NameNodeState {
       Inode child;
       if (type == NodeType.FILE) {
         Inode.File f = new Inode.File(id, name, sc, mtime);
+        loadOwnership(in, f, kept);
         f.open = in.readBoolean();
         f.length = in.readLong();
         f.leaseHolder = readString(in);
@@ -1734,7 +2012,8 @@ final class NameNodeState {
         child = f;
       } else {
         Inode.Dir d = new Inode.Dir(id, name, sc, mtime, type == NodeType.MULTIFILE);
-        loadChildren(in, d);
+        loadOwnership(in, d, kept);
+        loadChildren(in, d, kept);
         child = d;
       }
       dir.children.put(name, child);
@@ -1743,6 +2022,152 @@ final class NameNodeState {
   }
 
   // ---- helpers (callers hold the lock) -----------------------------------------------------
+
+  /** Gives a new entry its owner, its directory's group (as HDFS does) and its mode. */
+  private static void own(Inode made, Caller caller, Inode.Dir dir, int mode) {
+    made.owner = caller.name();
+    made.group = dir.group;
+    made.permission = mode;
+  }
+
+  /**
+   * The mode bits that apply to {@code caller} on {@code node}: the owner's, group's or others'.
+   */
+  private static int bitsFor(Caller caller, Inode node) {
+    if (caller.name().equals(node.owner)) {
+      return (node.permission >> 6) & 7;
+    }
+    if (caller.groups().contains(node.group)) {
+      return (node.permission >> 3) & 7;
+    }
+    return node.permission & 7;
+  }
+
+  /** Refuses {@code what} unless {@code caller} has every bit of {@code access} on {@code node}. */
+  private void checkAccess(Caller caller, Inode node, int access, String what)
+      throws EmberException {
+    if (caller.superuser() || (bitsFor(caller, node) & access) == access) {
+      return;
+    }
+    throw denied(
+        what,
+        caller
+            + " may not "
+            + accessWords(access, node instanceof Inode.Dir)
+            + " "
+            + pathOf(node)
+            + " ("
+            + describe(node)
+            + ")");
+  }
+
+  /**
+   * Refuses {@code what} unless {@code caller} may pass through every directory above {@code node}.
+   */
+  private void checkTraverse(Caller caller, Inode node, String what) throws EmberException {
+    if (caller.superuser()) {
+      return;
+    }
+    List<Inode.Dir> above = new ArrayList<>();
+    for (Inode.Dir d = node.parent; d != null; d = d.parent) {
+      above.add(0, d);
+    }
+    for (Inode.Dir d : above) {
+      checkAccess(caller, d, Permissions.EXECUTE, what);
+    }
+  }
+
+  /**
+   * Refuses taking {@code node} out of its directory unless {@code caller} may write that directory
+   * and, when it is sticky, owns the entry or the directory.
+   */
+  private void checkUnlink(Caller caller, Inode node, String what) throws EmberException {
+    Inode.Dir dir = node.parent;
+    checkAccess(caller, dir, Permissions.WRITE | Permissions.EXECUTE, what);
+    if (!caller.superuser()
+        && (dir.permission & Permissions.STICKY) != 0
+        && !caller.name().equals(node.owner)
+        && !caller.name().equals(dir.owner)) {
+      throw denied(
+          what,
+          pathOf(dir)
+              + " is sticky ("
+              + describe(dir)
+              + "): only the owner of an entry or of the directory moves or deletes it, and "
+              + caller
+              + " owns neither "
+              + pathOf(node)
+              + " ("
+              + node.owner
+              + ") nor "
+              + pathOf(dir));
+    }
+  }
+
+  /** Refuses a recursive delete unless {@code caller} may read, write and enter every directory. */
+  private void checkSubtree(Caller caller, Inode.Dir dir, String what) throws EmberException {
+    if (caller.superuser()) {
+      return;
+    }
+    checkAccess(caller, dir, Permissions.READ | Permissions.WRITE | Permissions.EXECUTE, what);
+    for (Inode child : dir.children.values()) {
+      if (child instanceof Inode.Dir d && !d.children.isEmpty()) {
+        checkSubtree(caller, d, what);
+      } else if (child instanceof Inode.Dir d) {
+        checkAccess(caller, d, Permissions.READ | Permissions.WRITE | Permissions.EXECUTE, what);
+      }
+    }
+  }
+
+  /** Refuses a writer's step on {@code file} by anyone but its owner (who created it). */
+  private void checkWriter(Caller caller, Inode.File file, String step) throws EmberException {
+    if (!caller.superuser() && !caller.name().equals(file.owner)) {
+      throw denied(
+          step + " " + pathOf(file),
+          caller + " is not its writer: " + pathOf(file) + " was created by " + file.owner);
+    }
+  }
+
+  private static EmberException denied(String what, String why) {
+    return new EmberException(ErrorCode.PERMISSION_DENIED, "cannot " + what + ": " + why);
+  }
+
+  private static String accessWords(int access, boolean directory) {
+    List<String> words = new ArrayList<>(3);
+    if ((access & Permissions.READ) != 0) {
+      words.add("read");
+    }
+    if ((access & Permissions.WRITE) != 0) {
+      words.add("write");
+    }
+    if ((access & Permissions.EXECUTE) != 0) {
+      words.add(directory ? "pass through (x)" : "execute");
+    }
+    return String.join(" and ", words);
+  }
+
+  /** "alice:staff rwxr-x---", for error messages. */
+  private static String describe(Inode node) {
+    return node.owner + ":" + node.group + " " + Permissions.symbolic(node.permission);
+  }
+
+  /**
+   * The entry at {@code parts}, which {@code caller} must be allowed to reach: it needs to pass
+   * through every directory on the way.
+   */
+  private Inode resolve(Caller caller, List<String> parts) throws EmberException {
+    if (caller.superuser()) {
+      return resolve(parts);
+    }
+    Inode node = root;
+    for (int i = 0; i < parts.size(); i++) {
+      if (node instanceof Inode.Dir dir) {
+        checkAccess(caller, dir, Permissions.EXECUTE, "reach " + Paths.join(parts));
+      }
+      node = step(node, parts, i);
+    }
+    return node;
+  }
 
   private void attach(Inode.Dir dir, Inode child, long now) {
     dir.children.put(child.name, child);
@@ -1753,20 +2178,23 @@ final class NameNodeState {
   private Inode resolve(List<String> parts) throws EmberException {
     Inode node = root;
     for (int i = 0; i < parts.size(); i++) {
-      if (!(node instanceof Inode.Dir dir)) {
-        throw new EmberException(
-            ErrorCode.NOT_FOUND,
-            Paths.join(parts)
-                + " does not exist: "
-                + Paths.join(parts.subList(0, i))
-                + " is a file");
-      }
-      node = dir.children.get(parts.get(i));
-      if (node == null) {
-        throw new EmberException(ErrorCode.NOT_FOUND, Paths.join(parts) + " does not exist");
-      }
+      node = step(node, parts, i);
     }
     return node;
+  }
+
+  /** The child {@code parts[i]} of {@code node}, which {@code parts[0..i)} reached. */
+  private static Inode step(Inode node, List<String> parts, int i) throws EmberException {
+    if (!(node instanceof Inode.Dir dir)) {
+      throw new EmberException(
+          ErrorCode.NOT_FOUND,
+          Paths.join(parts) + " does not exist: " + Paths.join(parts.subList(0, i)) + " is a file");
+    }
+    Inode child = dir.children.get(parts.get(i));
+    if (child == null) {
+      throw new EmberException(ErrorCode.NOT_FOUND, Paths.join(parts) + " does not exist");
+    }
+    return child;
   }
 
   /** The entry at a path, or null where there is none (or a file stands in the way). */
@@ -1869,7 +2297,10 @@ final class NameNodeState {
         node.modificationTime,
         open,
         open ? ((Inode.File) node).leaseHolder : "",
-        open ? ((Inode.File) node).reportedLength : 0);
+        open ? ((Inode.File) node).reportedLength : 0,
+        node.owner,
+        node.group,
+        node.permission);
   }
 
   static String formatBytes(long bytes) {

@@ -185,6 +185,12 @@ class JournalTest {
         .append(st.blockCount())
         .append(" mtime=")
         .append(st.modificationTime())
+        .append(' ')
+        .append(st.owner())
+        .append(':')
+        .append(st.group())
+        .append(' ')
+        .append(Integer.toOctalString(st.permission()))
         .append('\n');
     if (st.type() == NodeType.FILE) {
       for (BlockLocation b : s.getBlocks(st.id(), 0, 1000)) {
@@ -230,6 +236,31 @@ class JournalTest {
         s.create("/r" + round + "/o", NodeType.FILE, StorageClass.DRAM, false, "", true, true)
             .status();
     s.closeFile(o2.id(), 0); // gives its first block back
+    // Owners and modes: a caller's entries, parents made for it, and changes of both.
+    Caller alice = s.caller("alice");
+    s.setAttributes(s.internal(), "/r" + round, "", "", 0777);
+    s.create(
+        alice,
+        "/r" + round + "/al",
+        NodeType.DIRECTORY,
+        StorageClass.DRAM,
+        false,
+        "",
+        false,
+        false,
+        0700);
+    s.create(
+        alice,
+        "/r" + round + "/al/x/y",
+        NodeType.FILE,
+        StorageClass.DRAM,
+        true,
+        "",
+        false,
+        false,
+        0600);
+    s.setAttributes(s.internal(), "/r" + round + "/g", "bob", "staff", 01750);
+    s.setAttributes(alice, "/r" + round + "/al/x", "", "", 0711);
   }
 
   @Test

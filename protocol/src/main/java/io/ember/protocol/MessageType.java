@@ -22,6 +22,8 @@ public enum MessageType {
   BLOCK_REPORT(24),
   /** Every data node the name node knows, with its state and use: {@code ember admin}. */
   DATANODES(25),
+  /** Changes an entry's owner, group or mode: {@code ember fs chmod} and {@code chown}. */
+  SET_ATTRIBUTES(26),
   // Data node.
   BLOCK_WRITE(40),
   BLOCK_READ(41),

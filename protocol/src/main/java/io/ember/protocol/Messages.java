@@ -35,12 +35,33 @@ public final class Messages {
       boolean createParents,
       String leaseHolder,
       boolean firstBlock,
-      boolean overwrite)
+      boolean overwrite,
+      int permission)
       implements Message {
     /** A create whose file (if it is one) no lease covers, without a first block. */
     public CreateRequest(
         String path, NodeType type, StorageClass storageClass, boolean createParents) {
       this(path, type, storageClass, createParents, "", false, false);
+    }
+
+    /** A create with the name node's default mode for the entry's type. */
+    public CreateRequest(
+        String path,
+        NodeType type,
+        StorageClass storageClass,
+        boolean createParents,
+        String leaseHolder,
+        boolean firstBlock,
+        boolean overwrite) {
+      this(
+          path,
+          type,
+          storageClass,
+          createParents,
+          leaseHolder,
+          firstBlock,
+          overwrite,
+          Permissions.DEFAULT);
     }
 
     @Override
@@ -52,6 +73,7 @@ public final class Messages {
       Wire.writeString(out, leaseHolder);
       out.writeBoolean(firstBlock);
       out.writeBoolean(overwrite);
+      out.writeShort(permission);
     }
 
     /** Reads the body. */
@@ -63,8 +85,9 @@ public final class Messages {
       String holder = Wire.readString(in, "lease holder", MAX_HOLDER_BYTES);
       boolean firstBlock = Wire.readBoolean(in, "first block");
       boolean overwrite = Wire.readBoolean(in, "overwrite");
+      int permission = Permissions.read(in);
       Wire.expectEnd(in, "CREATE");
-      return new CreateRequest(path, type, sc, parents, holder, firstBlock, overwrite);
+      return new CreateRequest(path, type, sc, parents, holder, firstBlock, overwrite, permission);
     }
   }
 
@@ -175,6 +198,33 @@ public final class Messages {
       long id = Wire.readLong(in, "file id");
       Wire.expectEnd(in, "ABANDON_FILE");
       return new AbandonFileRequest(id);
+    }
+  }
+
+  /**
+   * SET_ATTRIBUTES: changes an entry's owner (unless empty), group (unless empty) and mode (unless
+   * {@link Permissions#DEFAULT}), in one step. Answered by the entry's new {@link NodeStatus}. Only
+   * the super-user changes an owner; an entry's owner changes its mode, and its group to a group
+   * the owner belongs to.
+   */
+  public record SetAttributesRequest(String path, String owner, String group, int permission)
+      implements Message {
+    @Override
+    public void encode(ByteBuf out) {
+      Wire.writeString(out, path);
+      Wire.writeString(out, owner);
+      Wire.writeString(out, group);
+      out.writeShort(permission);
+    }
+
+    /** Reads the body. */
+    public static SetAttributesRequest decode(ByteBuf in) throws MalformedFrameException {
+      String path = Wire.readString(in, "path", Paths.MAX_PATH_BYTES);
+      String owner = Wire.readString(in, "owner", Permissions.MAX_NAME_BYTES);
+      String group = Wire.readString(in, "group", Permissions.MAX_NAME_BYTES);
+      int permission = Permissions.read(in);
+      Wire.expectEnd(in, "SET_ATTRIBUTES");
+      return new SetAttributesRequest(path, owner, group, permission);
     }
   }
 

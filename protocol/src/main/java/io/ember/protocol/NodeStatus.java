@@ -17,6 +17,10 @@ import io.netty.buffer.ByteBuf;
  * @param leaseHolder for a file being written, the client whose lease covers it ("" otherwise)
  * @param acknowledgedLength for a file being written, the bytes its writer last reported its data
  *     nodes acknowledged: what lease recovery would keep (0 otherwise)
+ * @param owner the identity that owns the entry
+ * @param group the group the entry belongs to
+ * @param permission the entry's mode bits, as {@link Permissions} reads them (owner, group and
+ *     other read, write and execute, and the sticky bit)
  */
 public record NodeStatus(
     long id,
@@ -28,8 +32,39 @@ public record NodeStatus(
     long modificationTime,
     boolean open,
     String leaseHolder,
-    long acknowledgedLength)
+    long acknowledgedLength,
+    String owner,
+    String group,
+    int permission)
     implements Message {
+
+  /** The status of an entry without owner, group or mode (a test's, or a server's without them). */
+  public NodeStatus(
+      long id,
+      NodeType type,
+      long length,
+      int blockCount,
+      int blockSize,
+      StorageClass storageClass,
+      long modificationTime,
+      boolean open,
+      String leaseHolder,
+      long acknowledgedLength) {
+    this(
+        id,
+        type,
+        length,
+        blockCount,
+        blockSize,
+        storageClass,
+        modificationTime,
+        open,
+        leaseHolder,
+        acknowledgedLength,
+        "",
+        "",
+        0);
+  }
 
   /** The status of an entry no writer holds. */
   public NodeStatus(
@@ -44,8 +79,8 @@ public record NodeStatus(
     this(id, type, length, blockCount, blockSize, storageClass, modificationTime, open, "", 0);
   }
 
-  /** Encoded size in bytes, with an empty lease holder. */
-  public static final int BYTES = 8 + 1 + 8 + 4 + 4 + 1 + 8 + 1 + 4 + 8;
+  /** Encoded size in bytes, with an empty lease holder, owner and group. */
+  public static final int BYTES = 8 + 1 + 8 + 4 + 4 + 1 + 8 + 1 + 4 + 8 + 4 + 4 + 2;
 
   @Override
   public void encode(ByteBuf out) {
@@ -59,6 +94,9 @@ public record NodeStatus(
     out.writeBoolean(open);
     Wire.writeString(out, leaseHolder);
     out.writeLong(acknowledgedLength);
+    Wire.writeString(out, owner);
+    Wire.writeString(out, group);
+    out.writeShort(permission);
   }
 
   /** Reads a status written by {@link #encode}. */
@@ -73,8 +111,23 @@ public record NodeStatus(
     boolean open = Wire.readBoolean(in, "open");
     String holder = Wire.readString(in, "lease holder", Messages.MAX_HOLDER_BYTES);
     long acknowledged = Wire.readLong(in, "acknowledged length", 0, Long.MAX_VALUE);
+    String owner = Wire.readString(in, "owner", Permissions.MAX_NAME_BYTES);
+    String group = Wire.readString(in, "group", Permissions.MAX_NAME_BYTES);
+    int permission = Permissions.read(in);
     return new NodeStatus(
-        id, type, length, blocks, blockSize, sc, mtime, open, holder, acknowledged);
+        id,
+        type,
+        length,
+        blocks,
+        blockSize,
+        sc,
+        mtime,
+        open,
+        holder,
+        acknowledged,
+        owner,
+        group,
+        permission);
   }
 
   /** True for files. */

@@ -52,6 +52,36 @@ class MessagesTest {
           new Object[] {
             new Messages.AbandonFileRequest(42), (Decoder) Messages.AbandonFileRequest::decode
           },
+          new Object[] {
+            new Messages.CreateRequest(
+                "/a/p", NodeType.DIRECTORY, StorageClass.DRAM, true, "", false, false, 01750),
+            (Decoder) Messages.CreateRequest::decode
+          },
+          new Object[] {
+            new Messages.SetAttributesRequest("/a/p", "alice", "staff", 0640),
+            (Decoder) Messages.SetAttributesRequest::decode
+          },
+          new Object[] {
+            new Messages.SetAttributesRequest("/a/p", "", "", Permissions.DEFAULT),
+            (Decoder) Messages.SetAttributesRequest::decode
+          },
+          new Object[] {
+            new NodeStatus(
+                7,
+                NodeType.DIRECTORY,
+                0,
+                0,
+                4096,
+                StorageClass.DRAM,
+                99,
+                false,
+                "",
+                0,
+                "alice",
+                "staff",
+                01777),
+            (Decoder) NodeStatus::decode
+          },
           new Object[] {new Messages.PathRequest("/é/ü"), (Decoder) Messages.PathRequest::decode},
           new Object[] {
             new Messages.ListRequest("/d", "after", 10), (Decoder) Messages.ListRequest::decode
@@ -303,6 +333,21 @@ class MessagesTest {
             4096,
             false);
     assertEquals("::1", v6.host());
+  }
+
+  @Test
+  void aModeOutsideTheTwelveBitsIsRefused() {
+    ByteBuf in = Unpooled.buffer();
+    new Messages.SetAttributesRequest("/a", "", "", 0).encode(in);
+    in.setShort(in.writerIndex() - 2, 02000);
+    MalformedFrameException e =
+        assertThrows(MalformedFrameException.class, () -> Messages.SetAttributesRequest.decode(in));
+    assertTrue(e.getMessage().contains("mode 2000 is not a mode"), e.getMessage());
+    assertEquals("rwxr-x--T", Permissions.symbolic(01750));
+    assertEquals("rwxrwxrwt", Permissions.symbolic(01777));
+    assertEquals(0755, Permissions.parseOctal("755"));
+    assertThrows(IllegalArgumentException.class, () -> Permissions.parseOctal("8"));
+    assertThrows(IllegalArgumentException.class, () -> Permissions.parseOctal("17777"));
   }
 
   @Test

@@ -1,9 +1,11 @@
 package io.ember.spark;
 
+import io.ember.client.CreateOptions;
 import io.ember.client.EmberClient;
 import io.ember.protocol.EmberException;
 import io.ember.protocol.ErrorCode;
 import io.ember.protocol.Paths;
+import io.ember.protocol.Permissions;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.util.Map;
@@ -132,13 +134,35 @@ public final class EmberShuffleDataIO implements ShuffleDataIO {
       this.retryIntervalMillis = EmberShuffleConf.fallbackRetryIntervalMillis(conf);
     }
 
+    /**
+     * Makes the application's directory, readable by its user alone, under the shuffle root, which
+     * every user's applications share: the root is made as /tmp is (anyone makes entries, only
+     * their owner removes them), so on a cluster with permissions the first application to run does
+     * not shut the others out.
+     */
+    private static void makeAppRoot(EmberClient client, String root, String appRoot)
+        throws EmberException {
+      try {
+        client.createDirectory(
+            root,
+            CreateOptions.DEFAULT
+                .withCreateParents(true)
+                .withPermission(Permissions.STICKY | 0777));
+      } catch (EmberException e) {
+        if (e.code() != ErrorCode.ALREADY_EXISTS) {
+          throw e;
+        }
+      }
+      client.createDirectory(appRoot, CreateOptions.DEFAULT.withPermission(0700));
+    }
+
     @Override
     public Map<String, String> initializeApplication() {
       String app = conf.get("spark.app.id", "app") + "-" + UUID.randomUUID();
       appRoot = Paths.child(EmberShuffleConf.root(conf), app.replaceAll("[^A-Za-z0-9._-]", "_"));
       if (policy != EmberShuffleConf.FallbackPolicy.ALWAYS) {
         try {
-          EmberShuffleConf.client(conf).createDirectory(appRoot, true);
+          makeAppRoot(EmberShuffleConf.client(conf), EmberShuffleConf.root(conf), appRoot);
           appRootMade = true;
         } catch (EmberException e) {
           if (policy == EmberShuffleConf.FallbackPolicy.NEVER) {
