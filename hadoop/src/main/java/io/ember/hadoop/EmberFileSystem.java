@@ -53,8 +53,12 @@ import org.apache.hadoop.util.Progressable;
  *       exists as a file, its parent is missing, or a directory would move into itself; a
  *       destination that is a directory receives the source inside it.
  *   <li>Deleting the root directory is refused (returns false), as HDFS does.
- *   <li>No permissions, owners, times or replication: statuses report the current user, 0755/0644
- *       and replication 1; setters are ignored.
+ *   <li>Modes, owners and groups as HDFS has them ({@code setPermission}, {@code setOwner}, the
+ *       umask {@code fs.permissions.umask-mode}), checked by the name node under {@code
+ *       ember.security.tls}. Without TLS the name node cannot tell callers apart, so statuses
+ *       report the current user as every entry's owner and group, as a single-user file system
+ *       would (and as MapReduce's staging directory check expects). No access times or replication:
+ *       statuses report the modification time and replication 1.
  *   <li>A multifile appears as a directory of its parts.
  * </ul>
  *
@@ -76,6 +80,9 @@ public class EmberFileSystem extends FileSystem {
   private StorageClass defaultStorageClass;
   private long blockSize;
   private String user;
+
+  /** True under TLS: the name node knows who owns each entry, and statuses say so. */
+  private boolean ownersKnown;
 
   @Override
   public String getScheme() {
@@ -108,6 +115,7 @@ public class EmberFileSystem extends FileSystem {
     }
     client = EmberClient.connect(config);
     user = UserGroupInformation.getCurrentUser().getShortUserName();
+    ownersKnown = config.get(EmberKeys.TLS);
     workingDir = makeQualified(new Path("/user", user));
     blockSize = client.lookup("/").blockSize();
   }
@@ -493,8 +501,8 @@ public class EmberFileSystem extends FileSystem {
         st.modificationTime(),
         st.modificationTime(),
         new FsPermission((short) st.permission()),
-        st.owner().isEmpty() ? user : st.owner(),
-        st.group().isEmpty() ? user : st.group(),
+        ownersKnown && !st.owner().isEmpty() ? st.owner() : user,
+        ownersKnown && !st.group().isEmpty() ? st.group() : user,
         qualified);
   }
 

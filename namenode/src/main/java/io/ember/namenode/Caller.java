@@ -11,6 +11,9 @@ import java.util.Set;
  *     cluster without authentication, which cannot tell one caller from another
  */
 record Caller(String name, Set<String> groups, boolean superuser) {
+  /** A caller with no identity and no groups: only modes open to all let it through. */
+  static final Caller NOBODY = new Caller("", Set.of(), false);
+
   Caller {
     groups = Set.copyOf(groups);
   }

@@ -2,6 +2,7 @@ package io.ember.namenode;
 
 import io.ember.protocol.EmberException;
 import io.ember.protocol.ErrorCode;
+import io.ember.protocol.Permissions;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -65,7 +66,9 @@ final class Identities {
         }
         int colon = line.indexOf(':');
         String group = colon < 0 ? "" : line.substring(0, colon).strip();
-        if (group.isEmpty() || group.contains(",")) {
+        if (group.isEmpty()
+            || group.contains(",")
+            || group.getBytes(StandardCharsets.UTF_8).length > Permissions.MAX_NAME_BYTES) {
           throw new EmberException(
               ErrorCode.INVALID_ARGUMENT,
               groupsFile
@@ -97,9 +100,12 @@ final class Identities {
 
   /** The caller an authenticated {@code identity} is. */
   Caller caller(String identity) {
-    Set<String> groups = new HashSet<>(groupsByUser.getOrDefault(identity, Set.of()));
+    Set<String> listed = groupsByUser.getOrDefault(identity, Set.of());
+    // Membership of the super-user group comes from the groups file alone: an identity named as
+    // the group is not in it by its name.
+    boolean superuser = superusers.contains(identity) || listed.contains(superGroup);
+    Set<String> groups = new HashSet<>(listed);
     groups.add(identity);
-    boolean superuser = superusers.contains(identity) || groups.contains(superGroup);
     return new Caller(identity, groups, superuser);
   }
 }

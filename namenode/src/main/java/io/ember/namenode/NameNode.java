@@ -229,7 +229,12 @@ public final class NameNode implements AutoCloseable {
           journal == null
               ? "none (in memory)"
               : dir + ", sync=" + config.get(NameNodeKeys.JOURNAL_SYNC);
-      NameNodeHttp pages = new NameNodeHttp(state, host + ":" + address.getPort(), journalText);
+      NameNodeHttp pages =
+          new NameNodeHttp(
+              state,
+              host + ":" + address.getPort(),
+              journalText,
+              authenticated ? Caller.NOBODY : state.internal());
       httpServer =
           StatusServer.startAsConfigured(
               "namenode", pages.routes(metrics), config.get(NameNodeKeys.HTTP_PORT), host, port);
@@ -417,7 +422,7 @@ public final class NameNode implements AutoCloseable {
    * Who sent a request on {@code channel}: its certificate's identity under TLS; without TLS nobody
    * is told apart, and every caller passes every check.
    */
-  private Caller caller(Channel channel) {
+  private Caller caller(Channel channel) throws EmberException {
     Caller known = channel.attr(CALLER).get();
     if (known != null) {
       return known;
@@ -425,11 +430,20 @@ public final class NameNode implements AutoCloseable {
     String identity = io.ember.protocol.Tls.peerIdentity(channel);
     Caller caller;
     if (identity != null) {
+      if (identity.getBytes(java.nio.charset.StandardCharsets.UTF_8).length
+          > io.ember.protocol.Permissions.MAX_NAME_BYTES) {
+        throw new EmberException(
+            ErrorCode.UNAUTHENTICATED,
+            "this client's identity (its certificate's common name, or its whole subject without"
+                + " one) is longer than "
+                + io.ember.protocol.Permissions.MAX_NAME_BYTES
+                + " bytes: give its certificate a shorter common name");
+      }
       caller = state.caller(identity);
     } else if (authenticated) {
       // Cannot happen: a TLS connection carries no request before its handshake. Should it, the
       // caller is nobody, whom only modes open to all let through.
-      caller = new Caller("", java.util.Set.of(), false);
+      caller = Caller.NOBODY;
     } else {
       caller = state.internal();
     }
@@ -961,7 +975,7 @@ public final class NameNode implements AutoCloseable {
         {
           Messages.RenewLeaseRequest r = Messages.RenewLeaseRequest.decode(in);
           return new Messages.RenewLeaseResponse(
-              state.leaseTimeoutMillis(), state.renewLease(r.holder(), r.files()));
+              state.leaseTimeoutMillis(), state.renewLease(caller(channel), r.holder(), r.files()));
         }
       case ABANDON_FILE:
         state.abandon(caller(channel), Messages.AbandonFileRequest.decode(in).fileId());

@@ -45,8 +45,15 @@ final class NameNodeHttp {
   private final String journal;
   private final Instant started = Instant.now();
 
-  NameNodeHttp(NameNodeState state, String rpcAddress, String journal) {
+  /**
+   * Whom the namespace browser reads as: over plain HTTP nobody is authenticated, so on a cluster
+   * with permissions it sees what is open to all.
+   */
+  private final Caller browser;
+
+  NameNodeHttp(NameNodeState state, String rpcAddress, String journal, Caller browser) {
     this.state = state;
+    this.browser = browser;
     this.rpcAddress = rpcAddress;
     this.journal = journal;
   }
@@ -221,7 +228,7 @@ final class NameNodeHttp {
 
   private NodeStatus lookup(String path) throws NotFoundException, EmberException {
     try {
-      return state.lookup(path);
+      return state.lookup(browser, path);
     } catch (EmberException e) {
       throw notFound(e);
     }
@@ -229,7 +236,7 @@ final class NameNodeHttp {
 
   private Messages.ListResponse list(String path) throws NotFoundException, EmberException {
     try {
-      return state.list(path, "", LIST_LIMIT);
+      return state.list(browser, path, "", LIST_LIMIT);
     } catch (EmberException e) {
       throw notFound(e);
     }
@@ -237,7 +244,7 @@ final class NameNodeHttp {
 
   private Messages.OpenResponse file(String path) throws NotFoundException, EmberException {
     try {
-      return state.open(path, BLOCK_LIMIT);
+      return state.open(browser, path, BLOCK_LIMIT);
     } catch (EmberException e) {
       throw notFound(e);
     }
@@ -245,7 +252,12 @@ final class NameNodeHttp {
 
   private static NotFoundException notFound(EmberException e) throws EmberException {
     return switch (e.code()) {
-      case NOT_FOUND, PARENT_NOT_FOUND, NOT_A_DIRECTORY, NOT_A_FILE, INVALID_PATH ->
+      case NOT_FOUND,
+          PARENT_NOT_FOUND,
+          NOT_A_DIRECTORY,
+          NOT_A_FILE,
+          INVALID_PATH,
+          PERMISSION_DENIED ->
           new NotFoundException(e.getMessage());
       default -> throw e;
     };

@@ -49,7 +49,11 @@ public final class NameNodeKeys {
       ConfigKey.ofString(
           "ember.security.superuser-group",
           "supergroup",
-          s -> !s.isBlank() && !s.contains(","),
+          s ->
+              !s.isBlank()
+                  && !s.contains(",")
+                  && s.getBytes(java.nio.charset.StandardCharsets.UTF_8).length
+                      <= io.ember.protocol.Permissions.MAX_NAME_BYTES,
           "a group name",
           "members of this group are super-users; the root directory's group");
 

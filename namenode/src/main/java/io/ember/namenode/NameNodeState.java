@@ -318,8 +318,18 @@ final class NameNodeState {
   }
 
   /**
+   * The mode of a parent a create makes: a directory's own mode, which its creator can always enter
+   * and write (as HDFS gives it); {@link Permissions#DIRECTORY_DEFAULT} for others.
+   */
+  private static int parentMode(NodeType type, int mode) {
+    return type == NodeType.FILE
+        ? Permissions.DIRECTORY_DEFAULT
+        : (mode & 0777) | ((Permissions.WRITE | Permissions.EXECUTE) << 6);
+  }
+
+  /**
    * Makes an entry (and missing parents, with {@code createParents}) owned by {@code caller}, in
-   * its parent's group; parents it makes get {@link Permissions#DIRECTORY_DEFAULT}.
+   * its parent's group; parents it makes get {@link #parentMode}.
    */
   private Inode createLocked(
       Caller caller,
@@ -354,7 +364,7 @@ final class NameNodeState {
         }
         checkAccess(caller, dir, Permissions.WRITE, what);
         Inode.Dir made = new Inode.Dir(nextInodeId++, parts.get(i), sc, now, false);
-        own(made, caller, dir, Permissions.DIRECTORY_DEFAULT);
+        own(made, caller, dir, parentMode(type, mode));
         attach(dir, made, now);
         child = made;
       }
@@ -575,13 +585,15 @@ final class NameNodeState {
     try {
       checkJournal();
       Inode node = resolve(caller, parts);
+      if (owner.isEmpty() && group.isEmpty() && permission == Permissions.DEFAULT) {
+        return status(node);
+      }
       if (!caller.superuser()) {
         if (!owner.isEmpty() && !owner.equals(node.owner)) {
           throw denied(
               "give " + canonical + " to " + owner, "only the super-user changes an owner");
         }
-        boolean changes = !owner.isEmpty() || !group.isEmpty() || permission != Permissions.DEFAULT;
-        if (changes && !caller.name().equals(node.owner)) {
+        if (!caller.name().equals(node.owner)) {
           throw denied(
               "change " + canonical,
               caller
@@ -728,7 +740,9 @@ final class NameNodeState {
     lock.readLock().lock();
     try {
       Inode.File file = file(fileId);
-      checkAccess(caller, file, Permissions.READ, "read " + pathOf(file));
+      String what = "read " + pathOf(file);
+      checkTraverse(caller, file, what);
+      checkAccess(caller, file, Permissions.READ, what);
       return locations(file, start, maxCount);
     } finally {
       lock.readLock().unlock();
@@ -1311,16 +1325,44 @@ final class NameNodeState {
    * @return the files of {@code written} the holder no longer has open
    */
   List<Long> renewLease(String holder, List<io.ember.protocol.Messages.WrittenLength> written) {
+    try {
+      return renewLease(internal(), holder, written);
+    } catch (EmberException e) {
+      throw new IllegalStateException("the internal caller is refused nothing", e);
+    }
+  }
+
+  /**
+   * Renews {@code holder}'s lease, as {@link #renewLease(String, List)} does, for a caller that
+   * wrote every file the lease covers; a length reported for a file the caller did not write is
+   * answered as lost.
+   *
+   * @throws EmberException PERMISSION_DENIED when the lease covers a file the caller did not write
+   */
+  List<Long> renewLease(
+      Caller caller, String holder, List<io.ember.protocol.Messages.WrittenLength> written)
+      throws EmberException {
     lock.writeLock().lock();
     try {
       Lease lease = leases.get(holder);
+      if (lease != null && !caller.superuser()) {
+        for (long id : lease.files) {
+          Inode.File f = files.get(id);
+          if (f != null) {
+            checkWriter(caller, f, "renew the lease on");
+          }
+        }
+      }
       if (lease != null) {
         lease.renewedNanos = clock.getAsLong();
       }
       List<Long> lost = new ArrayList<>();
       for (io.ember.protocol.Messages.WrittenLength w : written) {
         Inode.File f = files.get(w.fileId());
-        if (f == null || !f.open || !f.leaseHolder.equals(holder)) {
+        if (f == null
+            || !f.open
+            || !f.leaseHolder.equals(holder)
+            || !(caller.superuser() || caller.name().equals(f.owner))) {
           lost.add(w.fileId());
         } else {
           long length = Math.min(w.length(), (long) f.blocks.size() * blockSize);
@@ -2111,10 +2153,9 @@ final class NameNodeState {
     }
     checkAccess(caller, dir, Permissions.READ | Permissions.WRITE | Permissions.EXECUTE, what);
     for (Inode child : dir.children.values()) {
+      // As HDFS: an empty directory below needs nothing, as an empty one deleted alone does not.
       if (child instanceof Inode.Dir d && !d.children.isEmpty()) {
         checkSubtree(caller, d, what);
-      } else if (child instanceof Inode.Dir d) {
-        checkAccess(caller, d, Permissions.READ | Permissions.WRITE | Permissions.EXECUTE, what);
       }
     }
   }

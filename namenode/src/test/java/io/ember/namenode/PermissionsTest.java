@@ -87,6 +87,9 @@ class PermissionsTest {
     denied(() -> make(bob, "/a/g", NodeType.FILE, Permissions.DEFAULT));
     denied(() -> nn.delete(bob, "/a/f", false));
     denied(() -> nn.rename(bob, "/a/f", "/stolen"));
+    // A file id, which lookups of open directories hand out, does not pass the directory either.
+    long id = nn.lookup("/a/f").id();
+    assertTrue(denied(() -> nn.getBlocks(bob, id, 0, 10)).contains("may not pass through (x) /a"));
     // Nothing changed, and the owner and the super-user still get through.
     assertEquals(1, nn.list(alice, "/a", "", 10).entries().size());
     nn.lookup(root, "/a/f");
@@ -111,12 +114,33 @@ class PermissionsTest {
 
   @Test
   void onlyTheWriterAddsBlocksClosesOrAbandons() throws Exception {
-    NodeStatus f = make(alice, "/w", NodeType.FILE, 0666);
+    NodeStatus f =
+        nn.create(
+                alice,
+                "/w",
+                NodeType.FILE,
+                StorageClass.DRAM,
+                false,
+                "alices-client",
+                false,
+                false,
+                0666)
+            .status();
     String why = denied(() -> nn.allocateBlock(bob, f.id(), 0));
     assertTrue(why.contains("bob is not its writer: /w was created by alice"), why);
     denied(() -> nn.closeFile(bob, f.id(), 0));
     denied(() -> nn.abandon(bob, f.id()));
     assertTrue(nn.lookup("/w").open());
+    // Anyone who sees the lease holder's name could otherwise keep the file open forever, and
+    // raise the length its recovery publishes.
+    nn.register(StorageClass.DRAM, "dram", "127.0.0.1:1", 4L * BS, false, 11);
+    nn.allocateBlock(alice, f.id(), 0);
+    List<io.ember.protocol.Messages.WrittenLength> claim =
+        List.of(new io.ember.protocol.Messages.WrittenLength(f.id(), BS));
+    nn.renewLease(alice, "alices-client", List.of());
+    assertTrue(denied(() -> nn.renewLease(bob, "alices-client", claim)).contains("renew"));
+    assertEquals(List.of(f.id()), nn.renewLease(bob, "bobs-client", claim));
+    assertEquals(0, nn.lookup("/w").acknowledgedLength());
     nn.closeFile(alice, f.id(), 0);
   }
 
@@ -149,7 +173,26 @@ class PermissionsTest {
     String why = denied(() -> nn.delete(alice, "/t", true));
     assertTrue(why.contains("alice may not read and write and pass through (x) /t/u/bobs"), why);
     assertEquals(NodeType.FILE, nn.lookup("/t/u/bobs/f").type());
+    // Empty directories below need nothing, as HDFS has it.
+    make(bob, "/t/u/bobs/empty", NodeType.DIRECTORY, 0500);
+    nn.delete(bob, "/t/u/bobs", true);
     nn.delete(dave(), "/t", true); // a member of the super-user group
+  }
+
+  @Test
+  void anIdentityNamedAsTheSuperUserGroupIsNotInIt() {
+    assertTrue(!nn.caller("admins").superuser());
+    assertTrue(nn.caller("dave").superuser());
+  }
+
+  @Test
+  void parentsOfADirectoryTakeItsModeAndParentsOfAFileTheDefault() throws Exception {
+    nn.create(alice, "/p/q/r", NodeType.DIRECTORY, StorageClass.DRAM, true, "", false, false, 0500);
+    assertEquals(0700, nn.lookup("/p").permission());
+    assertEquals(0700, nn.lookup("/p/q").permission());
+    assertEquals(0500, nn.lookup("/p/q/r").permission());
+    nn.create(alice, "/s/t", NodeType.FILE, StorageClass.DRAM, true, "", false, false, 0600);
+    assertEquals(0755, nn.lookup("/s").permission());
   }
 
   private Caller dave() {

@@ -20,9 +20,9 @@ import io.netty.util.ReferenceCountUtil;
 public record Frame(int version, int type, int flags, long requestId, ByteBuf payload) {
   /**
    * The protocol version this build speaks (2: block reads and writes name their contents; 3: a
-   * create can overwrite a file).
+   * create can overwrite a file; 4: entries carry an owner, a group and a mode).
    */
-  public static final int VERSION = 3;
+  public static final int VERSION = 4;
 
   /** Bytes after the length field and before the payload. */
   public static final int HEADER_BYTES = 1 + 1 + 1 + 8;

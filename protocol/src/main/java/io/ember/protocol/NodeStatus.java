@@ -114,6 +114,9 @@ public record NodeStatus(
     String owner = Wire.readString(in, "owner", Permissions.MAX_NAME_BYTES);
     String group = Wire.readString(in, "group", Permissions.MAX_NAME_BYTES);
     int permission = Permissions.read(in);
+    if (permission == Permissions.DEFAULT) {
+      throw new MalformedFrameException("a status must carry a mode");
+    }
     return new NodeStatus(
         id,
         type,
