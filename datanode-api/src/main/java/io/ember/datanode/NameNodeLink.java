@@ -64,6 +64,13 @@ public final class NameNodeLink implements AutoCloseable {
 
   private volatile int blockSize;
 
+  /**
+   * The keys the name node signs block tokens with, by id, as its last registration or heartbeat
+   * answer named them (none on a cluster without TLS).
+   */
+  private volatile java.util.Map<Integer, io.ember.protocol.BlockKey> blockKeys =
+      java.util.Map.of();
+
   /** A block report is owed to the name node (heartbeat thread only). */
   private boolean reportPending;
 
@@ -293,6 +300,7 @@ public final class NameNodeLink implements AutoCloseable {
 
   private void registered(Messages.RegisterResponse r) {
     blockSize = r.blockSize();
+    useKeys(r.blockKeys());
     datanodeId = r.datanodeId();
     trimmed = List.of();
     LOG.info(
@@ -301,6 +309,21 @@ public final class NameNodeLink implements AutoCloseable {
         r.datanodeId(),
         r.blockCount(),
         r.blockSize());
+  }
+
+  private void useKeys(List<io.ember.protocol.BlockKey> keys) {
+    java.util.Map<Integer, io.ember.protocol.BlockKey> byId = new java.util.HashMap<>();
+    for (io.ember.protocol.BlockKey k : keys) {
+      byId.put(k.id(), k);
+    }
+    blockKeys = java.util.Map.copyOf(byId);
+  }
+
+  /**
+   * The name node's block token key {@code id}, or null when it has not named it (or dropped it).
+   */
+  public io.ember.protocol.BlockKey blockKey(int id) {
+    return blockKeys.get(id);
   }
 
   /**
@@ -342,6 +365,7 @@ public final class NameNodeLink implements AutoCloseable {
               new Messages.HeartbeatRequest(id, report),
               Messages.HeartbeatResponse::decode);
       trimmed = r.toTrim().isEmpty() ? List.of() : new ArrayList<>(trimmer.apply(r.toTrim()));
+      useKeys(r.blockKeys());
       reportIfPending();
     } catch (EmberException e) {
       if (e.code() == ErrorCode.UNKNOWN_DATANODE) {

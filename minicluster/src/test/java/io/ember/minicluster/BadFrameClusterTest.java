@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import io.ember.client.CreateOptions;
 import io.ember.client.EmberClient;
 import io.ember.client.EmberOutputStream;
+import io.ember.protocol.BlockToken;
 import io.ember.protocol.ErrorCode;
 import io.ember.protocol.Frame;
 import io.ember.protocol.HostPort;
@@ -102,8 +103,10 @@ class BadFrameClusterTest {
    * {@code length} bytes, followed by {@code dataBytes} bytes.
    */
   private static byte[] blockRequest(long incarnation, long address, int length, int dataBytes) {
-    java.nio.ByteBuffer b = java.nio.ByteBuffer.allocate(36 + Math.max(0, dataBytes));
+    java.nio.ByteBuffer b =
+        java.nio.ByteBuffer.allocate(36 + BlockToken.BYTES + Math.max(0, dataBytes));
     b.putLong(incarnation).putLong(1).putLong(1).putLong(address).putInt(length);
+    b.put(new byte[BlockToken.BYTES]); // no token: this cluster has no TLS
     return b.array();
   }
 
@@ -137,7 +140,7 @@ class BadFrameClusterTest {
     // Half a 1 MiB write, then the client vanishes.
     try (Socket s = new Socket(dn.host(), dn.port())) {
       DataOutputStream out = new DataOutputStream(s.getOutputStream());
-      out.writeInt(Frame.HEADER_BYTES + 36 + (1 << 20));
+      out.writeInt(Frame.HEADER_BYTES + 36 + BlockToken.BYTES + (1 << 20));
       out.write(new byte[Frame.HEADER_BYTES - 0]);
       out.write(new byte[50_000]);
       out.flush();

@@ -14,12 +14,14 @@ import io.ember.client.EmberOutputStream;
 import io.ember.datanode.dram.DramDataNode;
 import io.ember.datanode.dram.DramDataNodeKeys;
 import io.ember.protocol.BlockLocation;
+import io.ember.protocol.BlockToken;
 import io.ember.protocol.EmberConfig;
 import io.ember.protocol.EmberKeys;
 import io.ember.protocol.ErrorCode;
 import io.ember.protocol.Frame;
 import io.ember.protocol.HostPort;
 import io.ember.protocol.MessageType;
+import io.ember.protocol.Messages;
 import java.io.ByteArrayOutputStream;
 import java.io.DataInputStream;
 import java.io.IOException;
@@ -334,25 +336,29 @@ class DirectWriteTest {
 
   private static byte[] writeFrame(
       long requestId, BlockLocation b, int offset, byte[] bytes, long incarnation) {
-    ByteBuffer f = ByteBuffer.allocate(4 + Frame.HEADER_BYTES + 36 + bytes.length);
-    f.put(header(MessageType.BLOCK_WRITE.code(), requestId, 36 + bytes.length))
+    int fields = Messages.BlockWriteRequest.FIELD_BYTES;
+    ByteBuffer f = ByteBuffer.allocate(4 + Frame.HEADER_BYTES + fields + bytes.length);
+    f.put(header(MessageType.BLOCK_WRITE.code(), requestId, fields + bytes.length))
         .putLong(incarnation)
         .putLong(b.blockId())
         .putLong(b.generation())
         .putLong(b.address() + offset)
         .putInt(bytes.length)
+        .put(new byte[BlockToken.BYTES]) // no token: this cluster has no TLS
         .put(bytes);
     return f.array();
   }
 
   private static byte[] readFrame(long requestId, BlockLocation b, int offset, int length) {
-    ByteBuffer f = ByteBuffer.allocate(4 + Frame.HEADER_BYTES + 36);
-    f.put(header(MessageType.BLOCK_READ.code(), requestId, 36))
+    int fields = 36 + BlockToken.BYTES;
+    ByteBuffer f = ByteBuffer.allocate(4 + Frame.HEADER_BYTES + fields);
+    f.put(header(MessageType.BLOCK_READ.code(), requestId, fields))
         .putLong(b.incarnation())
         .putLong(b.blockId())
         .putLong(b.generation())
         .putLong(b.address() + offset)
-        .putInt(length);
+        .putInt(length)
+        .put(new byte[BlockToken.BYTES]);
     return f.array();
   }
 

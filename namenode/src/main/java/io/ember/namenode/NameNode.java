@@ -3,6 +3,7 @@ package io.ember.namenode;
 import io.ember.http.ServerMetrics;
 import io.ember.http.StatusServer;
 import io.ember.protocol.BlockLocation;
+import io.ember.protocol.BlockToken;
 import io.ember.protocol.Deferred;
 import io.ember.protocol.EmberConfig;
 import io.ember.protocol.EmberException;
@@ -148,9 +149,17 @@ public final class NameNode implements AutoCloseable {
 
   private static final AttributeKey<Caller> CALLER = AttributeKey.valueOf("ember.caller");
 
+  /** Signs the block locations handed out under TLS; null without it. */
+  private final BlockTokenSigner tokens;
+
   private NameNode(EmberConfig config, String host, int port) throws EmberException {
     metrics = new ServerMetrics(config.get(EmberKeys.METRICS_ENABLED));
     authenticated = config.get(EmberKeys.TLS);
+    tokens =
+        authenticated
+            ? new BlockTokenSigner(
+                config.get(NameNodeKeys.BLOCK_TOKEN_LIFETIME), System::currentTimeMillis)
+            : null;
     lifeCycle.beginStart();
     long blockSize = config.get(EmberKeys.BLOCK_SIZE);
     if (Long.bitCount(blockSize) != 1) {
@@ -823,7 +832,35 @@ public final class NameNode implements AutoCloseable {
             r.incarnation(),
             r.reviveOnly());
     datanodeConnections.put(registered.datanodeId(), channel);
-    return registered;
+    if (tokens == null) {
+      return registered;
+    }
+    return new Messages.RegisterResponse(
+        registered.datanodeId(), registered.blockSize(), registered.blockCount(), tokens.keys());
+  }
+
+  /**
+   * {@code location} with a token for the caller on {@code channel}, under TLS, when a DRAM data
+   * node holds it (an NVMe/TCP target checks no tokens).
+   */
+  private BlockLocation granted(Channel channel, BlockLocation location, int modes)
+      throws EmberException {
+    if (tokens == null || location == null || !location.tier().equals("dram")) {
+      return location;
+    }
+    return tokens.sign(location, modes, caller(channel).name());
+  }
+
+  private List<BlockLocation> granted(Channel channel, List<BlockLocation> locations, int modes)
+      throws EmberException {
+    if (tokens == null) {
+      return locations;
+    }
+    List<BlockLocation> out = new ArrayList<>(locations.size());
+    for (BlockLocation b : locations) {
+      out.add(granted(channel, b, modes));
+    }
+    return out;
   }
 
   /**
@@ -923,14 +960,21 @@ public final class NameNode implements AutoCloseable {
                   r.firstBlock(),
                   r.overwrite(),
                   r.permission());
-          return r.firstBlock() ? created : created.status();
+          if (!r.firstBlock()) {
+            return created.status();
+          }
+          return new Messages.CreateResponse(
+              created.status(),
+              granted(channel, created.firstBlock(), BlockToken.READ | BlockToken.WRITE));
         }
       case LOOKUP:
         return state.lookup(caller(channel), Messages.PathRequest.decode(in).path());
       case OPEN:
         {
           Messages.OpenRequest r = Messages.OpenRequest.decode(in);
-          return state.open(caller(channel), r.path(), r.maxBlocks());
+          Messages.OpenResponse opened = state.open(caller(channel), r.path(), r.maxBlocks());
+          return new Messages.OpenResponse(
+              opened.status(), granted(channel, opened.blocks(), BlockToken.READ));
         }
       case LIST:
         {
@@ -958,13 +1002,19 @@ public final class NameNode implements AutoCloseable {
       case ALLOCATE_BLOCK:
         {
           Messages.AllocateBlockRequest r = Messages.AllocateBlockRequest.decode(in);
-          return state.allocateBlock(caller(channel), r.fileId(), r.index());
+          return granted(
+              channel,
+              state.allocateBlock(caller(channel), r.fileId(), r.index()),
+              BlockToken.READ | BlockToken.WRITE);
         }
       case GET_BLOCKS:
         {
           Messages.GetBlocksRequest r = Messages.GetBlocksRequest.decode(in);
           return new Messages.BlocksResponse(
-              state.getBlocks(caller(channel), r.fileId(), r.startIndex(), r.maxCount()));
+              granted(
+                  channel,
+                  state.getBlocks(caller(channel), r.fileId(), r.startIndex(), r.maxCount()),
+                  BlockToken.READ));
         }
       case CLOSE_FILE:
         {
@@ -993,7 +1043,9 @@ public final class NameNode implements AutoCloseable {
           Messages.HeartbeatRequest r = Messages.HeartbeatRequest.decode(in);
           checkHeartbeatConnection(r.datanodeId(), channel);
           Messages.HeartbeatResponse answer =
-              new Messages.HeartbeatResponse(state.heartbeat(r.datanodeId(), r.trimmed()));
+              new Messages.HeartbeatResponse(
+                  state.heartbeat(r.datanodeId(), r.trimmed()),
+                  tokens == null ? List.of() : tokens.keys());
           // A node whose connection closed may heartbeat on its new one: that is its connection
           // now.
           datanodeConnections.put(r.datanodeId(), channel);

@@ -182,6 +182,19 @@ public final class NameNodeKeys {
           "time without renewal after which a writer's open files are closed at what it wrote");
 
   /**
+   * How long a block token holds (under TLS), and how often the key that signs them changes. A
+   * reader whose token expired asks for its locations again; a writer holding one block longer than
+   * this fails.
+   */
+  public static final ConfigKey<Duration> BLOCK_TOKEN_LIFETIME =
+      ConfigKey.ofDuration(
+          "ember.security.block-token.lifetime",
+          "10h",
+          Duration.ofMillis(100),
+          Duration.ofDays(7),
+          "how long a block token holds, and how often its signing key changes (under TLS)");
+
+  /**
    * Whether the name node connects to the address a registering data node advertises (its RPC port,
    * or its NVMe/TCP target) before it takes the registration: a node behind NAT or a container
    * network that advertises an address nobody can reach is refused at once, with the address named,
@@ -211,7 +224,8 @@ public final class NameNodeKeys {
           SUPERUSERS,
           SUPERUSER_GROUP,
           GROUPS,
-          ROOT_PERMISSION);
+          ROOT_PERMISSION,
+          BLOCK_TOKEN_LIFETIME);
 
   private static boolean validSync(String text) {
     try {

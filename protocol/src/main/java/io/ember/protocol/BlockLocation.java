@@ -20,6 +20,9 @@ import java.time.Duration;
  * @param address the block's offset in the data node's region, in bytes
  * @param length the block's size in bytes
  * @param lost true when the data node has stopped heartbeating
+ * @param token the name node's grant of access to the block for the caller it answered ({@link
+ *     BlockToken#NONE} on a cluster without TLS); a DRAM data node under TLS refuses a read or
+ *     write without a valid one
  */
 public record BlockLocation(
     int index,
@@ -32,11 +35,57 @@ public record BlockLocation(
     String endpoint,
     long address,
     int length,
-    boolean lost)
+    boolean lost,
+    BlockToken token)
     implements Message {
 
   /** Smallest encoded size (empty strings). */
-  public static final int MIN_BYTES = 4 + 8 + 8 + 4 + 8 + 1 + 4 + 4 + 8 + 4 + 1;
+  public static final int MIN_BYTES = 4 + 8 + 8 + 4 + 8 + 1 + 4 + 4 + 8 + 4 + 1 + BlockToken.BYTES;
+
+  /** A location without a token. */
+  public BlockLocation(
+      int index,
+      long blockId,
+      long generation,
+      int datanodeId,
+      long incarnation,
+      StorageClass storageClass,
+      String tier,
+      String endpoint,
+      long address,
+      int length,
+      boolean lost) {
+    this(
+        index,
+        blockId,
+        generation,
+        datanodeId,
+        incarnation,
+        storageClass,
+        tier,
+        endpoint,
+        address,
+        length,
+        lost,
+        BlockToken.NONE);
+  }
+
+  /** This location, carrying {@code grant}. */
+  public BlockLocation withToken(BlockToken grant) {
+    return new BlockLocation(
+        index,
+        blockId,
+        generation,
+        datanodeId,
+        incarnation,
+        storageClass,
+        tier,
+        endpoint,
+        address,
+        length,
+        lost,
+        grant);
+  }
 
   /**
    * How long a client uses a location whose storage cannot check generations (an NVMf target)
@@ -64,6 +113,7 @@ public record BlockLocation(
     out.writeLong(address);
     out.writeInt(length);
     out.writeBoolean(lost);
+    token.encode(out);
   }
 
   /** Reads a location written by {@link #encode}. */
@@ -79,8 +129,20 @@ public record BlockLocation(
     long address = Wire.readLong(in, "block address", 0, Long.MAX_VALUE);
     int length = Wire.readInt(in, "block length", 1, Integer.MAX_VALUE);
     boolean lost = Wire.readBoolean(in, "lost");
+    BlockToken token = BlockToken.decode(in);
     return new BlockLocation(
-        index, blockId, generation, dn, incarnation, sc, tier, endpoint, address, length, lost);
+        index,
+        blockId,
+        generation,
+        dn,
+        incarnation,
+        sc,
+        tier,
+        endpoint,
+        address,
+        length,
+        lost,
+        token);
   }
 
   /**

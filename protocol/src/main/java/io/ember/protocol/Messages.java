@@ -672,13 +672,19 @@ public final class Messages {
   }
 
   /** The id given to a registered data node and the blocks carved from its capacity. */
-  public record RegisterResponse(int datanodeId, int blockSize, long blockCount)
-      implements Message {
+  public record RegisterResponse(
+      int datanodeId, int blockSize, long blockCount, List<BlockKey> blockKeys) implements Message {
+    /** An answer without block keys. */
+    public RegisterResponse(int datanodeId, int blockSize, long blockCount) {
+      this(datanodeId, blockSize, blockCount, List.of());
+    }
+
     @Override
     public void encode(ByteBuf out) {
       out.writeInt(datanodeId);
       out.writeInt(blockSize);
       out.writeLong(blockCount);
+      BlockKey.encode(out, blockKeys);
     }
 
     /** Reads the body. */
@@ -686,8 +692,9 @@ public final class Messages {
       int id = Wire.readInt(in, "data node id");
       int bs = Wire.readInt(in, "block size", 1, Integer.MAX_VALUE);
       long count = Wire.readLong(in, "block count", 0, Long.MAX_VALUE);
+      List<BlockKey> keys = BlockKey.decode(in);
       Wire.expectEnd(in, "REGISTER_DATANODE answer");
-      return new RegisterResponse(id, bs, count);
+      return new RegisterResponse(id, bs, count, keys);
     }
   }
 
@@ -720,17 +727,24 @@ public final class Messages {
   }
 
   /** Block slots (indexes in the data node's region) the data node must deallocate. */
-  public record HeartbeatResponse(List<Long> toTrim) implements Message {
+  public record HeartbeatResponse(List<Long> toTrim, List<BlockKey> blockKeys) implements Message {
+    /** An answer without block keys. */
+    public HeartbeatResponse(List<Long> toTrim) {
+      this(toTrim, List.of());
+    }
+
     @Override
     public void encode(ByteBuf out) {
       writeSlots(out, toTrim);
+      BlockKey.encode(out, blockKeys);
     }
 
     /** Reads the body. */
     public static HeartbeatResponse decode(ByteBuf in) throws MalformedFrameException {
       List<Long> slots = readSlots(in, "to trim");
+      List<BlockKey> keys = BlockKey.decode(in);
       Wire.expectEnd(in, "HEARTBEAT answer");
-      return new HeartbeatResponse(slots);
+      return new HeartbeatResponse(slots, keys);
     }
   }
 
@@ -802,12 +816,26 @@ public final class Messages {
    * belongs to a newer generation (the file was deleted and the block given to another).
    */
   public record BlockWriteRequest(
-      long incarnation, long blockId, long generation, long address, ByteBuf data)
+      long incarnation, long blockId, long generation, long address, ByteBuf data, BlockToken token)
       implements Message {
-    /** A write of {@code data} at {@code offset} in {@code block}. */
+    /** Bytes of the fields before the data. */
+    public static final int FIELD_BYTES = 8 + 8 + 8 + 8 + 4 + BlockToken.BYTES;
+
+    /** A write without a block token. */
+    public BlockWriteRequest(
+        long incarnation, long blockId, long generation, long address, ByteBuf data) {
+      this(incarnation, blockId, generation, address, data, BlockToken.NONE);
+    }
+
+    /** A write of {@code data} at {@code offset} in {@code block}, with the block's token. */
     public static BlockWriteRequest of(BlockLocation block, int offset, ByteBuf data) {
       return new BlockWriteRequest(
-          block.incarnation(), block.blockId(), block.generation(), block.address() + offset, data);
+          block.incarnation(),
+          block.blockId(),
+          block.generation(),
+          block.address() + offset,
+          data,
+          block.token());
     }
 
     @Override
@@ -817,6 +845,7 @@ public final class Messages {
       out.writeLong(generation);
       out.writeLong(address);
       out.writeInt(data.readableBytes());
+      token.encode(out);
     }
 
     @Override
@@ -834,12 +863,13 @@ public final class Messages {
       long generation = Wire.readLong(in, "generation");
       long address = Wire.readLong(in, "address", 0, Long.MAX_VALUE);
       int length = Wire.readInt(in, "data length", 0, Integer.MAX_VALUE);
+      BlockToken token = BlockToken.decode(in);
       if (length != in.readableBytes()) {
         throw new MalformedFrameException(
             "BLOCK_WRITE says " + length + " data bytes, frame holds " + in.readableBytes());
       }
       return new BlockWriteRequest(
-          incarnation, blockId, generation, address, in.readRetainedSlice(length));
+          incarnation, blockId, generation, address, in.readRetainedSlice(length), token);
     }
   }
 
@@ -850,16 +880,23 @@ public final class Messages {
    * there is of another generation.
    */
   public record BlockReadRequest(
-      long incarnation, long blockId, long generation, long address, int length)
+      long incarnation, long blockId, long generation, long address, int length, BlockToken token)
       implements Message {
-    /** A read of {@code length} bytes at {@code offset} in {@code block}. */
+    /** A read without a block token. */
+    public BlockReadRequest(
+        long incarnation, long blockId, long generation, long address, int length) {
+      this(incarnation, blockId, generation, address, length, BlockToken.NONE);
+    }
+
+    /** A read of {@code length} bytes at {@code offset} in {@code block}, with its token. */
     public static BlockReadRequest of(BlockLocation block, int offset, int length) {
       return new BlockReadRequest(
           block.incarnation(),
           block.blockId(),
           block.generation(),
           block.address() + offset,
-          length);
+          length,
+          block.token());
     }
 
     @Override
@@ -869,6 +906,7 @@ public final class Messages {
       out.writeLong(generation);
       out.writeLong(address);
       out.writeInt(length);
+      token.encode(out);
     }
 
     /** Reads the body. */
@@ -878,8 +916,9 @@ public final class Messages {
       long generation = Wire.readLong(in, "generation");
       long address = Wire.readLong(in, "address", 0, Long.MAX_VALUE);
       int length = Wire.readInt(in, "length", 0, Integer.MAX_VALUE);
+      BlockToken token = BlockToken.decode(in);
       Wire.expectEnd(in, "BLOCK_READ");
-      return new BlockReadRequest(incarnation, blockId, generation, address, length);
+      return new BlockReadRequest(incarnation, blockId, generation, address, length, token);
     }
   }
 
@@ -924,12 +963,28 @@ public final class Messages {
    * another generation or the node's contents change; accesses with it fail after that.
    */
   public record BlockGrantRequest(
-      long incarnation, long blockId, long generation, long address, boolean forWrite)
+      long incarnation,
+      long blockId,
+      long generation,
+      long address,
+      boolean forWrite,
+      BlockToken token)
       implements Message {
-    /** A grant for {@code block}. */
+    /** A grant without a block token. */
+    public BlockGrantRequest(
+        long incarnation, long blockId, long generation, long address, boolean forWrite) {
+      this(incarnation, blockId, generation, address, forWrite, BlockToken.NONE);
+    }
+
+    /** A grant for {@code block}, with its token. */
     public static BlockGrantRequest of(BlockLocation block, boolean forWrite) {
       return new BlockGrantRequest(
-          block.incarnation(), block.blockId(), block.generation(), block.address(), forWrite);
+          block.incarnation(),
+          block.blockId(),
+          block.generation(),
+          block.address(),
+          forWrite,
+          block.token());
     }
 
     @Override
@@ -939,6 +994,7 @@ public final class Messages {
       out.writeLong(generation);
       out.writeLong(address);
       out.writeBoolean(forWrite);
+      token.encode(out);
     }
 
     /** Reads the body. */
@@ -948,8 +1004,9 @@ public final class Messages {
       long generation = Wire.readLong(in, "generation");
       long address = Wire.readLong(in, "address", 0, Long.MAX_VALUE);
       boolean forWrite = Wire.readBoolean(in, "for write");
+      BlockToken token = BlockToken.decode(in);
       Wire.expectEnd(in, "BLOCK_GRANT");
-      return new BlockGrantRequest(incarnation, blockId, generation, address, forWrite);
+      return new BlockGrantRequest(incarnation, blockId, generation, address, forWrite, token);
     }
   }
 

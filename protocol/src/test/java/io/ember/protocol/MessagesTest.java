@@ -25,6 +25,18 @@ class MessagesTest {
       new BlockLocation(
           3, 17, 9, 2, -5L, StorageClass.NVMF, "dram", "127.0.0.1:4000", 1 << 20, 1 << 20, true);
 
+  private static final BlockKey KEY = new BlockKey(7, 1234567, new byte[BlockKey.SECRET_BYTES]);
+  private static final BlockKey KEY2 = new BlockKey(8, 7654321, filled(9));
+
+  private static byte[] filled(int value) {
+    byte[] b = new byte[BlockKey.SECRET_BYTES];
+    java.util.Arrays.fill(b, (byte) value);
+    return b;
+  }
+
+  private static final BlockToken TOKEN =
+      BlockToken.sign(7, new byte[32], BLOCK, BlockToken.READ | BlockToken.WRITE, 99, "alice");
+
   private static final List<Object[]> CASES =
       List.of(
           new Object[] {
@@ -165,6 +177,23 @@ class MessagesTest {
             new Messages.RegisterResponse(4, 1 << 20, 1024),
             (Decoder) Messages.RegisterResponse::decode
           },
+          new Object[] {
+            new Messages.RegisterResponse(4, 1 << 20, 1024, List.of(KEY, KEY2)),
+            (Decoder) Messages.RegisterResponse::decode
+          },
+          new Object[] {
+            new Messages.HeartbeatResponse(List.of(5L), List.of(KEY)),
+            (Decoder) Messages.HeartbeatResponse::decode
+          },
+          new Object[] {
+            new Messages.BlockReadRequest(-3L, 17, 9, 4096, 512, TOKEN),
+            (Decoder) Messages.BlockReadRequest::decode
+          },
+          new Object[] {
+            new Messages.BlockGrantRequest(-3L, 17, 9, 4096, false, TOKEN),
+            (Decoder) Messages.BlockGrantRequest::decode
+          },
+          new Object[] {BLOCK.withToken(TOKEN), (Decoder) BlockLocation::decode},
           new Object[] {
             new Messages.HeartbeatRequest(4, List.of(1L, 99L)),
             (Decoder) Messages.HeartbeatRequest::decode
@@ -353,19 +382,18 @@ class MessagesTest {
   @Test
   void blockWriteLengthMustMatchTheFrame() throws Exception {
     ByteBuf in = Unpooled.buffer();
-    in.writeLong(3).writeLong(17).writeLong(9).writeLong(0).writeInt(10).writeBytes(new byte[9]);
+    in.writeLong(3).writeLong(17).writeLong(9).writeLong(0).writeInt(10);
+    BlockToken.NONE.encode(in);
+    in.writeBytes(new byte[9]);
     try {
       assertThrows(MalformedFrameException.class, () -> Messages.BlockWriteRequest.decode(in));
     } finally {
       in.release();
     }
     ByteBuf ok = Unpooled.buffer();
-    ok.writeLong(-3)
-        .writeLong(17)
-        .writeLong(9)
-        .writeLong(8)
-        .writeInt(3)
-        .writeBytes(new byte[] {1, 2, 3});
+    ok.writeLong(-3).writeLong(17).writeLong(9).writeLong(8).writeInt(3);
+    BlockToken.NONE.encode(ok);
+    ok.writeBytes(new byte[] {1, 2, 3});
     try {
       Messages.BlockWriteRequest r = Messages.BlockWriteRequest.decode(ok);
       assertEquals(-3, r.incarnation());

@@ -3,6 +3,7 @@ package io.ember.datanode.dram;
 import io.ember.protocol.Frame;
 import io.ember.protocol.FrameDecoder;
 import io.ember.protocol.MessageType;
+import io.ember.protocol.Messages;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
 import io.netty.buffer.Unpooled;
@@ -38,9 +39,11 @@ final class DirectWriteDecoder extends FrameDecoder {
   static final int MIN_DIRECT_BYTES = 64 << 10;
 
   /**
-   * The fields of a BLOCK_WRITE before its data: incarnation, block, generation, address, length.
+   * The fields of a BLOCK_WRITE before its data: incarnation, block, generation, address, length
+   * and block token (not checked here: writes land straight from the socket only without TLS, and
+   * tokens are handed out only with it).
    */
-  private static final int WRITE_FIELDS = 8 + 8 + 8 + 8 + 4;
+  private static final int WRITE_FIELDS = Messages.BlockWriteRequest.FIELD_BYTES;
 
   private final DramDataNode node;
   private final long stallNanos;

@@ -59,6 +59,9 @@ public final class DramDataNode implements DataNode {
   /** How errors name this node; made once, not per request. */
   private final String describe;
 
+  /** True under TLS: every read, write and grant needs a block token from the name node. */
+  private final boolean checkTokens;
+
   private final NameNodeLink link;
 
   /** The incarnation of this node's contents; reads and writes must name it. */
@@ -98,6 +101,7 @@ public final class DramDataNode implements DataNode {
     region = new DramRegion(config.get(DramDataNodeKeys.CAPACITY));
     metrics = new ServerMetrics(config.get(EmberKeys.METRICS_ENABLED));
     namenodeAddress = config.get(EmberKeys.NAMENODE_ADDRESS);
+    checkTokens = config.get(EmberKeys.TLS);
     bytesWritten =
         Counter.builder()
             .name("ember_datanode_written_bytes_total")
@@ -408,6 +412,80 @@ public final class DramDataNode implements DataNode {
   }
 
   /**
+   * Refuses a request whose block token does not let the caller on {@code channel} reach block
+   * {@code blockId} of {@code generation}, whose slot holds {@code address}, for {@code mode}: the
+   * name node's check of who may read or write which file, enforced where the bytes are. A token
+   * this node cannot check any more (an unknown key, past its expiry) is a stale location, which
+   * readers answer by asking the name node again.
+   */
+  private void checkToken(
+      Channel channel,
+      io.ember.protocol.BlockToken token,
+      long blockId,
+      long generation,
+      long address,
+      int mode)
+      throws EmberException {
+    if (!checkTokens) {
+      return;
+    }
+    String block = "block " + blockId + " (generation " + generation + ")";
+    if (token.isNone()) {
+      throw new EmberException(
+          ErrorCode.PERMISSION_DENIED,
+          describe
+              + " refuses "
+              + block
+              + " without a block token: it runs under ember.security.tls, and takes only"
+              + " locations the name node handed out");
+    }
+    io.ember.protocol.BlockKey key = link.blockKey(token.keyId());
+    if (key == null) {
+      throw new EmberException(
+          ErrorCode.STALE_LOCATION,
+          "the block token for "
+              + block
+              + " is signed with a key "
+              + describe
+              + " does not hold (the name node restarted, or the token is old): ask the name"
+              + " node again");
+    }
+    String identity = io.ember.protocol.Tls.peerIdentity(channel);
+    long slotStart = address - Math.floorMod(address, (long) link.blockSize());
+    if (!token.signs(
+        key.secret(),
+        blockId,
+        generation,
+        link.datanodeId(),
+        slotStart,
+        identity == null ? "" : identity)) {
+      throw new EmberException(
+          ErrorCode.PERMISSION_DENIED,
+          describe
+              + " refuses "
+              + block
+              + ": its block token was not granted to "
+              + identity
+              + " for this block (it names another block, node or caller, or was altered)");
+    }
+    if (token.expiresMillis() < System.currentTimeMillis()) {
+      throw new EmberException(
+          ErrorCode.STALE_LOCATION,
+          "the block token for " + block + " expired: ask the name node again");
+    }
+    if ((token.modes() & mode) == 0) {
+      throw new EmberException(
+          ErrorCode.PERMISSION_DENIED,
+          describe
+              + " refuses to "
+              + (mode == io.ember.protocol.BlockToken.WRITE ? "write " : "read ")
+              + block
+              + ": its block token grants "
+              + (mode == io.ember.protocol.BlockToken.WRITE ? "reading only" : "writing only"));
+    }
+  }
+
+  /**
    * The block generations of {@code incarnation}, which {@link #checkServes} found this node
    * serving: new contents start with no generation known.
    */
@@ -697,6 +775,13 @@ public final class DramDataNode implements DataNode {
             Messages.BlockWriteRequest r = Messages.BlockWriteRequest.decode(in);
             try {
               checkServes(r.incarnation());
+              checkToken(
+                  channel,
+                  r.token(),
+                  r.blockId(),
+                  r.generation(),
+                  r.address(),
+                  io.ember.protocol.BlockToken.WRITE);
               BlockGenerations g = generations(r.incarnation());
               // Checked and copied under the slot's lock: a write of an older generation that
               // passed its check cannot land after the newer generation's first write.
@@ -715,6 +800,13 @@ public final class DramDataNode implements DataNode {
           {
             Messages.BlockReadRequest r = Messages.BlockReadRequest.decode(in);
             checkServes(r.incarnation());
+            checkToken(
+                channel,
+                r.token(),
+                r.blockId(),
+                r.generation(),
+                r.address(),
+                io.ember.protocol.BlockToken.READ);
             generations(r.incarnation())
                 .checkRead(r.blockId(), r.generation(), r.address(), r.length(), describe);
             Messages.DataResponse data =
@@ -743,6 +835,15 @@ public final class DramDataNode implements DataNode {
                   describe + " does not serve RDMA (its transport is tcp)");
             }
             checkServes(r.incarnation());
+            checkToken(
+                channel,
+                r.token(),
+                r.blockId(),
+                r.generation(),
+                r.address(),
+                r.forWrite()
+                    ? io.ember.protocol.BlockToken.WRITE
+                    : io.ember.protocol.BlockToken.READ);
             BlockGenerations g = generations(r.incarnation());
             synchronized (g.lockFor(r.address())) {
               if (r.forWrite() && g.mustWait(r.address(), r.generation())) {
