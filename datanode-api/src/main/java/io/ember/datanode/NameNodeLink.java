@@ -311,8 +311,18 @@ public final class NameNodeLink implements AutoCloseable {
         r.blockSize());
   }
 
-  private void useKeys(List<io.ember.protocol.BlockKey> keys) {
+  /**
+   * Adds the name node's keys to those held, and drops held keys at their own expiry: a name node
+   * that restarted names only its new keys, and tokens signed with the old ones still hold.
+   */
+  private synchronized void useKeys(List<io.ember.protocol.BlockKey> keys) {
+    long now = System.currentTimeMillis();
     java.util.Map<Integer, io.ember.protocol.BlockKey> byId = new java.util.HashMap<>();
+    for (io.ember.protocol.BlockKey k : blockKeys.values()) {
+      if (k.expiresMillis() >= now) {
+        byId.put(k.id(), k);
+      }
+    }
     for (io.ember.protocol.BlockKey k : keys) {
       byId.put(k.id(), k);
     }

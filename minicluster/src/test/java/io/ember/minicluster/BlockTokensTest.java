@@ -178,6 +178,42 @@ class BlockTokensTest {
       try (EmberInputStream in = alice.open("/alice/secret.bin")) {
         assertArrayEquals(secret, in.readAllBytes());
       }
+      // Only data nodes learn the keys: a user cannot register one, nor heartbeat as one.
+      try (RpcClients asAlice = new RpcClients(as("alice"), "raw alice")) {
+        String why =
+            refused(
+                ErrorCode.PERMISSION_DENIED,
+                () ->
+                    Futures.await(
+                        asAlice
+                            .get(cluster.namenodeAddress(), "name node")
+                            .thenCompose(
+                                c ->
+                                    c.call(
+                                        MessageType.REGISTER_DATANODE,
+                                        new Messages.RegisterRequest(
+                                            io.ember.protocol.StorageClass.DRAM,
+                                            "dram",
+                                            "127.0.0.1:1",
+                                            1 << 20,
+                                            false,
+                                            5L,
+                                            false),
+                                        Messages.RegisterResponse::decode))));
+        assertTrue(why.contains("alice may not act as a data node"), why);
+        refused(
+            ErrorCode.PERMISSION_DENIED,
+            () ->
+                Futures.await(
+                    asAlice
+                        .get(cluster.namenodeAddress(), "name node")
+                        .thenCompose(
+                            c ->
+                                c.call(
+                                    MessageType.HEARTBEAT,
+                                    new Messages.HeartbeatRequest(mine.datanodeId()),
+                                    Messages.HeartbeatResponse::decode))));
+      }
     }
   }
 
@@ -187,7 +223,7 @@ class BlockTokensTest {
     try (MiniCluster cluster =
             MiniCluster.builder()
                 .dramDatanodes(1)
-                .config(as("node").with(NameNodeKeys.BLOCK_TOKEN_LIFETIME, "3s"))
+                .config(as("node").with(NameNodeKeys.BLOCK_TOKEN_LIFETIME, "10s"))
                 .build();
         EmberClient alice = cluster.newClient(as("alice"))) {
       write(alice, "/f.bin", data, 0644);

@@ -152,6 +152,12 @@ public final class NameNode implements AutoCloseable {
   /** Signs the block locations handed out under TLS; null without it. */
   private final BlockTokenSigner tokens;
 
+  /**
+   * Under TLS, who may act as a data node (and so hold the block token keys): the name node's own
+   * certificate's identity and {@link NameNodeKeys#DATANODE_IDENTITIES}, besides super-users.
+   */
+  private final java.util.Set<String> datanodeIdentities;
+
   private NameNode(EmberConfig config, String host, int port) throws EmberException {
     metrics = new ServerMetrics(config.get(EmberKeys.METRICS_ENABLED));
     authenticated = config.get(EmberKeys.TLS);
@@ -160,6 +166,16 @@ public final class NameNode implements AutoCloseable {
             ? new BlockTokenSigner(
                 config.get(NameNodeKeys.BLOCK_TOKEN_LIFETIME), System::currentTimeMillis)
             : null;
+    java.util.Set<String> nodes = new java.util.HashSet<>();
+    if (authenticated) {
+      nodes.add(io.ember.protocol.Tls.ownIdentity(config));
+      for (String name : config.get(NameNodeKeys.DATANODE_IDENTITIES).split(",", -1)) {
+        if (!name.isBlank()) {
+          nodes.add(name.strip());
+        }
+      }
+    }
+    datanodeIdentities = java.util.Set.copyOf(nodes);
     lifeCycle.beginStart();
     long blockSize = config.get(EmberKeys.BLOCK_SIZE);
     if (Long.bitCount(blockSize) != 1) {
@@ -766,6 +782,8 @@ public final class NameNode implements AutoCloseable {
    */
   private Message durable(Channel channel, MessageType type, ByteBuf in) throws EmberException {
     if (type == MessageType.REGISTER_DATANODE && probeDatanodes) {
+      // Before the probe: a caller that may not register learns nothing of what it named.
+      checkDatanode(channel, type);
       Messages.RegisterRequest r = Messages.RegisterRequest.decode(in);
       return new Deferred(
           probe(channel, r.endpoint())
@@ -840,12 +858,36 @@ public final class NameNode implements AutoCloseable {
   }
 
   /**
+   * Under TLS, refuses a data node's request ({@code type}) from a caller that may not act as one:
+   * it would learn the keys block tokens are signed with, and could add storage to the cluster.
+   */
+  private void checkDatanode(Channel channel, MessageType type) throws EmberException {
+    if (!authenticated) {
+      return;
+    }
+    Caller caller = caller(channel);
+    if (caller.superuser() || datanodeIdentities.contains(caller.name())) {
+      return;
+    }
+    throw new EmberException(
+        ErrorCode.PERMISSION_DENIED,
+        "cannot "
+            + type
+            + ": "
+            + caller
+            + " may not act as a data node (the name node takes data nodes that present its own"
+            + " certificate's identity, a super-user's, or one in "
+            + NameNodeKeys.DATANODE_IDENTITIES.name()
+            + ")");
+  }
+
+  /**
    * {@code location} with a token for the caller on {@code channel}, under TLS, when a DRAM data
    * node holds it (an NVMe/TCP target checks no tokens).
    */
   private BlockLocation granted(Channel channel, BlockLocation location, int modes)
       throws EmberException {
-    if (tokens == null || location == null || !location.tier().equals("dram")) {
+    if (tokens == null || location == null || !location.tier().startsWith("dram")) {
       return location;
     }
     return tokens.sign(location, modes, caller(channel).name());
@@ -1037,9 +1079,11 @@ public final class NameNode implements AutoCloseable {
         Wire.expectEnd(in, "DATANODES");
         return new Messages.DatanodesResponse(state.report().datanodes());
       case REGISTER_DATANODE:
+        checkDatanode(channel, type);
         return register(channel, Messages.RegisterRequest.decode(in));
       case HEARTBEAT:
         {
+          checkDatanode(channel, type);
           Messages.HeartbeatRequest r = Messages.HeartbeatRequest.decode(in);
           checkHeartbeatConnection(r.datanodeId(), channel);
           Messages.HeartbeatResponse answer =
@@ -1053,6 +1097,7 @@ public final class NameNode implements AutoCloseable {
         }
       case BLOCK_REPORT:
         {
+          checkDatanode(channel, type);
           Messages.BlockReportRequest r = Messages.BlockReportRequest.decode(in);
           checkHeartbeatConnection(r.datanodeId(), channel);
           state.blockReport(r.datanodeId(), r.incarnation(), r.blocks());

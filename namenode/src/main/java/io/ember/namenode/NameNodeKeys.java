@@ -182,6 +182,19 @@ public final class NameNodeKeys {
           "time without renewal after which a writer's open files are closed at what it wrote");
 
   /**
+   * Identities (besides the name node's own and the super-users) that may act as data nodes under
+   * TLS: register, heartbeat, report blocks, and so receive the keys block tokens are signed with.
+   */
+  public static final ConfigKey<String> DATANODE_IDENTITIES =
+      ConfigKey.ofString(
+          "ember.security.datanodes",
+          "",
+          s -> true,
+          "a comma-separated list of identities",
+          "identities that may act as data nodes under TLS, besides the name node's own"
+              + " certificate's and the super-users");
+
+  /**
    * How long a block token holds (under TLS), and how often the key that signs them changes. A
    * reader whose token expired asks for its locations again; a writer holding one block longer than
    * this fails.
@@ -225,6 +238,7 @@ public final class NameNodeKeys {
           SUPERUSER_GROUP,
           GROUPS,
           ROOT_PERMISSION,
+          DATANODE_IDENTITIES,
           BLOCK_TOKEN_LIFETIME);
 
   private static boolean validSync(String text) {

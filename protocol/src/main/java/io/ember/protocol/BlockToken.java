@@ -12,9 +12,10 @@ import javax.crypto.spec.SecretKeySpec;
 /**
  * The name node's grant of access to one block, as HDFS's block access token: which key signed it,
  * until when it holds, for reading or writing, and an HMAC-SHA256 over those, the block (id,
- * generation, data node, slot address) and the identity it was granted to. A data node that holds
- * the key checks it against the block a request names and the identity of the connection it came
- * on, so a client cannot reach a block the name node did not give it, nor use another's token.
+ * generation, the data node's contents incarnation, slot address) and the identity it was granted
+ * to. A data node that holds the key checks it against the block a request names and the identity
+ * of the connection it came on, so a client cannot reach a block the name node did not give it, nor
+ * use another's token.
  *
  * @param keyId the signing key ({@code 0}: no token, on a cluster without TLS)
  * @param expiresMillis when it stops holding, milliseconds since the epoch
@@ -100,21 +101,21 @@ public record BlockToken(int keyId, long expiresMillis, int modes, byte[] mac) {
             modes,
             location.blockId(),
             location.generation(),
-            location.datanodeId(),
+            location.incarnation(),
             location.address(),
             identity));
   }
 
   /**
    * True when this token was signed with {@code secret} for {@code identity} to reach block {@code
-   * blockId} of generation {@code generation} in the slot at {@code blockAddress} of data node
-   * {@code datanodeId}; the caller checks the key, expiry and modes.
+   * blockId} of generation {@code generation} in the slot at {@code blockAddress} of the data node
+   * contents {@code incarnation} names; the caller checks the key, expiry and modes.
    */
   public boolean signs(
       byte[] secret,
       long blockId,
       long generation,
-      int datanodeId,
+      long incarnation,
       long blockAddress,
       String identity) {
     byte[] expected =
@@ -125,7 +126,7 @@ public record BlockToken(int keyId, long expiresMillis, int modes, byte[] mac) {
             modes,
             blockId,
             generation,
-            datanodeId,
+            incarnation,
             blockAddress,
             identity);
     return MessageDigest.isEqual(expected, mac);
@@ -138,18 +139,18 @@ public record BlockToken(int keyId, long expiresMillis, int modes, byte[] mac) {
       int modes,
       long blockId,
       long generation,
-      int datanodeId,
+      long incarnation,
       long blockAddress,
       String identity) {
     byte[] who = identity.getBytes(StandardCharsets.UTF_8);
-    ByteBuffer fields = ByteBuffer.allocate(4 + 8 + 1 + 8 + 8 + 4 + 8 + who.length);
+    ByteBuffer fields = ByteBuffer.allocate(4 + 8 + 1 + 8 + 8 + 8 + 8 + who.length);
     fields
         .putInt(keyId)
         .putLong(expiresMillis)
         .put((byte) modes)
         .putLong(blockId)
         .putLong(generation)
-        .putInt(datanodeId)
+        .putLong(incarnation)
         .putLong(blockAddress)
         .put(who);
     try {

@@ -20,9 +20,10 @@ import io.netty.util.ReferenceCountUtil;
 public record Frame(int version, int type, int flags, long requestId, ByteBuf payload) {
   /**
    * The protocol version this build speaks (2: block reads and writes name their contents; 3: a
-   * create can overwrite a file; 4: entries carry an owner, a group and a mode).
+   * create can overwrite a file; 4: entries carry an owner, a group and a mode; 5: block reads,
+   * writes and grants carry a block token).
    */
-  public static final int VERSION = 4;
+  public static final int VERSION = 5;
 
   /** Bytes after the length field and before the payload. */
   public static final int HEADER_BYTES = 1 + 1 + 1 + 8;

@@ -213,17 +213,54 @@ public final class Tls {
     try {
       Certificate[] chain = session.getPeerCertificates();
       if (chain.length > 0 && chain[0] instanceof X509Certificate x) {
-        for (Rdn rdn : new LdapName(x.getSubjectX500Principal().getName()).getRdns()) {
-          if (rdn.getType().equalsIgnoreCase("CN")) {
-            return rdn.getValue().toString();
-          }
-        }
-        return x.getSubjectX500Principal().getName();
+        return identityOf(x);
       }
     } catch (SSLPeerUnverifiedException | javax.naming.InvalidNameException e) {
       LOG.debug("no peer identity", e);
     }
     return null;
+  }
+
+  private static String identityOf(X509Certificate x) throws javax.naming.InvalidNameException {
+    for (Rdn rdn : new LdapName(x.getSubjectX500Principal().getName()).getRdns()) {
+      if (rdn.getType().equalsIgnoreCase("CN")) {
+        return rdn.getValue().toString();
+      }
+    }
+    return x.getSubjectX500Principal().getName();
+  }
+
+  /**
+   * The identity this process shows its peers under TLS: the common name of the first certificate
+   * in {@link EmberKeys#TLS_CERTIFICATE}, as a server finds it in {@link #peerIdentity}.
+   *
+   * @throws EmberException INVALID_ARGUMENT when the file holds no certificate that can be read
+   */
+  public static String ownIdentity(EmberConfig config) throws EmberException {
+    File cert = file(config, EmberKeys.TLS_CERTIFICATE);
+    try (java.io.InputStream in = new java.io.FileInputStream(cert)) {
+      for (Certificate c :
+          java.security.cert.CertificateFactory.getInstance("X.509").generateCertificates(in)) {
+        if (c instanceof X509Certificate x) {
+          return identityOf(x);
+        }
+      }
+    } catch (java.io.IOException
+        | java.security.cert.CertificateException
+        | javax.naming.InvalidNameException e) {
+      throw new EmberException(
+          ErrorCode.INVALID_ARGUMENT,
+          "cannot read a certificate from "
+              + cert
+              + " ("
+              + EmberKeys.TLS_CERTIFICATE.name()
+              + "): "
+              + e.getMessage(),
+          e);
+    }
+    throw new EmberException(
+        ErrorCode.INVALID_ARGUMENT,
+        cert + " (" + EmberKeys.TLS_CERTIFICATE.name() + ") holds no certificate");
   }
 
   /**

@@ -11,7 +11,9 @@ import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 import org.junit.jupiter.api.Test;
 
-/** A block token verifies for exactly the block, node, slot and caller it was signed for. */
+/**
+ * A block token verifies for exactly the block, node contents, slot and caller it was signed for.
+ */
 class BlockTokenTest {
   private static final byte[] SECRET =
       "0123456789abcdef0123456789abcdef".getBytes(StandardCharsets.US_ASCII);
@@ -22,22 +24,22 @@ class BlockTokenTest {
   @Test
   void aTokenSignsOnlyWhatItWasGrantedFor() {
     BlockToken t = BlockToken.sign(3, SECRET, BLOCK, BlockToken.READ, 1000, "alice");
-    assertTrue(t.signs(SECRET, 17, 9, 2, 1 << 20, "alice"));
-    assertFalse(t.signs(SECRET, 18, 9, 2, 1 << 20, "alice"), "another block");
-    assertFalse(t.signs(SECRET, 17, 10, 2, 1 << 20, "alice"), "another generation");
-    assertFalse(t.signs(SECRET, 17, 9, 3, 1 << 20, "alice"), "another data node");
-    assertFalse(t.signs(SECRET, 17, 9, 2, 2 << 20, "alice"), "another slot");
-    assertFalse(t.signs(SECRET, 17, 9, 2, 1 << 20, "bob"), "another caller");
+    assertTrue(t.signs(SECRET, 17, 9, 5L, 1 << 20, "alice"));
+    assertFalse(t.signs(SECRET, 18, 9, 5L, 1 << 20, "alice"), "another block");
+    assertFalse(t.signs(SECRET, 17, 10, 5L, 1 << 20, "alice"), "another generation");
+    assertFalse(t.signs(SECRET, 17, 9, 6L, 1 << 20, "alice"), "another data node's contents");
+    assertFalse(t.signs(SECRET, 17, 9, 5L, 2 << 20, "alice"), "another slot");
+    assertFalse(t.signs(SECRET, 17, 9, 5L, 1 << 20, "bob"), "another caller");
     byte[] other = SECRET.clone();
     other[0] ^= 1;
-    assertFalse(t.signs(other, 17, 9, 2, 1 << 20, "alice"), "another key");
+    assertFalse(t.signs(other, 17, 9, 5L, 1 << 20, "alice"), "another key");
     // The MAC covers the token's own fields too: widening its modes or expiry breaks it.
     assertFalse(
         new BlockToken(3, 1000, BlockToken.READ | BlockToken.WRITE, t.mac())
-            .signs(SECRET, 17, 9, 2, 1 << 20, "alice"));
+            .signs(SECRET, 17, 9, 5L, 1 << 20, "alice"));
     assertFalse(
         new BlockToken(3, 2000, BlockToken.READ, t.mac())
-            .signs(SECRET, 17, 9, 2, 1 << 20, "alice"));
+            .signs(SECRET, 17, 9, 5L, 1 << 20, "alice"));
   }
 
   @Test

@@ -421,6 +421,7 @@ public final class DramDataNode implements DataNode {
   private void checkToken(
       Channel channel,
       io.ember.protocol.BlockToken token,
+      long incarnation,
       long blockId,
       long generation,
       long address,
@@ -456,7 +457,7 @@ public final class DramDataNode implements DataNode {
         key.secret(),
         blockId,
         generation,
-        link.datanodeId(),
+        incarnation,
         slotStart,
         identity == null ? "" : identity)) {
       throw new EmberException(
@@ -778,6 +779,7 @@ public final class DramDataNode implements DataNode {
               checkToken(
                   channel,
                   r.token(),
+                  r.incarnation(),
                   r.blockId(),
                   r.generation(),
                   r.address(),
@@ -803,6 +805,7 @@ public final class DramDataNode implements DataNode {
             checkToken(
                 channel,
                 r.token(),
+                r.incarnation(),
                 r.blockId(),
                 r.generation(),
                 r.address(),
@@ -838,6 +841,7 @@ public final class DramDataNode implements DataNode {
             checkToken(
                 channel,
                 r.token(),
+                r.incarnation(),
                 r.blockId(),
                 r.generation(),
                 r.address(),
