@@ -3,7 +3,6 @@ package io.ember.minicluster;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
-import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.ember.client.CreateOptions;
@@ -15,10 +14,10 @@ import io.ember.protocol.BlockLocation;
 import io.ember.protocol.BlockToken;
 import io.ember.protocol.EmberConfig;
 import io.ember.protocol.EmberException;
-import io.ember.protocol.EmberKeys;
 import io.ember.protocol.ErrorCode;
 import io.ember.protocol.Futures;
 import io.ember.protocol.HostPort;
+import io.ember.protocol.Message;
 import io.ember.protocol.MessageType;
 import io.ember.protocol.Messages;
 import io.ember.protocol.ResponseDecoder;
@@ -27,7 +26,6 @@ import io.netty.buffer.ByteBufUtil;
 import io.netty.buffer.Unpooled;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.List;
 import java.util.Random;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -42,23 +40,15 @@ import org.junit.jupiter.api.io.TempDir;
 class BlockTokensTest {
   private static final Duration DEADLINE = Duration.ofSeconds(60);
   @TempDir static Path tmp;
-  private static DevCertificates ca;
+  private static TlsUsers users;
 
   @BeforeAll
   static void certificates() throws Exception {
-    ca = DevCertificates.openOrCreate(tmp.resolve("ca"));
-    ca.issue("node", List.of("localhost", "127.0.0.1"));
-    for (String user : List.of("alice", "bob")) {
-      ca.issue(user, List.of());
-    }
+    users = TlsUsers.issue(tmp.resolve("ca"), "alice", "bob");
   }
 
   private static EmberConfig as(String name) {
-    return EmberConfig.defaults()
-        .with(EmberKeys.TLS, "true")
-        .with(EmberKeys.TLS_CERTIFICATE, ca.certificateFile(name).toString())
-        .with(EmberKeys.TLS_KEY, ca.keyFile(name).toString())
-        .with(EmberKeys.TLS_CA, ca.caFile().toString());
+    return users.as(name);
   }
 
   private static byte[] random(int n, long seed) {
@@ -81,35 +71,31 @@ class BlockTokensTest {
    */
   private static final class Raw implements AutoCloseable {
     private final RpcClients clients;
-    private final HostPort datanode;
 
-    Raw(String user, BlockLocation block) {
+    Raw(String user) {
       clients = new RpcClients(as(user), "raw " + user);
-      datanode = HostPort.parse(block.endpoint(), 0);
+    }
+
+    <T> T call(HostPort server, MessageType type, Message body, ResponseDecoder<T> decoder)
+        throws EmberException {
+      return Futures.await(
+          clients.get(server, "server").thenCompose(c -> c.call(type, body, decoder)));
     }
 
     byte[] read(BlockLocation block, int length) throws EmberException {
-      return Futures.await(
-          clients
-              .get(datanode, "data node")
-              .thenCompose(
-                  c ->
-                      c.call(
-                          MessageType.BLOCK_READ,
-                          Messages.BlockReadRequest.of(block, 0, length),
-                          (ResponseDecoder<byte[]>) ByteBufUtil::getBytes)));
+      return call(
+          HostPort.parse(block.endpoint(), 0),
+          MessageType.BLOCK_READ,
+          Messages.BlockReadRequest.of(block, 0, length),
+          ByteBufUtil::getBytes);
     }
 
     void write(BlockLocation block, byte[] data) throws EmberException {
-      Futures.await(
-          clients
-              .get(datanode, "data node")
-              .thenCompose(
-                  c ->
-                      c.call(
-                          MessageType.BLOCK_WRITE,
-                          Messages.BlockWriteRequest.of(block, 0, Unpooled.wrappedBuffer(data)),
-                          ResponseDecoder.EMPTY)));
+      call(
+          HostPort.parse(block.endpoint(), 0),
+          MessageType.BLOCK_WRITE,
+          Messages.BlockWriteRequest.of(block, 0, Unpooled.wrappedBuffer(data)),
+          ResponseDecoder.EMPTY);
     }
 
     @Override
@@ -119,9 +105,7 @@ class BlockTokensTest {
   }
 
   private static String refused(ErrorCode code, Executable op) {
-    EmberException e = assertThrows(EmberException.class, op);
-    assertEquals(code, e.code(), e.getMessage());
-    return e.getMessage();
+    return TlsUsers.refused(code, op);
   }
 
   private static BlockLocation withMac(BlockLocation b, byte[] mac) {
@@ -143,8 +127,8 @@ class BlockTokensTest {
       assertFalse(mine.token().isNone(), "TLS clusters hand out tokens");
       assertEquals(BlockToken.READ, mine.token().modes(), "a reader's locations grant reading");
 
-      try (Raw asAlice = new Raw("alice", mine);
-          Raw asBob = new Raw("bob", mine)) {
+      try (Raw asAlice = new Raw("alice");
+          Raw asBob = new Raw("bob")) {
         // The path these refusals go through works with a good token.
         assertArrayEquals(
             java.util.Arrays.copyOf(secret, 1000), asAlice.read(mine, 1000), "alice's own");
@@ -179,40 +163,34 @@ class BlockTokensTest {
         assertArrayEquals(secret, in.readAllBytes());
       }
       // Only data nodes learn the keys: a user cannot register one, nor heartbeat as one.
-      try (RpcClients asAlice = new RpcClients(as("alice"), "raw alice")) {
+      try (Raw asAlice = new Raw("alice")) {
+        Messages.RegisterRequest fake =
+            new Messages.RegisterRequest(
+                io.ember.protocol.StorageClass.DRAM,
+                "dram",
+                "127.0.0.1:1",
+                1 << 20,
+                false,
+                5L,
+                false);
         String why =
             refused(
                 ErrorCode.PERMISSION_DENIED,
                 () ->
-                    Futures.await(
-                        asAlice
-                            .get(cluster.namenodeAddress(), "name node")
-                            .thenCompose(
-                                c ->
-                                    c.call(
-                                        MessageType.REGISTER_DATANODE,
-                                        new Messages.RegisterRequest(
-                                            io.ember.protocol.StorageClass.DRAM,
-                                            "dram",
-                                            "127.0.0.1:1",
-                                            1 << 20,
-                                            false,
-                                            5L,
-                                            false),
-                                        Messages.RegisterResponse::decode))));
+                    asAlice.call(
+                        cluster.namenodeAddress(),
+                        MessageType.REGISTER_DATANODE,
+                        fake,
+                        Messages.RegisterResponse::decode));
         assertTrue(why.contains("alice may not act as a data node"), why);
         refused(
             ErrorCode.PERMISSION_DENIED,
             () ->
-                Futures.await(
-                    asAlice
-                        .get(cluster.namenodeAddress(), "name node")
-                        .thenCompose(
-                            c ->
-                                c.call(
-                                    MessageType.HEARTBEAT,
-                                    new Messages.HeartbeatRequest(mine.datanodeId()),
-                                    Messages.HeartbeatResponse::decode))));
+                asAlice.call(
+                    cluster.namenodeAddress(),
+                    MessageType.HEARTBEAT,
+                    new Messages.HeartbeatRequest(mine.datanodeId()),
+                    Messages.HeartbeatResponse::decode));
       }
     }
   }
@@ -228,7 +206,7 @@ class BlockTokensTest {
         EmberClient alice = cluster.newClient(as("alice"))) {
       write(alice, "/f.bin", data, 0644);
       try (EmberInputStream in = alice.open("/f.bin");
-          Raw raw = new Raw("alice", alice.blockLocations("/f.bin").get(0))) {
+          Raw raw = new Raw("alice")) {
         BlockLocation old = alice.blockLocations("/f.bin").get(0);
         long end = System.nanoTime() + DEADLINE.toNanos();
         while (System.currentTimeMillis() <= old.token().expiresMillis()) {

@@ -2,7 +2,7 @@ package io.ember.minicluster;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.ember.client.CreateOptions;
@@ -11,13 +11,10 @@ import io.ember.client.EmberInputStream;
 import io.ember.client.EmberOutputStream;
 import io.ember.namenode.NameNodeKeys;
 import io.ember.protocol.EmberConfig;
-import io.ember.protocol.EmberException;
-import io.ember.protocol.EmberKeys;
 import io.ember.protocol.ErrorCode;
 import io.ember.protocol.NodeStatus;
 import io.ember.protocol.Permissions;
 import java.nio.file.Path;
-import java.util.List;
 import java.util.Random;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -30,29 +27,34 @@ import org.junit.jupiter.api.io.TempDir;
  */
 class PermissionsOverTlsTest {
   @TempDir static Path tmp;
-  private static DevCertificates ca;
+  private static TlsUsers users;
 
   @BeforeAll
   static void certificates() throws Exception {
-    ca = DevCertificates.openOrCreate(tmp.resolve("ca"));
-    ca.issue("node", List.of("localhost", "127.0.0.1"));
-    for (String user : List.of("alice", "bob", "admin")) {
-      ca.issue(user, List.of());
-    }
+    users = TlsUsers.issue(tmp.resolve("ca"), "alice", "bob", "admin");
   }
 
   private static EmberConfig as(String name) {
-    return EmberConfig.defaults()
-        .with(EmberKeys.TLS, "true")
-        .with(EmberKeys.TLS_CERTIFICATE, ca.certificateFile(name).toString())
-        .with(EmberKeys.TLS_KEY, ca.keyFile(name).toString())
-        .with(EmberKeys.TLS_CA, ca.caFile().toString());
+    return users.as(name);
   }
 
   private static String denied(Executable op) {
-    EmberException e = assertThrows(EmberException.class, op);
-    assertEquals(ErrorCode.PERMISSION_DENIED, e.code(), e.getMessage());
-    return e.getMessage();
+    return TlsUsers.refused(ErrorCode.PERMISSION_DENIED, op);
+  }
+
+  /** The status code and body of a GET of the name node's status pages. */
+  private static java.net.http.HttpResponse<String> browse(MiniCluster cluster, String path)
+      throws Exception {
+    java.net.InetSocketAddress at = cluster.namenode().httpAddress();
+    java.net.URI uri =
+        java.net.URI.create(
+            "http://127.0.0.1:" + at.getPort() + "/browse?path=" + path.replace("/", "%2F"));
+    return java.net.http.HttpClient.newHttpClient()
+        .send(
+            java.net.http.HttpRequest.newBuilder(uri)
+                .timeout(java.time.Duration.ofSeconds(60))
+                .build(),
+            java.net.http.HttpResponse.BodyHandlers.ofString());
   }
 
   @Test
@@ -85,6 +87,11 @@ class PermissionsOverTlsTest {
       denied(() -> bob.rename("/alice", "/mine"));
       denied(() -> bob.setAttributes("/alice", "", "", 0777));
       denied(() -> alice.setAttributes("/alice", "bob", "", Permissions.DEFAULT));
+      // Nobody signs in to the status pages: their browser sees only what is open to all.
+      var page = browse(cluster, "/alice");
+      assertEquals(404, page.statusCode(), page.body());
+      assertFalse(page.body().contains("secret.bin"), page.body());
+      assertEquals(200, browse(cluster, "/").statusCode());
 
       // The owner opens it up; bob reads every byte.
       alice.setAttributes("/alice", "", "", 0755);
