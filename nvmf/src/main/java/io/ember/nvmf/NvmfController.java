@@ -46,6 +46,14 @@ public interface NvmfController extends AutoCloseable {
    */
   boolean isConnected();
 
+  /**
+   * How the admin queue authenticated in-band, e.g. {@code sha256/ffdhe2048} or {@code
+   * sha512/ffdhe3072, bidirectional}; null when the controller did not ask for authentication.
+   */
+  default String authentication() {
+    return null;
+  }
+
   /** Largest transfer of a single command in bytes; larger requests are split. */
   int maxTransferSize();
 

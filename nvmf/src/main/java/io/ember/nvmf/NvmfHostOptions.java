@@ -1,5 +1,6 @@
 package io.ember.nvmf;
 
+import io.ember.nvmf.auth.DhchapSecret;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.UUID;
@@ -18,6 +19,8 @@ public final class NvmfHostOptions {
   private final boolean dataDigest;
   private final boolean disableSqFlowControl;
   private final int maxTransferSize;
+  private final DhchapSecret dhchapSecret;
+  private final DhchapSecret dhchapControllerSecret;
 
   private NvmfHostOptions(Builder b) {
     this.hostNqn = b.hostNqn;
@@ -32,6 +35,8 @@ public final class NvmfHostOptions {
     this.dataDigest = b.dataDigest;
     this.disableSqFlowControl = b.disableSqFlowControl;
     this.maxTransferSize = b.maxTransferSize;
+    this.dhchapSecret = b.dhchapSecret;
+    this.dhchapControllerSecret = b.dhchapControllerSecret;
   }
 
   /**
@@ -106,6 +111,19 @@ public final class NvmfHostOptions {
     return maxTransferSize;
   }
 
+  /** The DH-HMAC-CHAP host secret, or null: this host cannot authenticate in-band. */
+  public DhchapSecret dhchapSecret() {
+    return dhchapSecret;
+  }
+
+  /**
+   * The DH-HMAC-CHAP controller secret, or null: the host does not ask controllers to prove who
+   * they are (unidirectional authentication).
+   */
+  public DhchapSecret dhchapControllerSecret() {
+    return dhchapControllerSecret;
+  }
+
   /** Builder of {@link NvmfHostOptions}. */
   public static final class Builder {
     private UUID hostId = UUID.randomUUID();
@@ -120,6 +138,8 @@ public final class NvmfHostOptions {
     private boolean dataDigest;
     private boolean disableSqFlowControl = true;
     private int maxTransferSize = 1 << 20;
+    private DhchapSecret dhchapSecret;
+    private DhchapSecret dhchapControllerSecret;
 
     private Builder() {}
 
@@ -228,7 +248,41 @@ public final class NvmfHostOptions {
       return this;
     }
 
+    /**
+     * The host's DH-HMAC-CHAP secret ({@code DHHC-1:XX:...:}, as {@code nvme gen-dhchap-key} writes
+     * it), for controllers that ask for in-band authentication; null for none. A controller that
+     * asks while none is set is refused with a {@link io.ember.nvmf.auth.DhchapException}.
+     *
+     * @throws IllegalArgumentException when the text is not a valid secret
+     */
+    public Builder dhchapSecret(String v) {
+      this.dhchapSecret = v == null || v.isBlank() ? null : DhchapSecret.parse(v);
+      return this;
+    }
+
+    /**
+     * The controller's DH-HMAC-CHAP secret: with it the host also makes each controller prove that
+     * it holds this secret (bidirectional authentication) and refuses one that does not. Needs
+     * {@link #dhchapSecret(String)}; null for unidirectional authentication.
+     *
+     * @throws IllegalArgumentException when the text is not a valid secret
+     */
+    public Builder dhchapControllerSecret(String v) {
+      this.dhchapControllerSecret = v == null || v.isBlank() ? null : DhchapSecret.parse(v);
+      return this;
+    }
+
+    /**
+     * The options.
+     *
+     * @throws IllegalArgumentException when a controller secret is set without a host secret
+     */
     public NvmfHostOptions build() {
+      if (dhchapControllerSecret != null && dhchapSecret == null) {
+        throw new IllegalArgumentException(
+            "a DH-HMAC-CHAP controller secret needs a host secret too (bidirectional"
+                + " authentication starts with the host's)");
+      }
       if (hostNqn == null) {
         hostNqn = "nqn.2014-08.org.nvmexpress:uuid:" + hostId;
       }

@@ -43,6 +43,7 @@ public final class NvmfTarget implements AutoCloseable {
   final int c2hChunk;
   final boolean successFlag;
   final boolean countCommands;
+  final long authTimeoutMs;
   private final int threads;
   private final AtomicInteger nextCntlid = new AtomicInteger(1);
   final Map<Integer, TargetController> controllers = new ConcurrentHashMap<>();
@@ -67,6 +68,7 @@ public final class NvmfTarget implements AutoCloseable {
     this.c2hChunk = b.c2hChunk;
     this.successFlag = b.successFlag;
     this.countCommands = b.countCommands;
+    this.authTimeoutMs = b.authTimeout.toMillis();
     this.threads = b.threads;
   }
 
@@ -221,6 +223,7 @@ public final class NvmfTarget implements AutoCloseable {
     private int c2hChunk = 128 * 1024;
     private boolean successFlag = true;
     private boolean countCommands = true;
+    private java.time.Duration authTimeout = java.time.Duration.ofMinutes(2);
     private int threads = Runtime.getRuntime().availableProcessors();
 
     private Builder() {}
@@ -300,6 +303,18 @@ public final class NvmfTarget implements AutoCloseable {
      */
     public Builder successFlag(boolean v) {
       this.successFlag = v;
+      return this;
+    }
+
+    /**
+     * How long a queue that must authenticate (a host with {@link HostKeys}) may take to finish
+     * DH-HMAC-CHAP before the target closes it. Default 120 s, as Linux's target.
+     */
+    public Builder authTimeout(java.time.Duration v) {
+      if (v.isNegative() || v.isZero()) {
+        throw new IllegalArgumentException("authTimeout must be positive, got " + v);
+      }
+      this.authTimeout = v;
       return this;
     }
 

@@ -17,6 +17,7 @@ public final class Subsystem {
   private final ConcurrentSkipListMap<Integer, Namespace> namespaces =
       new ConcurrentSkipListMap<>();
   private final Set<String> allowedHosts = ConcurrentHashMap.newKeySet();
+  private final Map<String, HostKeys> hostKeys = new ConcurrentHashMap<>();
   private String serial;
   private String model = "Ember embedded NVMe/TCP target";
 
@@ -67,6 +68,22 @@ public final class Subsystem {
   public Subsystem allowHost(String hostNqn) {
     allowedHosts.add(hostNqn);
     return this;
+  }
+
+  /**
+   * Allows host {@code hostNqn} only after it authenticates in-band with {@code keys}
+   * (DH-HMAC-CHAP): the target asks for authentication in its Connect answer and refuses every
+   * other command until the host has proven it holds its secret.
+   */
+  public Subsystem allowHost(String hostNqn, HostKeys keys) {
+    hostKeys.put(hostNqn, keys);
+    allowedHosts.add(hostNqn);
+    return this;
+  }
+
+  /** What host {@code hostNqn} must prove, or null when it need not authenticate. */
+  public HostKeys keys(String hostNqn) {
+    return hostKeys.get(hostNqn);
   }
 
   /** Serial number reported by Identify Controller (at most 20 ASCII characters). */

@@ -1,5 +1,6 @@
 package io.ember.nvmf.target;
 
+import io.ember.nvmf.auth.DhchapController;
 import io.ember.nvmf.spec.Cqe;
 import io.ember.nvmf.spec.Nvme;
 import io.ember.nvmf.spec.Sqe;
@@ -59,6 +60,11 @@ final class TargetConnection extends ChannelInboundHandlerAdapter {
   private int aers;
   private boolean dead;
   private ScheduledFuture<?> kaTimer;
+
+  /** In-band authentication of this queue, or null when its host need not authenticate. */
+  private DhchapController auth;
+
+  private ScheduledFuture<?> authTimer;
 
   private TargetConnection(NvmfTarget t, SocketChannel ch, PduFrameDecoder decoder) {
     this.t = t;
@@ -172,6 +178,9 @@ final class TargetConnection extends ChannelInboundHandlerAdapter {
     timings.clear();
     if (kaTimer != null) {
       kaTimer.cancel(false);
+    }
+    if (authTimer != null) {
+      authTimer.cancel(false);
     }
     TargetController c = ctrl;
     if (c != null) {
@@ -453,6 +462,8 @@ final class TargetConnection extends ChannelInboundHandlerAdapter {
       onFabrics(s, c.data());
     } else if (k == null) {
       fail(cid, Nvme.SC_CMD_SEQ_ERROR);
+    } else if (auth != null && !auth.authenticated()) {
+      fail(cid, Nvme.SCT_COMMAND_SPECIFIC, Nvme.SC_AUTH_REQUIRED);
     } else if (!k.ready()) {
       fail(cid, Nvme.SC_CMD_SEQ_ERROR);
     } else if (qid == 0) {
@@ -491,15 +502,116 @@ final class TargetConnection extends ChannelInboundHandlerAdapter {
           fail(cid, Nvme.SC_CMD_SEQ_ERROR);
         } else if (qid != 0) {
           fail(cid, Nvme.SC_INVALID_OPCODE);
+        } else if (auth != null && !auth.authenticated()) {
+          // Stricter than Linux's target, which lets properties through: an unauthenticated host
+          // has no business enabling or reading the controller.
+          fail(cid, Nvme.SCT_COMMAND_SPECIFIC, Nvme.SC_AUTH_REQUIRED);
         } else if (s.fctype() == Nvme.FCTYPE_PROPERTY_GET) {
           propertyGet(s);
         } else {
           propertySet(s);
         }
         return;
+      case Nvme.FCTYPE_AUTH_SEND:
+      case Nvme.FCTYPE_AUTH_RECEIVE:
+        onAuth(s, data);
+        return;
       default:
         fail(cid, Nvme.SC_INVALID_OPCODE);
     }
+  }
+
+  /**
+   * AUTH_Send and AUTH_Receive. Malformed commands get an error status; a protocol failure does
+   * not: the next AUTH_Receive carries Failure1, and then the queue (for the admin queue, the
+   * controller) is dropped, as Linux's target does.
+   */
+  private void onAuth(Sqe s, ByteBuf data) {
+    int cid = s.cid();
+    int length = s.intAt(44);
+    if (ctrl == null || auth == null) {
+      fail(cid, Nvme.SC_CMD_SEQ_ERROR);
+      return;
+    }
+    if ((s.byteAt(43) & 0xFF) != Nvme.AUTH_SECP
+        || s.byteAt(42) != 1
+        || s.byteAt(41) != 1
+        || length <= 0
+        || length > 65536
+        || s.sglLength() != length) {
+      fail(cid, Nvme.SC_INVALID_FIELD);
+      return;
+    }
+    if (s.fctype() == Nvme.FCTYPE_AUTH_SEND) {
+      withData(
+          s,
+          data,
+          d -> {
+            byte[] m = new byte[d.readableBytes()];
+            d.getBytes(d.readerIndex(), m);
+            d.release();
+            auth.send(m);
+            ok(cid);
+            if (auth.failed()) {
+              dropUnauthenticated();
+            } else {
+              authenticatedNow();
+            }
+          });
+    } else {
+      byte[] m = auth.receive(length);
+      byte[] padded = new byte[length];
+      System.arraycopy(m, 0, padded, 0, Math.min(m.length, length));
+      sendData(s, padded);
+      if (auth.failed()) {
+        dropUnauthenticated();
+      } else {
+        authenticatedNow();
+      }
+    }
+  }
+
+  private void authenticatedNow() {
+    if (auth.authenticated() && authTimer != null) {
+      authTimer.cancel(false);
+      authTimer = null;
+      LOG.info(
+          "host {} authenticated on qid {} of controller {} ({})",
+          ctrl.hostNqn,
+          qid,
+          ctrl.cntlid,
+          auth.negotiated());
+    }
+  }
+
+  /** Closes the queue once what was sent is on the wire; the admin queue takes its controller. */
+  private void dropUnauthenticated() {
+    if (dead) {
+      return;
+    }
+    LOG.warn(
+        "host {} failed DH-HMAC-CHAP on qid {} from {}: {}; closing the connection",
+        ctrl.hostNqn,
+        qid,
+        ch.remoteAddress(),
+        auth.failure());
+    dead = true;
+    batcher.flushSoon();
+    ch.writeAndFlush(Unpooled.EMPTY_BUFFER).addListener(ChannelFutureListener.CLOSE);
+  }
+
+  private void authExpired() {
+    if (dead || auth == null || auth.authenticated()) {
+      return;
+    }
+    LOG.warn(
+        "host {} did not authenticate qid {} from {} within {} ms; closing the connection",
+        ctrl.hostNqn,
+        qid,
+        ch.remoteAddress(),
+        t.authTimeoutMs);
+    dead = true;
+    ch.close().addListener(ChannelListeners.LOG_CLOSE_FAILURE);
   }
 
   private void connectInvalid(int cid, boolean inData, int offset) {
@@ -591,7 +703,15 @@ final class TargetConnection extends ChannelInboundHandlerAdapter {
         q,
         k.cntlid,
         sub == null ? "discovery" : sub.nqn());
-    respond(cid, 0, k.cntlid, 0);
+    HostKeys keys = sub == null ? null : sub.keys(hostnqn);
+    if (keys != null) {
+      auth =
+          new DhchapController(
+              hostnqn, sub.nqn(), keys.hostKey(), keys.ctrlKey(), keys.hashes(), keys.groups());
+      authTimer =
+          ch.eventLoop().schedule(this::authExpired, t.authTimeoutMs, TimeUnit.MILLISECONDS);
+    }
+    respond(cid, 0, k.cntlid | (keys != null ? Nvme.CONNECT_ATR : 0), 0);
   }
 
   private static String field(ByteBuf d, int at) {

@@ -5,8 +5,11 @@ import io.ember.nvmf.IdentifyNamespace;
 import io.ember.nvmf.NvmeStatusException;
 import io.ember.nvmf.NvmfCallback;
 import io.ember.nvmf.NvmfException;
+import io.ember.nvmf.NvmfHostOptions;
 import io.ember.nvmf.NvmfTimeoutException;
 import io.ember.nvmf.NvmfUri;
+import io.ember.nvmf.auth.DhchapException;
+import io.ember.nvmf.auth.DhchapHost;
 import io.ember.nvmf.spec.Cqe;
 import io.ember.nvmf.spec.Nvme;
 import io.ember.nvmf.spec.Sqe;
@@ -77,6 +80,67 @@ public final class ControllerSetup {
     d.put(256, Nvme.ascii(subNqn, 256, (byte) 0));
     d.put(512, Nvme.ascii(hostNqn, 256, (byte) 0));
     return d;
+  }
+
+  /**
+   * Authenticates a queue in-band (DH-HMAC-CHAP) when its Connect answer asks for it (AUTHREQ.ATR),
+   * before anything else is sent on it. The transaction id is the queue id: each queue runs one
+   * transaction per association.
+   *
+   * @return the hash and group chosen (with ", bidirectional" when the controller proved itself
+   *     too), or null when the controller did not ask
+   * @param port sends a command on the queue that was just connected
+   * @param connect the Connect command's completion
+   * @throws io.ember.nvmf.auth.DhchapException when the controller asks for authentication and the
+   *     options have no host secret, when it asks for a secure channel, or when authentication
+   *     fails
+   * @throws NvmfException when an authentication command fails or gets no answer
+   */
+  public static String authenticateIfAsked(
+      AdminPort port, Cqe connect, NvmfHostOptions opts, NvmfUri uri, int qid)
+      throws NvmfException {
+    int authreq = connect.dw0() & (Nvme.CONNECT_ATR | Nvme.CONNECT_ASCR);
+    String where = "qid " + qid + " of " + uri;
+    if (authreq == 0) {
+      if (opts.dhchapControllerSecret() != null) {
+        // The host wanted the controller to prove itself; one that skips authentication cannot.
+        throw new DhchapException(
+            "DH-HMAC-CHAP on "
+                + where
+                + ": the controller does not ask for authentication, so it cannot prove it holds"
+                + " the controller secret this host is configured with",
+            DhchapException.FAILED);
+      }
+      return null;
+    }
+    if ((authreq & Nvme.CONNECT_ASCR) != 0) {
+      throw new DhchapException(
+          "DH-HMAC-CHAP on "
+              + where
+              + ": the controller requires a secure channel (TLS after authentication), which this"
+              + " host does not support",
+          DhchapException.CONCAT_MISMATCH);
+    }
+    if (opts.dhchapSecret() == null) {
+      throw new DhchapException(
+          "the controller at "
+              + uri
+              + " requires in-band authentication (DH-HMAC-CHAP) and this host has no secret;"
+              + " set the host's DHHC-1 secret",
+          DhchapException.FAILED);
+    }
+    String chosen =
+        new DhchapHost(
+                opts.hostNqn(),
+                uri.subsystemNqn(),
+                opts.dhchapSecret(),
+                opts.dhchapControllerSecret())
+            .authenticate(port, where, qid);
+    if (opts.dhchapControllerSecret() != null) {
+      chosen += ", bidirectional";
+    }
+    LOG.debug("{}: authenticated with DH-HMAC-CHAP ({})", where, chosen);
+    return chosen;
   }
 
   /** Reads a controller property (4 or 8 bytes). */
@@ -338,6 +402,10 @@ public final class ControllerSetup {
           return String.format("Property Get 0x%x", s.intAt(44));
         case Nvme.FCTYPE_PROPERTY_SET:
           return String.format("Property Set 0x%x", s.intAt(44));
+        case Nvme.FCTYPE_AUTH_SEND:
+          return "AUTH_Send";
+        case Nvme.FCTYPE_AUTH_RECEIVE:
+          return "AUTH_Receive";
         default:
           return String.format("Fabrics command type 0x%x", s.fctype());
       }

@@ -62,6 +62,7 @@ public final class RdmaController implements NvmfController {
   private long cap;
   private int vs;
   private int cntlid;
+  private volatile String authentication;
   private int maxTransfer;
   private ScheduledExecutorService timers;
   private Thread cmWatcher;
@@ -115,7 +116,9 @@ public final class RdmaController implements NvmfController {
     int adminDepth = Math.min(ADMIN_DEPTH, opts.adminQueueSize());
     admin = new RdmaQueue(this, 0, adminDepth, 0, commandTimeout);
     admin.open(events, target, 0xFFFF, tmo);
-    cntlid = connectQueue(admin, 0xFFFF, adminDepth, kato).dw0() & 0xFFFF;
+    Cqe connected = connectQueue(admin, 0xFFFF, adminDepth, kato);
+    cntlid = connected.dw0() & 0xFFFF;
+    authentication = ControllerSetup.authenticateIfAsked(this::adminSync, connected, opts, uri, 0);
     cap = ControllerSetup.enable(this::adminSync, uri, cntlid);
     vs = (int) ControllerSetup.propGet(this::adminSync, Nvme.PROP_VS, false);
     identify = ControllerSetup.identifyController(this::adminSync);
@@ -152,7 +155,14 @@ public final class RdmaController implements NvmfController {
       RdmaQueue q = new RdmaQueue(this, qid, qsize, inCapsule, commandTimeout);
       ioQueues.add(q);
       q.open(events, target, cntlid, tmo);
-      connectQueue(q, cntlid, qsize, 0);
+      Cqe r = connectQueue(q, cntlid, qsize, 0);
+      ControllerSetup.authenticateIfAsked(
+          (sqe, data, dataOut) ->
+              call(q, sqe, data, dataOut, opts.commandTimeout().toMillis() + 1000),
+          r,
+          opts,
+          uri,
+          qid);
     }
     cmWatcher = new Thread(this::watchConnections, "nvmf-rdma-cm");
     cmWatcher.setDaemon(true);
@@ -274,6 +284,11 @@ public final class RdmaController implements NvmfController {
   @Override
   public NvmfUri uri() {
     return uri;
+  }
+
+  @Override
+  public String authentication() {
+    return authentication;
   }
 
   @Override

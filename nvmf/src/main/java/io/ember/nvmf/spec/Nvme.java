@@ -22,6 +22,17 @@ public final class Nvme {
   public static final int FCTYPE_CONNECT = 0x01;
   public static final int FCTYPE_PROPERTY_GET = 0x04;
   public static final int FCTYPE_DISCONNECT = 0x08;
+  public static final int FCTYPE_AUTH_SEND = 0x05;
+  public static final int FCTYPE_AUTH_RECEIVE = 0x06;
+
+  /** Security protocol of in-band authentication (SECP of AUTH_Send/AUTH_Receive). */
+  public static final int AUTH_SECP = 0xE9;
+
+  /** Connect response DW0: Authentication Transaction Required (AUTHREQ.ATR). */
+  public static final int CONNECT_ATR = 1 << 17;
+
+  /** Connect response DW0: Authentication and Secure Channel Required (AUTHREQ.ASCR). */
+  public static final int CONNECT_ASCR = 1 << 18;
 
   // NVM command set opcodes.
   public static final int IO_FLUSH = 0x00;
@@ -113,6 +124,7 @@ public final class Nvme {
   public static final int SC_CONNECT_INVALID_PARAM = 0x82;
   public static final int SC_CONNECT_RESTART_DISC = 0x83;
   public static final int SC_CONNECT_INVALID_HOST = 0x84;
+  public static final int SC_AUTH_REQUIRED = 0x91;
 
   /** Do Not Retry bit within the 15-bit status field (CQE DW3 bits 31:17). */
   public static final int STATUS_DNR = 1 << 14;

@@ -49,6 +49,7 @@ public final class TcpController implements NvmfController {
   private long cap;
   private int vs;
   private int cntlid;
+  private volatile String authentication;
   private int maxTransfer;
   private ScheduledFuture<?> keepAlive;
   private volatile boolean closed;
@@ -131,6 +132,8 @@ public final class TcpController implements NvmfController {
         group, opts.headerDigest(), opts.dataDigest(), Math.max(8192, opts.maxTransferSize()), tmo);
     Cqe r = connectQueue(admin, 0xFFFF, opts.adminQueueSize(), kato, false);
     cntlid = r.dw0() & 0xFFFF;
+    // Linux's target takes the admin queue's AUTH_Send data only in the capsule.
+    authentication = ControllerSetup.authenticateIfAsked(authPort(admin, true), r, opts, uri, 0);
   }
 
   private void start() throws NvmfException {
@@ -169,8 +172,9 @@ public final class TcpController implements NvmfController {
           opts.dataDigest(),
           Math.max(maxTransfer, 8192),
           opts.connectTimeout().toMillis());
-      connectQueue(q, cntlid, qsize, 0, opts.disableSqFlowControl());
+      Cqe r = connectQueue(q, cntlid, qsize, 0, opts.disableSqFlowControl());
       q.inCapsuleLimit(inCapsule);
+      ControllerSetup.authenticateIfAsked(authPort(q, false), r, opts, uri, qid);
     }
     LOG.debug(
         "connected to {}: cntlid {}, {} I/O queues of {}, in-capsule {} bytes, max transfer {}",
@@ -242,6 +246,22 @@ public final class TcpController implements NvmfController {
     }
   }
 
+  /** Sends the commands of in-band authentication on {@code q}, before it carries anything else. */
+  private ControllerSetup.AdminPort authPort(TcpQueue q, boolean inCapsule) {
+    return (sqe, buf, dataOut) -> {
+      CompletableFuture<Cqe> f = new CompletableFuture<>();
+      TcpQueue.Cmd[] holder = new TcpQueue.Cmd[1];
+      holder[0] =
+          new TcpQueue.Cmd(
+              sqe, buf, dataOut, inCapsule && dataOut, err -> complete(f, holder[0], err));
+      q.submit(holder[0]);
+      return ControllerSetup.await(
+          f,
+          opts.commandTimeout().toMillis() + 1000,
+          ControllerSetup.describe(sqe, q.qid() == 0) + " on " + q.where());
+    };
+  }
+
   Cqe adminSync(Sqe sqe, ByteBuffer buf, boolean dataOut) throws NvmfException {
     CompletableFuture<Cqe> f = new CompletableFuture<>();
     TcpQueue.Cmd[] holder = new TcpQueue.Cmd[1];
@@ -278,6 +298,11 @@ public final class TcpController implements NvmfController {
   @Override
   public NvmfUri uri() {
     return uri;
+  }
+
+  @Override
+  public String authentication() {
+    return authentication;
   }
 
   @Override

@@ -94,7 +94,7 @@ public final class RdmaVm {
    * both are fresh, empty file systems (see kernel-nvmet's README): a checkout or build under /tmp
    * would otherwise not be found there. Each top folder used is bound, read-only, from the host.
    */
-  static String hostMounts(List<String> paths) {
+  public static String hostMounts(List<String> paths) {
     Set<String> tops = new TreeSet<>();
     for (String path : paths) {
       for (String root : List.of("/tmp/", "/run/")) {
@@ -123,7 +123,7 @@ public final class RdmaVm {
    * paths: the VM sees the host's files through 9p with loose caching, so a file rebuilt in place
    * may still read as its old self there.
    */
-  static String freshCopies(String classPath) throws IOException {
+  public static String freshCopies(String classPath) throws IOException {
     Path root = Files.createDirectories(Path.of("target", "vm-classpath-" + System.nanoTime()));
     StringBuilder out = new StringBuilder();
     int i = 0;
