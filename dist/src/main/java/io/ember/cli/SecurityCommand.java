@@ -17,13 +17,57 @@ import picocli.CommandLine.Spec;
     name = "security",
     mixinStandardHelpOptions = true,
     description = "Set up what a secured cluster needs.",
-    subcommands = {SecurityCommand.DevCa.class, CommandLine.HelpCommand.class})
+    subcommands = {
+      SecurityCommand.DevCa.class,
+      SecurityCommand.DhchapKey.class,
+      CommandLine.HelpCommand.class
+    })
 final class SecurityCommand implements Runnable {
   @Spec CommandSpec spec;
 
   @Override
   public void run() {
-    throw new CommandLine.ParameterException(spec.commandLine(), "missing command: dev-ca");
+    throw new CommandLine.ParameterException(
+        spec.commandLine(), "missing command: dev-ca or dhchap-key");
+  }
+
+  /** {@code ember security dhchap-key}: a new NVMe in-band authentication secret. */
+  @Command(
+      name = "dhchap-key",
+      mixinStandardHelpOptions = true,
+      description = {
+        "Print a new random DH-HMAC-CHAP secret (DHHC-1:XX:<base64>:), as nvme gen-dhchap-key"
+            + " does: for ember.nvmf.dhchap-secret, a target's hosts file, Linux's configfs"
+            + " (dhchap_key) or nvme connect --dhchap-secret.",
+        "Example: ember security dhchap-key --hmac sha384"
+      })
+  static final class DhchapKey implements Callable<Integer> {
+    @Spec CommandSpec spec;
+
+    @Option(
+        names = "--hmac",
+        paramLabel = "none|sha256|sha384|sha512",
+        description =
+            "the hash that binds the secret to the NQN it is used for, and the key's length"
+                + " (32, 48 or 64 bytes; none: 32 bytes used as they are); default sha256")
+    String hmac = "sha256";
+
+    @Override
+    public Integer call() {
+      io.ember.nvmf.auth.DhchapHash hash;
+      try {
+        hash = hmac.equals("none") ? null : io.ember.nvmf.auth.DhchapHash.byName(hmac);
+      } catch (IllegalArgumentException e) {
+        throw new CommandLine.ParameterException(spec.commandLine(), "--hmac: " + e.getMessage());
+      }
+      spec.commandLine()
+          .getOut()
+          .println(
+              io.ember.nvmf.auth.DhchapSecret.generate(
+                      hash, hash == null ? 32 : hash.length(), new java.security.SecureRandom())
+                  .encoded());
+      return 0;
+    }
   }
 
   /** {@code ember security dev-ca}: a CA and certificates for tests and local clusters. */

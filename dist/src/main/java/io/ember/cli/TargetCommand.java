@@ -2,6 +2,7 @@ package io.ember.cli;
 
 import io.ember.nvmf.NvmfUri;
 import io.ember.nvmf.target.FileNamespace;
+import io.ember.nvmf.target.HostKeys;
 import io.ember.nvmf.target.MemoryNamespace;
 import io.ember.nvmf.target.Namespace;
 import io.ember.nvmf.target.NvmfTarget;
@@ -13,6 +14,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
@@ -83,6 +85,16 @@ final class TargetCommand implements Callable<Integer> {
   List<String> allowedHosts = new ArrayList<>();
 
   @Option(
+      names = "--hosts-file",
+      paramLabel = "FILE",
+      description =
+          "hosts that must authenticate in-band (DH-HMAC-CHAP), one per line: HOSTNQN HOST-SECRET"
+              + " [CTRL-SECRET] [hash=sha512,...] [group=ffdhe2048,...]; only they (and any"
+              + " --allow-host) may connect. Secrets come from ember security dhchap-key or nvme"
+              + " gen-dhchap-key")
+  Path hostsFile;
+
+  @Option(
       names = "--block-size",
       paramLabel = "BYTES",
       description = "logical block size of every namespace in bytes (default 4096)")
@@ -100,6 +112,15 @@ final class TargetCommand implements Callable<Integer> {
       throw new ParameterException(spec.commandLine(), "--nqn: " + e.getMessage());
     }
     allowedHosts.forEach(subsystem::allowHost);
+    Map<String, HostKeys> keys = Map.of();
+    if (hostsFile != null) {
+      try {
+        keys = HostKeys.read(hostsFile);
+      } catch (IllegalArgumentException | java.io.IOException e) {
+        throw new ParameterException(spec.commandLine(), "--hosts-file: " + e.getMessage());
+      }
+      keys.forEach(subsystem::allowHost);
+    }
     List<Namespace> opened = new ArrayList<>();
     try {
       for (String text : namespaces) {
@@ -123,8 +144,10 @@ final class TargetCommand implements Callable<Integer> {
     String host = Addresses.advertised(advertise == null ? "" : advertise, bind);
     StringBuilder banner = new StringBuilder("NVMe/TCP target listening on ");
     banner.append(bind).append(':').append(target.port());
+    List<String> admitted = new ArrayList<>(allowedHosts);
+    keys.keySet().forEach(h -> admitted.add(h + " (DH-HMAC-CHAP)"));
     banner.append(
-        allowedHosts.isEmpty() ? " for any host" : " for hosts " + String.join(", ", allowedHosts));
+        admitted.isEmpty() ? " for any host" : " for hosts " + String.join(", ", admitted));
     banner.append("; Ctrl-C stops");
     for (var e : subsystem.namespaces().entrySet()) {
       banner

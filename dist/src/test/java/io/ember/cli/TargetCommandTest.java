@@ -136,6 +136,58 @@ class TargetCommandTest {
   }
 
   @Test
+  void aHostsFileAdmitsOnlyHostsThatAuthenticate(@TempDir Path tmp) throws Exception {
+    EmberCliTest.Result key = EmberCliTest.run("security", "dhchap-key", "--hmac", "sha384");
+    assertEquals(0, key.code(), key.err());
+    String secret = key.out().strip();
+    assertTrue(secret.matches("DHHC-1:02:[A-Za-z0-9+/=]{72}:"), secret);
+    String host = "nqn.2026-11.io.ember:authenticated-host";
+    Path hosts = tmp.resolve("hosts");
+    java.nio.file.Files.writeString(hosts, host + " " + secret + " hash=sha384 group=ffdhe3072\n");
+    Path log = tmp.resolve("target.log");
+    Process target =
+        processes.start(
+            log,
+            "target",
+            "--bind",
+            "127.0.0.1",
+            "--port",
+            "0",
+            "--namespace",
+            "memory:16m",
+            "--hosts-file",
+            hosts.toString());
+    String uri = processes.awaitLine(log, FIRST_NAMESPACE, target);
+    assertTrue(java.nio.file.Files.readString(log).contains(host + " (DH-HMAC-CHAP)"));
+    try (NvmfController c =
+        NvmfHost.connect(
+            uri, NvmfHostOptions.builder().hostNqn(host).dhchapSecret(secret).build())) {
+      assertEquals("sha384/ffdhe3072", c.authentication());
+    }
+    io.ember.nvmf.auth.DhchapException refused =
+        org.junit.jupiter.api.Assertions.assertThrows(
+            io.ember.nvmf.auth.DhchapException.class,
+            () -> NvmfHost.connect(uri, NvmfHostOptions.builder().hostNqn(host).build()));
+    assertTrue(
+        refused.getMessage().contains("requires in-band authentication"), refused.getMessage());
+
+    // A malformed file is refused before anything starts, naming the line and not the secret.
+    java.nio.file.Files.writeString(hosts, "# hosts\n" + host + " DHHC-1:01:bm90IGEga2V5:\n");
+    EmberCliTest.Result bad =
+        EmberCliTest.run("target", "--namespace", "memory:16m", "--hosts-file", hosts.toString());
+    assertEquals(EmberCli.USAGE_ERROR, bad.code(), bad.err());
+    assertTrue(
+        bad.err()
+            .startsWith(
+                "ember: --hosts-file: "
+                    + hosts
+                    + " line 2: the DH-HMAC-CHAP secret holds 5 key bytes; it must hold 32, 48 or"
+                    + " 64"),
+        bad.err());
+    assertTrue(!bad.err().contains("bm90IGEga2V5"), bad.err());
+  }
+
+  @Test
   void badStartUpInputIsOneLineEach(@TempDir Path tmp) throws Exception {
     EmberCliTest.Result noDirectory =
         EmberCliTest.run(

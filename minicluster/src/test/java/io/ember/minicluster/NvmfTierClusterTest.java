@@ -11,6 +11,8 @@ import io.ember.client.EmberClient;
 import io.ember.client.EmberOutputStream;
 import io.ember.datanode.nvmf.NvmfDataNodeKeys;
 import io.ember.namenode.NameNodeKeys;
+import io.ember.nvmf.auth.DhchapHash;
+import io.ember.nvmf.auth.DhchapSecret;
 import io.ember.nvmf.target.FileNamespace;
 import io.ember.nvmf.target.MemoryNamespace;
 import io.ember.nvmf.target.Namespace;
@@ -22,6 +24,7 @@ import io.ember.protocol.EmberKeys;
 import io.ember.protocol.ErrorCode;
 import io.ember.protocol.Messages.ClassUsage;
 import io.ember.protocol.StorageClass;
+import io.ember.tier.nvmf.NvmfTierKeys;
 import java.io.InputStream;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -85,6 +88,56 @@ class NvmfTierClusterTest {
       }
       Thread.sleep(20);
     }
+  }
+
+  @Test
+  void nvmfTrafficAuthenticatesInBandWhereTheTargetAsks(@TempDir Path dir) throws Exception {
+    java.security.SecureRandom random = new java.security.SecureRandom();
+    String hostKey = DhchapSecret.generate(DhchapHash.SHA256, 32, random).encoded();
+    String ctrlKey = DhchapSecret.generate(DhchapHash.SHA384, 48, random).encoded();
+    String host = "nqn.2024-01.io.ember:cluster-host";
+    Path hosts = dir.resolve("nvmf-hosts");
+    java.nio.file.Files.writeString(
+        hosts,
+        "# the cluster's members\n" + host + " " + hostKey + " " + ctrlKey + " group=ffdhe2048\n");
+    cluster =
+        MiniCluster.builder()
+            .dramDatanodes(0)
+            .blockSize("64k")
+            .set(NvmfDataNodeKeys.EMBEDDED_SIZE, "4m")
+            .set(NvmfDataNodeKeys.EMBEDDED_HOSTS, hosts.toString())
+            .set(NvmfTierKeys.HOST_NQN, host)
+            .set(NvmfTierKeys.DHCHAP_SECRET, hostKey)
+            .set(NvmfTierKeys.DHCHAP_CTRL_SECRET, ctrlKey)
+            .nvmfDatanode("")
+            .build();
+    EmberClient c = cluster.newClient();
+    byte[] bytes = data(5 * 65536 + 7, 3);
+    try (EmberOutputStream out = c.createBuffered("/authenticated", CreateOptions.DEFAULT)) {
+      out.write(bytes);
+    }
+    try (InputStream in = c.open("/authenticated")) {
+      assertArrayEquals(bytes, in.readAllBytes());
+    }
+    assertEquals(StorageClass.NVMF, c.blockLocations("/authenticated").get(0).storageClass());
+
+    // A client with another secret, or none, reads nothing, and says why.
+    String wrong = DhchapSecret.generate(DhchapHash.SHA256, 32, random).encoded();
+    for (String secret : List.of(wrong, "")) {
+      EmberClient other =
+          cluster.newClient(
+              cluster
+                  .config()
+                  .with(NvmfTierKeys.DHCHAP_SECRET, secret)
+                  .with(NvmfTierKeys.DHCHAP_CTRL_SECRET, ""));
+      EmberException e = readFails(other, "/authenticated");
+      assertTrue(e.getMessage().contains("DH-HMAC-CHAP"), e.getMessage());
+    }
+    // The right client still reads, and the data node stayed healthy throughout.
+    try (InputStream in = c.open("/authenticated")) {
+      assertArrayEquals(bytes, in.readAllBytes());
+    }
+    assertEquals(0, usage(c, StorageClass.NVMF).lostNodes());
   }
 
   @Test

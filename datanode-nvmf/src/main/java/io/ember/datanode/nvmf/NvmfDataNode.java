@@ -13,6 +13,7 @@ import io.ember.nvmf.NvmfHostOptions;
 import io.ember.nvmf.NvmfUri;
 import io.ember.nvmf.target.ControllerStats;
 import io.ember.nvmf.target.FileNamespace;
+import io.ember.nvmf.target.HostKeys;
 import io.ember.nvmf.target.MemoryNamespace;
 import io.ember.nvmf.target.Namespace;
 import io.ember.nvmf.target.NvmfTarget;
@@ -26,6 +27,7 @@ import io.ember.protocol.LifeCycle;
 import io.ember.protocol.Messages;
 import io.ember.protocol.StorageClass;
 import io.ember.tier.nvmf.NvmfTier;
+import io.ember.tier.nvmf.NvmfTierKeys;
 import io.ember.tier.nvmf.TargetStamp;
 import io.prometheus.metrics.core.metrics.GaugeWithCallback;
 import java.io.IOException;
@@ -99,11 +101,13 @@ public final class NvmfDataNode implements DataNode {
       }
       metrics = new ServerMetrics(config.get(EmberKeys.METRICS_ENABLED));
       options =
-          NvmfHostOptions.builder()
-              .ioQueues(1)
-              .ioQueueSize(32)
-              .commandTimeout(Duration.ofSeconds(10))
-              .connectTimeout(config.get(EmberKeys.CONNECT_TIMEOUT))
+          NvmfTierKeys.identity(
+                  NvmfHostOptions.builder()
+                      .ioQueues(1)
+                      .ioQueueSize(32)
+                      .commandTimeout(Duration.ofSeconds(10))
+                      .connectTimeout(config.get(EmberKeys.CONNECT_TIMEOUT)),
+                  config)
               .build();
       if (target.isBlank()) {
         embedded = lifeCycle.opened(startEmbedded(config));
@@ -414,13 +418,18 @@ public final class NvmfDataNode implements DataNode {
           file.isBlank()
               ? new MemoryNamespace(size, 4096)
               : new FileNamespace(Path.of(file), size, 4096, true);
+      Subsystem subsystem = new Subsystem(EMBEDDED_NQN).namespace(1, ns);
+      String hosts = config.get(NvmfDataNodeKeys.EMBEDDED_HOSTS);
+      if (!hosts.isBlank()) {
+        HostKeys.read(Path.of(hosts)).forEach(subsystem::allowHost);
+      }
       return NvmfTarget.builder()
           .listen("127.0.0.1", 0)
-          .subsystem(new Subsystem(EMBEDDED_NQN).namespace(1, ns))
+          .subsystem(subsystem)
           .countCommands(config.get(EmberKeys.METRICS_ENABLED))
           .build()
           .start();
-    } catch (IOException e) {
+    } catch (IOException | IllegalArgumentException e) {
       throw new EmberException(
           ErrorCode.INVALID_ARGUMENT,
           "cannot start the embedded NVMf target"

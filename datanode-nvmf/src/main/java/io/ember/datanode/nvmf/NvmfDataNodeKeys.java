@@ -26,6 +26,19 @@ public final class NvmfDataNodeKeys {
           "a file path",
           "file backing the embedded target's namespace (empty: memory)");
 
+  /**
+   * Per-host DH-HMAC-CHAP keys of the embedded target: only the hosts listed may connect, each
+   * after authenticating (lines {@code HOSTNQN HOST-SECRET [CTRL-SECRET]}).
+   */
+  public static final ConfigKey<String> EMBEDDED_HOSTS =
+      ConfigKey.ofString(
+          "ember.datanode.nvmf.embedded-hosts",
+          "",
+          s -> true,
+          "a file path",
+          "file of host NQNs and DH-HMAC-CHAP secrets the embedded target admits (empty: any host,"
+              + " no authentication)");
+
   /** Size of the embedded target's namespace. */
   public static final ConfigKey<Long> EMBEDDED_SIZE =
       ConfigKey.ofSize(
@@ -59,5 +72,5 @@ public final class NvmfDataNodeKeys {
 
   /** Every key of this class. */
   public static final List<ConfigKey<?>> ALL =
-      List.of(TARGET, EMBEDDED_FILE, EMBEDDED_SIZE, HTTP_HOST, HTTP_PORT);
+      List.of(TARGET, EMBEDDED_FILE, EMBEDDED_SIZE, EMBEDDED_HOSTS, HTTP_HOST, HTTP_PORT);
 }

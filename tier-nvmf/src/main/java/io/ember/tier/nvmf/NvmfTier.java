@@ -70,11 +70,13 @@ public final class NvmfTier implements StorageTier {
     Endpoint(EmberConfig config, ClientMetrics metrics) {
       this.metrics = metrics;
       this.options =
-          NvmfHostOptions.builder()
-              .ioQueues(config.get(NvmfTierKeys.QUEUES))
-              .ioQueueSize(config.get(NvmfTierKeys.QUEUE_DEPTH))
-              .commandTimeout(config.get(EmberKeys.RPC_TIMEOUT))
-              .connectTimeout(config.get(EmberKeys.CONNECT_TIMEOUT))
+          NvmfTierKeys.identity(
+                  NvmfHostOptions.builder()
+                      .ioQueues(config.get(NvmfTierKeys.QUEUES))
+                      .ioQueueSize(config.get(NvmfTierKeys.QUEUE_DEPTH))
+                      .commandTimeout(config.get(EmberKeys.RPC_TIMEOUT))
+                      .connectTimeout(config.get(EmberKeys.CONNECT_TIMEOUT)),
+                  config)
               .build();
     }
 
