@@ -41,6 +41,10 @@ class EmbeddedDhchapTest {
   private NvmfTarget target;
 
   private NvmfTarget start(HostKeys keys, Duration authTimeout) throws Exception {
+    return start(keys, authTimeout, 16 * 1024);
+  }
+
+  private NvmfTarget start(HostKeys keys, Duration authTimeout, int inCapsule) throws Exception {
     Subsystem s = new Subsystem(NQN).allowHost(HOST, keys);
     s.addNamespace(new MemoryNamespace(4 << 20, 512));
     target =
@@ -48,9 +52,29 @@ class EmbeddedDhchapTest {
             .listen("127.0.0.1", 0)
             .subsystem(s)
             .authTimeout(authTimeout)
+            .inCapsuleDataSize(inCapsule)
             .build()
             .start();
     return target;
+  }
+
+  @Test
+  void authenticationDataCanComeByR2t() throws Exception {
+    // No in-capsule data on I/O queues: their AUTH_Send data travels after the target's R2T.
+    start(
+        new HostKeys(hostKey, ctrlKey, List.of(DhchapHash.SHA256), List.of(DhGroup.FFDHE2048)),
+        Duration.ofMinutes(2),
+        0);
+    try (NvmfController c =
+        NvmfHost.connect(
+            target.uri(NQN),
+            host()
+                .dhchapSecret(hostKey.encoded())
+                .dhchapControllerSecret(ctrlKey.encoded())
+                .build())) {
+      assertEquals("sha256/ffdhe2048, bidirectional", c.authentication());
+      writeAndReadBack(c);
+    }
   }
 
   @AfterEach

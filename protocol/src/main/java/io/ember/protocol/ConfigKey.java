@@ -18,6 +18,7 @@ public final class ConfigKey<T> {
   private final Predicate<T> check;
   private final String checkText;
   private final String description;
+  private boolean secret;
 
   private ConfigKey(
       String name,
@@ -88,6 +89,16 @@ public final class ConfigKey<T> {
         description);
   }
 
+  /**
+   * A string key holding a secret (a key, a password): its value never appears in an error message.
+   */
+  public static ConfigKey<String> ofSecret(
+      String name, Predicate<String> check, String checkText, String description) {
+    ConfigKey<String> k = new ConfigKey<>(name, "", s -> s, check, checkText, description);
+    k.secret = true;
+    return k;
+  }
+
   /** A string key whose values must pass {@code check}. */
   public static ConfigKey<String> ofString(
       String name,
@@ -123,12 +134,16 @@ public final class ConfigKey<T> {
     try {
       value = parser.apply(text.trim());
     } catch (RuntimeException e) {
-      throw new IllegalArgumentException(name + ": '" + text + "' is not " + checkText, e);
+      throw new IllegalArgumentException(name + ": " + shown(text) + " is not " + checkText, e);
     }
     if (!check.test(value)) {
-      throw new IllegalArgumentException(name + ": '" + text + "' is not " + checkText);
+      throw new IllegalArgumentException(name + ": " + shown(text) + " is not " + checkText);
     }
     return value;
+  }
+
+  private String shown(String text) {
+    return secret ? "the value (not shown: it is secret)" : "'" + text + "'";
   }
 
   /** Parses "4g", "512k", "1m", "100" (bytes); suffixes are powers of 1024. */

@@ -27,18 +27,17 @@ import java.util.Objects;
 public record HostKeys(
     DhchapSecret hostKey, DhchapSecret ctrlKey, List<DhchapHash> hashes, List<DhGroup> groups) {
 
-  /** Every hash, strongest first; the FFDHE groups, smallest first, then the null group. */
+  /** Every hash, strongest first. */
   public static final List<DhchapHash> ALL_HASHES =
       List.of(DhchapHash.SHA512, DhchapHash.SHA384, DhchapHash.SHA256);
 
-  public static final List<DhGroup> ALL_GROUPS =
-      List.of(
-          DhGroup.FFDHE2048,
-          DhGroup.FFDHE3072,
-          DhGroup.FFDHE4096,
-          DhGroup.FFDHE6144,
-          DhGroup.FFDHE8192,
-          DhGroup.NULL);
+  /**
+   * The groups accepted unless others are named: FFDHE 2048 to 4096, smallest first, then the null
+   * group. The larger groups cost a second or more of CPU per queue, which an unauthenticated host
+   * could otherwise ask for on every connection: name them to accept them.
+   */
+  public static final List<DhGroup> DEFAULT_GROUPS =
+      List.of(DhGroup.FFDHE2048, DhGroup.FFDHE3072, DhGroup.FFDHE4096, DhGroup.NULL);
 
   /**
    * Keys with checked lists.
@@ -80,7 +79,7 @@ public record HostKeys(
       }
       DhchapSecret ctrl = null;
       List<DhchapHash> hashes = ALL_HASHES;
-      List<DhGroup> groups = ALL_GROUPS;
+      List<DhGroup> groups = DEFAULT_GROUPS;
       try {
         DhchapSecret host = DhchapSecret.parse(words[1]);
         for (int i = 2; i < words.length; i++) {
@@ -108,11 +107,15 @@ public record HostKeys(
         throw new IllegalArgumentException(where + ": " + e.getMessage(), e);
       }
     }
+    if (out.isEmpty()) {
+      // An empty list would admit every host without authentication: never what was meant.
+      throw new IllegalArgumentException(file + " lists no host");
+    }
     return out;
   }
 
-  /** A host key (and optional controller key) with every hash and group accepted. */
+  /** A host key (and optional controller key) with every hash and the default groups. */
   public static HostKeys of(DhchapSecret hostKey, DhchapSecret ctrlKey) {
-    return new HostKeys(hostKey, ctrlKey, ALL_HASHES, ALL_GROUPS);
+    return new HostKeys(hostKey, ctrlKey, ALL_HASHES, DEFAULT_GROUPS);
   }
 }

@@ -308,7 +308,8 @@ public final class NvmfTarget implements AutoCloseable {
 
     /**
      * How long a queue that must authenticate (a host with {@link HostKeys}) may take to finish
-     * DH-HMAC-CHAP before the target closes it. Default 120 s, as Linux's target.
+     * DH-HMAC-CHAP before the target closes it. Default 120 s, Linux's target's bound when the host
+     * sets no keep-alive timeout.
      */
     public Builder authTimeout(java.time.Duration v) {
       if (v.isNegative() || v.isZero()) {

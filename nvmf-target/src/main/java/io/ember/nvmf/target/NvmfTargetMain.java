@@ -106,7 +106,7 @@ public final class NvmfTargetMain {
                 DhchapSecret.parse(a[0]),
                 a[1] == null ? null : DhchapSecret.parse(a[1]),
                 a[2] == null ? HostKeys.ALL_HASHES : list(a[2], DhchapHash::byName),
-                a[3] == null ? HostKeys.ALL_GROUPS : list(a[3], DhGroup::byName)));
+                a[3] == null ? HostKeys.DEFAULT_GROUPS : list(a[3], DhGroup::byName)));
       }
     }
     int colon = listen.lastIndexOf(':');

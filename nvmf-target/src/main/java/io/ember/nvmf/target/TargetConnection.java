@@ -42,6 +42,12 @@ final class TargetConnection extends ChannelInboundHandlerAdapter {
 
   private static final int MAX_AERS = 4;
 
+  /**
+   * The largest AUTH_Send or AUTH_Receive: a Negotiate listing 255 protocols (8 + 64 * 255 bytes);
+   * a DH-HMAC-CHAP reply in ffdhe8192 is 1168.
+   */
+  private static final int MAX_AUTH_LENGTH = 16384;
+
   private final NvmfTarget t;
   private final SocketChannel ch;
   private final PduFrameDecoder decoder;
@@ -65,6 +71,9 @@ final class TargetConnection extends ChannelInboundHandlerAdapter {
   private DhchapController auth;
 
   private ScheduledFuture<?> authTimer;
+
+  /** An authentication step is running off the event loop; the next waits for its answer. */
+  private boolean authBusy;
 
   private TargetConnection(NvmfTarget t, SocketChannel ch, PduFrameDecoder decoder) {
     this.t = t;
@@ -537,9 +546,15 @@ final class TargetConnection extends ChannelInboundHandlerAdapter {
         || s.byteAt(42) != 1
         || s.byteAt(41) != 1
         || length <= 0
-        || length > 65536
+        || length > MAX_AUTH_LENGTH
         || s.sglLength() != length) {
       fail(cid, Nvme.SC_INVALID_FIELD);
+      return;
+    }
+    if (authBusy || (!auth.authenticated() && !pending.isEmpty())) {
+      // One step at a time, and before authentication one transfer at a time: a host that is not
+      // yet known must not make this target hold buffers for data it never sends.
+      fail(cid, Nvme.SC_CMD_SEQ_ERROR);
       return;
     }
     if (s.fctype() == Nvme.FCTYPE_AUTH_SEND) {
@@ -550,24 +565,77 @@ final class TargetConnection extends ChannelInboundHandlerAdapter {
             byte[] m = new byte[d.readableBytes()];
             d.getBytes(d.readerIndex(), m);
             d.release();
-            auth.send(m);
-            ok(cid);
-            if (auth.failed()) {
-              dropUnauthenticated();
-            } else {
-              authenticatedNow();
+            if (authBusy) {
+              // Another step started while this one's data was on its way.
+              fail(cid, Nvme.SC_CMD_SEQ_ERROR);
+              return;
             }
+            authBusy = true;
+            offLoop(cid, () -> null, () -> auth.send(m), none -> ok(cid));
           });
     } else {
-      byte[] m = auth.receive(length);
-      byte[] padded = new byte[length];
-      System.arraycopy(m, 0, padded, 0, Math.min(m.length, length));
-      sendData(s, padded);
-      if (auth.failed()) {
-        dropUnauthenticated();
-      } else {
-        authenticatedNow();
-      }
+      authBusy = true;
+      offLoop(
+          cid,
+          () -> auth.receive(length),
+          () -> {},
+          m -> {
+            byte[] padded = new byte[length];
+            System.arraycopy(m, 0, padded, 0, Math.min(m.length, length));
+            sendData(s, padded);
+          });
+    }
+  }
+
+  /**
+   * Runs a DH-HMAC-CHAP step off the event loop, then answers on it: a step may make a
+   * Diffie-Hellman key pair or shared secret, which takes milliseconds to a second of CPU that
+   * other hosts' I/O on this loop must not wait for.
+   */
+  private <T> void offLoop(
+      int cid,
+      java.util.function.Supplier<T> produce,
+      Runnable consume,
+      java.util.function.Consumer<T> answer) {
+    try {
+      t.blockingIo.execute(
+          () -> {
+            T result;
+            try {
+              consume.run();
+              result = produce.get();
+            } catch (RuntimeException e) {
+              LOG.warn("DH-HMAC-CHAP step failed unexpectedly", e);
+              ch.eventLoop()
+                  .execute(
+                      () -> {
+                        authBusy = false;
+                        fail(cid, Nvme.SC_INTERNAL);
+                      });
+              return;
+            }
+            try {
+              ch.eventLoop()
+                  .execute(
+                      () -> {
+                        authBusy = false;
+                        if (dead) {
+                          return;
+                        }
+                        answer.accept(result);
+                        if (auth.failed()) {
+                          dropUnauthenticated();
+                        } else {
+                          authenticatedNow();
+                        }
+                      });
+            } catch (RejectedExecutionException e) {
+              LOG.debug("target stopped during DH-HMAC-CHAP");
+            }
+          });
+    } catch (RejectedExecutionException e) {
+      authBusy = false;
+      fail(cid, Nvme.SC_INTERNAL);
     }
   }
 
@@ -584,7 +652,10 @@ final class TargetConnection extends ChannelInboundHandlerAdapter {
     }
   }
 
-  /** Closes the queue once what was sent is on the wire; the admin queue takes its controller. */
+  /**
+   * Closes the queue once what was sent is on the wire, and tears its controller down with every
+   * other queue, as Linux's target does: a host that fails on one queue is not trusted on others.
+   */
   private void dropUnauthenticated() {
     if (dead) {
       return;
@@ -598,6 +669,11 @@ final class TargetConnection extends ChannelInboundHandlerAdapter {
     dead = true;
     batcher.flushSoon();
     ch.writeAndFlush(Unpooled.EMPTY_BUFFER).addListener(ChannelFutureListener.CLOSE);
+    TargetController k = ctrl;
+    k.queues.remove(qid, ch);
+    if (t.controllers.remove(k.cntlid, k)) {
+      k.teardown();
+    }
   }
 
   private void authExpired() {
@@ -624,6 +700,11 @@ final class TargetConnection extends ChannelInboundHandlerAdapter {
 
   private void connect(Sqe s, ByteBuf d) {
     int cid = s.cid();
+    if (ctrl != null) {
+      // A second Connect whose data arrived after the first one's (both by R2T).
+      fail(cid, Nvme.SC_CMD_SEQ_ERROR);
+      return;
+    }
     int q = s.shortAt(42);
     int size = s.shortAt(44) + 1;
     int cattr = s.byteAt(46) & 0xFF;

@@ -141,6 +141,10 @@ final class Dhchap {
     }
 
     static Challenge parse(byte[] m) throws DhchapException {
+      if (m.length < 16) {
+        throw new DhchapException(
+            "a DH-HMAC-CHAP_Challenge of " + m.length + " bytes", INCORRECT_PAYLOAD);
+      }
       ByteBuffer b = le(m);
       int hl = b.get(6) & 0xFF;
       int dhvlen = b.getShort(10) & 0xFFFF;
@@ -205,6 +209,10 @@ final class Dhchap {
     }
 
     static Success1 parse(byte[] m) throws DhchapException {
+      if (m.length < 16) {
+        throw new DhchapException(
+            "a DH-HMAC-CHAP_Success1 of " + m.length + " bytes", INCORRECT_PAYLOAD);
+      }
       ByteBuffer b = le(m);
       int hl = b.get(6) & 0xFF;
       boolean rvalid = (b.get(8) & 1) != 0;

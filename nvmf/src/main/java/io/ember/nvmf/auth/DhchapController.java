@@ -12,7 +12,9 @@ import java.util.concurrent.atomic.AtomicInteger;
  * The controller's side of DH-HMAC-CHAP on one queue: the target feeds it each AUTH_Send's data and
  * asks it for each AUTH_Receive's. A protocol failure is not a command error: the commands succeed,
  * the next AUTH_Receive carries AUTH_Failure1, and then {@link #failed()} tells the target to drop
- * the association, as Linux's target does. Not thread-safe: one queue's event loop drives it.
+ * the association, as Linux's target does. One step at a time: the target runs each on a worker
+ * thread (Diffie-Hellman takes milliseconds), and reads {@link #authenticated()} from its event
+ * loop.
  */
 public final class DhchapController {
   private static final SecureRandom RANDOM = new SecureRandom();
@@ -36,8 +38,8 @@ public final class DhchapController {
   private final List<DhchapHash> hashes;
   private final List<DhGroup> groups;
 
-  private Step step = Step.NEGOTIATE;
-  private boolean authenticated;
+  private volatile Step step = Step.NEGOTIATE;
+  private volatile boolean authenticated;
   private int tid;
   private DhchapHash hash;
   private DhGroup group;
@@ -47,6 +49,10 @@ public final class DhchapController {
   private byte[] r2;
   private int reason;
   private String failure;
+  private int attempts;
+
+  /** Negotiations a queue may start before it first authenticates. */
+  private static final int MAX_ATTEMPTS = 3;
 
   /**
    * @param hostNqn the host's NQN, from its Connect
@@ -93,7 +99,7 @@ public final class DhchapController {
 
   /** The hash and group of the last exchange, for the log (e.g. {@code sha256/ffdhe2048}). */
   public String negotiated() {
-    return hash == null ? "none" : hash.label() + "/" + group.label();
+    return hash == null || group == null ? "none" : hash.label() + "/" + group.label();
   }
 
   /** Takes the data of an AUTH_Send. */
@@ -169,7 +175,13 @@ public final class DhchapController {
   }
 
   private void negotiate(Dhchap.Negotiate n) throws DhchapException {
-    authenticated = false;
+    // A queue that authenticated stays usable while its host authenticates again (Linux's host does
+    // when its secret changes), as on Linux's target; a failed attempt drops it. Before the first
+    // success, a host gets a few attempts: each costs this target a DH key pair.
+    if (!authenticated && ++attempts > MAX_ATTEMPTS) {
+      throw new DhchapException(
+          "the host started " + attempts + " exchanges without authenticating", Dhchap.FAILED);
+    }
     tid = n.tid();
     if (n.scc() != 0) {
       throw new DhchapException(

@@ -102,7 +102,7 @@ public final class ControllerSetup {
     int authreq = connect.dw0() & (Nvme.CONNECT_ATR | Nvme.CONNECT_ASCR);
     String where = "qid " + qid + " of " + uri;
     if (authreq == 0) {
-      if (opts.dhchapControllerSecret() != null) {
+      if (opts.dhchapControllerSecret() != null && !uri.subsystemNqn().equals(Nvme.DISCOVERY_NQN)) {
         // The host wanted the controller to prove itself; one that skips authentication cannot.
         throw new DhchapException(
             "DH-HMAC-CHAP on "

@@ -436,6 +436,45 @@ class DhchapTest {
   }
 
   @Test
+  void aQueueStaysAuthenticatedWhileItsHostAuthenticatesAgainAndIsDroppedIfThatFails()
+      throws Exception {
+    DhchapController ctrl =
+        controller(null, List.of(DhchapHash.SHA256), List.of(DhGroup.FFDHE2048));
+    new DhchapHost(HOST, SUB, DhchapSecret.parse(HOST_KEY), null)
+        .authenticate(new Wire(ctrl), "q", 1);
+    assertTrue(ctrl.authenticated());
+    // Linux's host authenticates again when its secret is changed; I/O goes on meanwhile.
+    ctrl.send(new Dhchap.Negotiate(2, 0, List.of(1), List.of(1)).encode());
+    assertTrue(ctrl.authenticated(), "still authenticated during the new exchange");
+    ctrl.receive(4096);
+    assertTrue(ctrl.authenticated());
+    new DhchapHost(HOST, SUB, DhchapSecret.parse(HOST_KEY), null)
+        .authenticate(new Wire(ctrl), "q", 3);
+    assertTrue(ctrl.authenticated());
+    // A new exchange with a wrong secret ends it.
+    DhchapSecret wrong = DhchapSecret.generate(DhchapHash.SHA256, 32, new SecureRandom());
+    assertThrows(
+        DhchapException.class,
+        () -> new DhchapHost(HOST, SUB, wrong, null).authenticate(new Wire(ctrl), "q", 4));
+    assertFalse(ctrl.authenticated());
+    assertTrue(ctrl.failed());
+  }
+
+  @Test
+  void aHostThatKeepsRestartingWithoutAuthenticatingIsDropped() {
+    // Each exchange costs the controller a DH key pair: an unknown host gets a few, not forever.
+    DhchapController ctrl =
+        controller(null, List.of(DhchapHash.SHA256), List.of(DhGroup.FFDHE2048));
+    for (int i = 1; i <= 3; i++) {
+      ctrl.send(new Dhchap.Negotiate(i, 0, List.of(1), List.of(1)).encode());
+      assertEquals(Dhchap.ID_CHALLENGE, Dhchap.id(ctrl.receive(4096)), "attempt " + i);
+    }
+    ctrl.send(new Dhchap.Negotiate(4, 0, List.of(1), List.of(1)).encode());
+    assertEquals(Dhchap.FAILED, Dhchap.failureReason(ctrl.receive(4096)));
+    assertTrue(ctrl.failed());
+  }
+
+  @Test
   void aControllerChallengeWithBadParametersIsRefusedByTheHost() {
     DhchapController ctrl =
         controller(null, List.of(DhchapHash.SHA256), List.of(DhGroup.FFDHE2048));

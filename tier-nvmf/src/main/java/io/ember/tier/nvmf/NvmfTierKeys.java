@@ -33,9 +33,8 @@ public final class NvmfTierKeys {
 
   /** The host's DH-HMAC-CHAP secret, for targets that ask for in-band authentication. */
   public static final ConfigKey<String> DHCHAP_SECRET =
-      ConfigKey.ofString(
+      ConfigKey.ofSecret(
           "ember.nvmf.dhchap-secret",
-          "",
           NvmfTierKeys::secretOrEmpty,
           "a DHHC-1:XX:<base64>: secret (nvme gen-dhchap-key or ember security dhchap-key)",
           "this host's DH-HMAC-CHAP secret for NVMf targets that require authentication (empty:"
@@ -43,9 +42,8 @@ public final class NvmfTierKeys {
 
   /** The controller's DH-HMAC-CHAP secret: targets must prove they hold it. */
   public static final ConfigKey<String> DHCHAP_CTRL_SECRET =
-      ConfigKey.ofString(
+      ConfigKey.ofSecret(
           "ember.nvmf.dhchap-ctrl-secret",
-          "",
           NvmfTierKeys::secretOrEmpty,
           "a DHHC-1:XX:<base64>: secret",
           "the DH-HMAC-CHAP secret NVMf targets must prove they hold (bidirectional"
