@@ -2,10 +2,8 @@ package io.ember.cli;
 
 import io.ember.datanode.dram.DramDataNode;
 import io.ember.datanode.dram.DramDataNodeKeys;
-import io.ember.http.StatusServer;
 import io.ember.protocol.EmberConfig;
 import io.ember.protocol.EmberKeys;
-import java.net.InetSocketAddress;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
@@ -112,7 +110,7 @@ final class DataNodeCommand implements Runnable {
                 + (dn.rdmaPort() > 0 ? " (RDMA on port " + dn.rdmaPort() + ")" : "")
                 + " for name node "
                 + config.get(EmberKeys.NAMENODE_ADDRESS)
-                + statusPage(dn.httpAddress())
+                + statusPage(dn.httpUrl())
                 + "; Ctrl-C stops");
       }
       return 0;
@@ -192,14 +190,14 @@ final class DataNodeCommand implements Runnable {
                 + dn.target()
                 + " for name node "
                 + config.get(EmberKeys.NAMENODE_ADDRESS)
-                + statusPage(dn.httpAddress())
+                + statusPage(dn.httpUrl())
                 + "; Ctrl-C stops");
       }
       return 0;
     }
   }
 
-  private static String statusPage(InetSocketAddress http) {
-    return http == null ? "" : "; status page and metrics at " + StatusServer.url(http);
+  private static String statusPage(String url) {
+    return url == null ? "" : "; status page and metrics at " + url;
   }
 }

@@ -4,7 +4,6 @@ import io.ember.client.CreateOptions;
 import io.ember.client.EmberClient;
 import io.ember.client.EmberOutputStream;
 import io.ember.datanode.dram.DramDataNodeKeys;
-import io.ember.http.StatusServer;
 import io.ember.minicluster.MiniCluster;
 import io.ember.namenode.NameNodeKeys;
 import io.ember.protocol.EmberConfig;
@@ -116,9 +115,8 @@ final class LocalCommand implements Callable<Integer> {
                       + backing
                       + ")"
                   : ""));
-      if (cluster.namenode().httpAddress() != null) {
-        out.println(
-            "Status pages and metrics: " + StatusServer.url(cluster.namenode().httpAddress()));
+      if (cluster.namenode().httpUrl() != null) {
+        out.println("Status pages and metrics: " + cluster.namenode().httpUrl());
       }
       out.flush();
       if (demo) {

@@ -1,6 +1,5 @@
 package io.ember.cli;
 
-import io.ember.http.StatusServer;
 import io.ember.namenode.NameNode;
 import io.ember.namenode.NameNodeKeys;
 import io.ember.protocol.EmberConfig;
@@ -107,9 +106,7 @@ final class NameNodeCommand implements Callable<Integer> {
               + " bytes; "
               + keeps
               + ")"
-              + (nn.httpAddress() == null
-                  ? ""
-                  : "; status pages and metrics at " + StatusServer.url(nn.httpAddress()))
+              + (nn.httpUrl() == null ? "" : "; status pages and metrics at " + nn.httpUrl())
               + "; Ctrl-C stops");
     }
     return 0;

@@ -5,6 +5,7 @@ import io.ember.protocol.ErrorCode;
 import io.ember.protocol.HostPort;
 import io.ember.protocol.LifeCycle;
 import io.ember.protocol.RpcServer;
+import io.ember.protocol.Tls;
 import io.netty.bootstrap.ServerBootstrap;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.Channel;
@@ -127,6 +128,7 @@ public final class StatusServer implements AutoCloseable {
 
   private final String name;
   private final Map<String, Route> routes;
+  private final Tls tls;
   private final LifeCycle lifeCycle;
   private EventLoopGroup group;
   private Channel serverChannel;
@@ -136,8 +138,17 @@ public final class StatusServer implements AutoCloseable {
    * its exact path.
    */
   public StatusServer(String name, Map<String, Route> routes) {
+    this(name, routes, null);
+  }
+
+  /**
+   * A server as {@link #StatusServer(String, Map)}, serving HTTPS with {@code tls} (null: plain
+   * HTTP).
+   */
+  public StatusServer(String name, Map<String, Route> routes, Tls tls) {
     this.name = name;
     this.routes = new LinkedHashMap<>(routes);
+    this.tls = tls;
     this.lifeCycle = new LifeCycle(name + " http");
   }
 
@@ -163,6 +174,9 @@ public final class StatusServer implements AutoCloseable {
                 new ChannelInitializer<SocketChannel>() {
                   @Override
                   protected void initChannel(SocketChannel ch) {
+                    if (tls != null) {
+                      tls.secureHttpServer(ch);
+                    }
                     ch.pipeline()
                         .addLast(new IdleStateHandler(0, 0, IDLE_SECONDS, TimeUnit.SECONDS))
                         .addLast(new HttpServerCodec())
@@ -195,11 +209,24 @@ public final class StatusServer implements AutoCloseable {
   public static StatusServer startAsConfigured(
       String name, Map<String, Route> routes, String setting, String host, int rpcPort)
       throws EmberException {
+    return startAsConfigured(name, routes, setting, host, rpcPort, null);
+  }
+
+  /**
+   * Starts a server as {@link #startAsConfigured(String, Map, String, String, int)} does, serving
+   * HTTPS with {@code tls} (null: plain HTTP).
+   *
+   * @return the running server, or null when the setting is off
+   * @throws EmberException {@link ErrorCode#UNREACHABLE} when an explicit port cannot be bound
+   */
+  public static StatusServer startAsConfigured(
+      String name, Map<String, Route> routes, String setting, String host, int rpcPort, Tls tls)
+      throws EmberException {
     int port = port(setting, rpcPort);
     if (port < 0) {
       return null;
     }
-    StatusServer server = new StatusServer(name, routes);
+    StatusServer server = new StatusServer(name, routes, tls);
     try {
       server.start(host, port);
     } catch (EmberException e) {
@@ -207,7 +234,7 @@ public final class StatusServer implements AutoCloseable {
         throw e;
       }
       LOG.warn("{}; serving HTTP on a free port instead", e.getMessage());
-      server = new StatusServer(name, routes);
+      server = new StatusServer(name, routes, tls);
       server.start(host, 0);
     }
     return server;
@@ -218,8 +245,18 @@ public final class StatusServer implements AutoCloseable {
    * localhost} for a server on every interface, IPv6 in brackets.
    */
   public static String url(InetSocketAddress bound) {
+    return url(bound, false);
+  }
+
+  /** As {@link #url(InetSocketAddress)}, with {@code https} when {@code secure}. */
+  public static String url(InetSocketAddress bound, boolean secure) {
     String host = bound.getAddress().isAnyLocalAddress() ? "localhost" : bound.getHostString();
-    return "http://" + new HostPort(host, bound.getPort()) + "/";
+    return (secure ? "https://" : "http://") + new HostPort(host, bound.getPort()) + "/";
+  }
+
+  /** This server's address for a browser on this machine; only after {@link #start}. */
+  public String url() {
+    return url(address(), tls != null);
   }
 
   /** The bound address; only after {@link #start}. */

@@ -42,14 +42,18 @@ class PermissionsOverTlsTest {
     return TlsUsers.refused(ErrorCode.PERMISSION_DENIED, op);
   }
 
-  /** The status code and body of a GET of the name node's status pages. */
-  private static java.net.http.HttpResponse<String> browse(MiniCluster cluster, String path)
-      throws Exception {
+  /**
+   * The status code and body of a GET of the name node's status pages, over HTTPS as TLS makes
+   * them, by a client that trusts the cluster's CA and shows no certificate (a browser).
+   */
+  private static java.net.http.HttpResponse<String> browse(
+      MiniCluster cluster, TlsUsers users, String path) throws Exception {
     java.net.InetSocketAddress at = cluster.namenode().httpAddress();
     java.net.URI uri =
         java.net.URI.create(
-            "http://127.0.0.1:" + at.getPort() + "/browse?path=" + path.replace("/", "%2F"));
-    return java.net.http.HttpClient.newHttpClient()
+            "https://localhost:" + at.getPort() + "/browse?path=" + path.replace("/", "%2F"));
+    return users
+        .httpsClient()
         .send(
             java.net.http.HttpRequest.newBuilder(uri)
                 .timeout(java.time.Duration.ofSeconds(60))
@@ -88,10 +92,26 @@ class PermissionsOverTlsTest {
       denied(() -> bob.setAttributes("/alice", "", "", 0777));
       denied(() -> alice.setAttributes("/alice", "bob", "", Permissions.DEFAULT));
       // Nobody signs in to the status pages: their browser sees only what is open to all.
-      var page = browse(cluster, "/alice");
+      // The pages are served over HTTPS with the node's certificate.
+      var page = browse(cluster, users, "/alice");
       assertEquals(404, page.statusCode(), page.body());
       assertFalse(page.body().contains("secret.bin"), page.body());
-      assertEquals(200, browse(cluster, "/").statusCode());
+      assertEquals(200, browse(cluster, users, "/").statusCode());
+      assertTrue(cluster.namenode().httpUrl().startsWith("https://"), cluster.namenode().httpUrl());
+      // A plain HTTP request gets a readable refusal, not a page.
+      var plain =
+          java.net.http.HttpClient.newHttpClient()
+              .send(
+                  java.net.http.HttpRequest.newBuilder(
+                          java.net.URI.create(
+                              "http://127.0.0.1:"
+                                  + cluster.namenode().httpAddress().getPort()
+                                  + "/"))
+                      .timeout(java.time.Duration.ofSeconds(60))
+                      .build(),
+                  java.net.http.HttpResponse.BodyHandlers.ofString());
+      assertEquals(400, plain.statusCode(), plain.body());
+      assertTrue(plain.body().contains("served over HTTPS"), plain.body());
 
       // The owner opens it up; bob reads every byte.
       alice.setAttributes("/alice", "", "", 0755);

@@ -41,6 +41,26 @@ final class TlsUsers {
         .with(EmberKeys.TLS_CA, ca.caFile().toString());
   }
 
+  /** An HTTP client that trusts this CA, as a browser given the cluster's CA would. */
+  java.net.http.HttpClient httpsClient() throws Exception {
+    java.security.KeyStore trust = java.security.KeyStore.getInstance("PKCS12");
+    trust.load(null, null);
+    try (java.io.InputStream in = java.nio.file.Files.newInputStream(ca.caFile())) {
+      int i = 0;
+      for (java.security.cert.Certificate c :
+          java.security.cert.CertificateFactory.getInstance("X.509").generateCertificates(in)) {
+        trust.setCertificateEntry("ca" + i++, c);
+      }
+    }
+    javax.net.ssl.TrustManagerFactory tmf =
+        javax.net.ssl.TrustManagerFactory.getInstance(
+            javax.net.ssl.TrustManagerFactory.getDefaultAlgorithm());
+    tmf.init(trust);
+    javax.net.ssl.SSLContext ssl = javax.net.ssl.SSLContext.getInstance("TLSv1.3");
+    ssl.init(null, tmf.getTrustManagers(), null);
+    return java.net.http.HttpClient.newBuilder().sslContext(ssl).build();
+  }
+
   /** Runs {@code op}, which must fail with {@code code}, and returns its message. */
   static String refused(ErrorCode code, Executable op) {
     EmberException e = assertThrows(EmberException.class, op);

@@ -262,10 +262,14 @@ public final class NameNode implements AutoCloseable {
               authenticated ? Caller.NOBODY : state.internal());
       httpServer =
           StatusServer.startAsConfigured(
-              "namenode", pages.routes(metrics), config.get(NameNodeKeys.HTTP_PORT), host, port);
+              "namenode",
+              pages.routes(metrics),
+              config.get(NameNodeKeys.HTTP_PORT),
+              host,
+              port,
+              io.ember.protocol.Tls.from(config));
       if (httpServer != null) {
-        LOG.info(
-            "name node status pages and metrics at {}", StatusServer.url(httpServer.address()));
+        LOG.info("name node status pages and metrics at {}", httpServer.url());
       }
     } catch (EmberException | RuntimeException e) {
       if (httpServer != null) {
@@ -354,6 +358,11 @@ public final class NameNode implements AutoCloseable {
   /** The address of the status pages and {@code /metrics}, or null when they are off. */
   public InetSocketAddress httpAddress() {
     return http == null ? null : http.address();
+  }
+
+  /** Where a browser on this machine opens the status pages (https under TLS), or null. */
+  public String httpUrl() {
+    return http == null ? null : http.url();
   }
 
   private static void registerGauges(NameNodeState state, ServerMetrics metrics) {

@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.ember.nvmf.auth.DhGroup;
 import io.ember.nvmf.auth.DhchapException;
 import io.ember.nvmf.auth.DhchapHash;
+import io.ember.nvmf.auth.DhchapHost;
 import io.ember.nvmf.auth.DhchapSecret;
 import io.ember.nvmf.spec.Nvme;
 import io.ember.nvmf.spec.Sqe;
@@ -181,6 +182,51 @@ class EmbeddedDhchapTest {
                         .build()));
     assertTrue(
         skipped.getMessage().contains("does not ask for authentication"), skipped.getMessage());
+  }
+
+  @Test
+  void anIoQueueServesNothingUntilItAuthenticatesToo() throws Exception {
+    start(HostKeys.of(hostKey, null), Duration.ofMinutes(2));
+    try (RawHost admin = new RawHost("127.0.0.1", target.port());
+        RawHost io = new RawHost("127.0.0.1", target.port())) {
+      admin.handshake();
+      RawHost.Frame connected = admin.connect(NQN, HOST, 0, 0xFFFF, 0);
+      assertEquals(0, RawHost.responseStatus(connected));
+      int cntlid = connected.i32(8) & 0xFFFF;
+      // The admin queue authenticates by hand, with the host's real exchange.
+      new DhchapHost(HOST, NQN, hostKey, null).authenticate(admin.port(), "raw admin queue", 0);
+      assertEquals(0, admin.enable());
+      Sqe queues =
+          new Sqe()
+              .opcode(Nvme.ADMIN_SET_FEATURES)
+              .flags(Nvme.PSDT_SGL)
+              .cid(7)
+              .cdw(10, Nvme.FEAT_NUM_QUEUES)
+              .cdw(11, 0)
+              .sgl(0, 0, Nvme.SGL_TRANSPORT);
+      assertEquals(0, admin.command(queues, null));
+      // A second connection joins as I/O queue 1 of that controller, and skips authentication.
+      io.handshake();
+      RawHost.Frame ioConnected = io.connect(NQN, HOST, 1, cntlid, 0);
+      assertEquals(0, RawHost.responseStatus(ioConnected));
+      assertTrue((ioConnected.i32(8) & Nvme.CONNECT_ATR) != 0, "the I/O queue must authenticate");
+      Sqe read =
+          new Sqe()
+              .opcode(Nvme.IO_READ)
+              .flags(Nvme.PSDT_SGL)
+              .cid(8)
+              .nsid(1)
+              .cdw(10, 0)
+              .cdw(12, 7)
+              .sgl(0, 4096, Nvme.SGL_TRANSPORT);
+      assertEquals(
+          Nvme.status(Nvme.SCT_COMMAND_SPECIFIC, Nvme.SC_AUTH_REQUIRED, true),
+          io.command(read, null));
+      // Authenticated, the same queue reads.
+      new DhchapHost(HOST, NQN, hostKey, null).authenticate(io.port(), "raw I/O queue", 1);
+      read.cid(9);
+      assertEquals(0, io.command(read, null));
+    }
   }
 
   @Test

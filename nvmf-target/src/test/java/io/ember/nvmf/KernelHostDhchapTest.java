@@ -106,7 +106,8 @@ class KernelHostDhchapTest {
             + " grep -q \"^$(echo $m | tr - _) \" /proc/modules || insmod /host"
             + mods
             + "/$m.ko.xz || exit 1; done; chroot /host sh -c 'nohup java -Xmx200m"
-            + " -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -cp "
+            + " -XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+            + " -Dorg.slf4j.simpleLogger.log.io.ember.nvmf.target.TargetConnection=debug -cp "
             + cp
             + " io.ember.nvmf.target.NvmfTargetMain"
             + args

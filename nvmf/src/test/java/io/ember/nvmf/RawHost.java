@@ -194,6 +194,56 @@ public final class RawHost implements AutoCloseable {
     }
   }
 
+  /**
+   * This connection as a queue that commands are sent on one at a time, data out in the capsule and
+   * data in gathered from C2HData: enough to run an exchange such as DH-HMAC-CHAP by hand. A
+   * command that completes with an error status throws {@link io.ember.nvmf.NvmeStatusException}.
+   */
+  public io.ember.nvmf.host.ControllerSetup.AdminPort port() {
+    int[] nextCid = {100};
+    return (sqe, data, dataOut) -> {
+      try {
+        int cid = nextCid[0]++;
+        int len = data == null ? 0 : data.remaining();
+        sqe.cid(cid).flags(Nvme.PSDT_SGL);
+        byte[] outData = null;
+        if (dataOut && len > 0) {
+          outData = new byte[len];
+          data.duplicate().get(outData);
+          sqe.sgl(0, len, Nvme.SGL_INCAPSULE);
+        } else {
+          sqe.sgl(0, len, Nvme.SGL_TRANSPORT);
+        }
+        send(capsule(sqe, outData));
+        while (true) {
+          Frame f = read();
+          if (f.type() == 5 && f.u16(20) == cid) {
+            int status = responseStatus(f);
+            if (status != 0) {
+              throw new io.ember.nvmf.NvmeStatusException("raw command", status, false);
+            }
+            return new io.ember.nvmf.spec.Cqe(f.i32(8), f.i32(12), 0, 0, cid, 0);
+          } else if (f.type() == 7 && f.u16(8) == cid) {
+            int at = f.i32(12);
+            int n = f.i32(16);
+            for (int i = 0; i < n; i++) {
+              data.put(data.position() + at + i, f.b().get(f.pdo() + i));
+            }
+            if ((f.flags() & 8) != 0) {
+              return new io.ember.nvmf.spec.Cqe(0, 0, 0, 0, cid, 0);
+            }
+          } else {
+            throw new IOException("PDU type " + f.type() + " while waiting for command " + cid);
+          }
+        }
+      } catch (io.ember.nvmf.NvmfException e) {
+        throw e;
+      } catch (IOException e) {
+        throw new io.ember.nvmf.NvmfException(e.getMessage(), e);
+      }
+    };
+  }
+
   /** Answers an R2T with H2CData PDUs of zeroes, at most MAXH2CDATA each. */
   private void h2cZeroes(int cid, int ttag, int offset, int length) throws IOException {
     for (int off = 0; off < length; ) {

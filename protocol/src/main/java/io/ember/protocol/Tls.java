@@ -54,11 +54,13 @@ public final class Tls {
 
   private final SslContext server;
   private final SslContext client;
+  private final SslContext http;
   private final String provider;
 
-  private Tls(SslContext server, SslContext client, String provider) {
+  private Tls(SslContext server, SslContext client, SslContext http, String provider) {
     this.server = server;
     this.client = client;
+    this.http = http;
     this.provider = provider;
   }
 
@@ -93,7 +95,11 @@ public final class Tls {
               .endpointIdentificationAlgorithm("HTTPS")
               .sslProvider(provider)
               .build();
-      return new Tls(server, client, provider.name().toLowerCase(Locale.ROOT));
+      // Status pages: browsers and Prometheus bring no client certificate, and the pages show
+      // only what is open to everyone, so TLS there authenticates the server and encrypts.
+      SslContext http =
+          SslContextBuilder.forServer(cert, key).protocols(PROTOCOL).sslProvider(provider).build();
+      return new Tls(server, client, http, provider.name().toLowerCase(Locale.ROOT));
     } catch (SSLException | IllegalArgumentException e) {
       throw new EmberException(
           ErrorCode.INVALID_ARGUMENT,
@@ -182,6 +188,15 @@ public final class Tls {
                 LOG.debug("connection from {} closed unsecured", ch.remoteAddress(), f.cause());
               }
             });
+  }
+
+  /**
+   * Secures a status-page connection: HTTPS with this node's certificate and no client certificate,
+   * behind a check that answers a plain HTTP request with a readable 400 saying to use https.
+   */
+  public void secureHttpServer(Channel ch) {
+    ch.pipeline().addFirst(HANDLER, http.newHandler(ch.alloc()));
+    ch.pipeline().addFirst("plain-http-refusal", new PlainHttpRefusal());
   }
 
   /**
@@ -330,6 +345,35 @@ public final class Tls {
    * TLS record (22, a handshake) speaks plain Ember, and gets a plain error frame saying why, then
    * the close. A TLS client passes, and this handler leaves the pipeline.
    */
+  /** Answers a plain HTTP request on an HTTPS port with a 400 a person can act on, then closes. */
+  private static final class PlainHttpRefusal extends ChannelInboundHandlerAdapter {
+    @Override
+    public void channelRead(ChannelHandlerContext ctx, Object msg) {
+      ByteBuf in = (ByteBuf) msg;
+      if (!in.isReadable() || in.getUnsignedByte(in.readerIndex()) == 22) {
+        ctx.pipeline().remove(this);
+        ctx.fireChannelRead(msg);
+        return;
+      }
+      in.release();
+      String body =
+          "This status page is served over HTTPS ("
+              + EmberKeys.TLS.name()
+              + "=true): open it with https:// instead of http://\n";
+      byte[] bytes = body.getBytes(java.nio.charset.StandardCharsets.UTF_8);
+      String head =
+          "HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\n"
+              + "Connection: close\r\nContent-Length: "
+              + bytes.length
+              + "\r\n\r\n";
+      ByteBuf out = ctx.alloc().buffer();
+      out.writeCharSequence(head, java.nio.charset.StandardCharsets.US_ASCII);
+      out.writeBytes(bytes);
+      ctx.writeAndFlush(out)
+          .addListener(f -> ctx.close().addListener(ChannelListeners.LOG_CLOSE_FAILURE));
+    }
+  }
+
   private static final class PlainClientRefusal extends ChannelInboundHandlerAdapter {
     @Override
     public void channelRead(ChannelHandlerContext ctx, Object msg) {

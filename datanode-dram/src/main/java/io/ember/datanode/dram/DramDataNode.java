@@ -167,7 +167,8 @@ public final class DramDataNode implements DataNode {
               routes(),
               config.get(DramDataNodeKeys.HTTP_PORT),
               bindHost,
-              config.get(DramDataNodeKeys.PORT));
+              config.get(DramDataNodeKeys.PORT),
+              io.ember.protocol.Tls.from(config));
     } catch (EmberException | RuntimeException e) {
       link.close();
       server.close();
@@ -264,6 +265,11 @@ public final class DramDataNode implements DataNode {
   /** The address of the status page and {@code /metrics}, or null when they are off. */
   public InetSocketAddress httpAddress() {
     return http == null ? null : http.address();
+  }
+
+  /** Where a browser on this machine opens the status page (https under TLS), or null. */
+  public String httpUrl() {
+    return http == null ? null : http.url();
   }
 
   /**

@@ -161,14 +161,15 @@ public final class NvmfDataNode implements DataNode {
                   routes(),
                   config.get(NvmfDataNodeKeys.HTTP_PORT),
                   config.get(NvmfDataNodeKeys.HTTP_HOST),
-                  0));
+                  0,
+                  io.ember.protocol.Tls.from(config)));
       link.start();
       LOG.info(
           "NVMf data node: {} bytes of {} (LBA {} bytes){}",
           namespace.sizeBytes(),
           endpoint,
           namespace.blockSize(),
-          http == null ? "" : "; status page and metrics at " + StatusServer.url(http.address()));
+          http == null ? "" : "; status page and metrics at " + http.url());
       lifeCycle.started();
     } catch (Throwable e) {
       // A node that never ran leaves no target, connection or heartbeat behind.
@@ -351,6 +352,11 @@ public final class NvmfDataNode implements DataNode {
   /** The address of the status page and {@code /metrics}, or null when they are off. */
   public InetSocketAddress httpAddress() {
     return http == null ? null : http.address();
+  }
+
+  /** Where a browser on this machine opens the status page (https under TLS), or null. */
+  public String httpUrl() {
+    return http == null ? null : http.url();
   }
 
   /** The target namespace, as clients address it. */

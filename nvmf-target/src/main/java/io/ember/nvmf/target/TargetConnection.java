@@ -643,12 +643,13 @@ final class TargetConnection extends ChannelInboundHandlerAdapter {
     if (auth.authenticated() && authTimer != null) {
       authTimer.cancel(false);
       authTimer = null;
-      LOG.info(
-          "host {} authenticated on qid {} of controller {} ({})",
-          ctrl.hostNqn,
-          qid,
-          ctrl.cntlid,
-          auth.negotiated());
+      // Once per controller at INFO; its I/O queues follow the admin queue's lead.
+      String line = "host {} authenticated on qid {} of controller {} ({})";
+      if (qid == 0) {
+        LOG.info(line, ctrl.hostNqn, qid, ctrl.cntlid, auth.negotiated());
+      } else {
+        LOG.debug(line, ctrl.hostNqn, qid, ctrl.cntlid, auth.negotiated());
+      }
     }
   }
 
