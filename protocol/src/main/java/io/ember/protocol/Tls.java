@@ -340,17 +340,16 @@ public final class Tls {
     return m == null ? c.toString() : m;
   }
 
-  /**
-   * The first handler of a secured server's connection: a client whose first byte cannot begin a
-   * TLS record (22, a handshake) speaks plain Ember, and gets a plain error frame saying why, then
-   * the close. A TLS client passes, and this handler leaves the pipeline.
-   */
   /** Answers a plain HTTP request on an HTTPS port with a 400 a person can act on, then closes. */
   private static final class PlainHttpRefusal extends ChannelInboundHandlerAdapter {
     @Override
     public void channelRead(ChannelHandlerContext ctx, Object msg) {
       ByteBuf in = (ByteBuf) msg;
-      if (!in.isReadable() || in.getUnsignedByte(in.readerIndex()) == 22) {
+      if (!in.isReadable()) {
+        ctx.fireChannelRead(msg);
+        return;
+      }
+      if (in.getUnsignedByte(in.readerIndex()) == 22) {
         ctx.pipeline().remove(this);
         ctx.fireChannelRead(msg);
         return;
@@ -374,6 +373,11 @@ public final class Tls {
     }
   }
 
+  /**
+   * The first handler of a secured server's connection: a client whose first byte cannot begin a
+   * TLS record (22, a handshake) speaks plain Ember, and gets a plain error frame saying why, then
+   * the close. A TLS client passes, and this handler leaves the pipeline.
+   */
   private static final class PlainClientRefusal extends ChannelInboundHandlerAdapter {
     @Override
     public void channelRead(ChannelHandlerContext ctx, Object msg) {

@@ -50,6 +50,14 @@ public final class NvmfTarget implements AutoCloseable {
   final AtomicInteger discoveryGeneration = new AtomicInteger(1);
   private EventLoopGroup group;
   ExecutorService blockingIo;
+
+  /**
+   * DH-HMAC-CHAP steps: two threads and a short queue of their own, so that hosts that have not
+   * authenticated can neither delay namespace I/O nor queue work without bound (a full queue
+   * refuses the step).
+   */
+  ExecutorService authWork;
+
   private Channel server;
 
   private NvmfTarget(Builder b) {
@@ -92,6 +100,19 @@ public final class NvmfTarget implements AutoCloseable {
           return t;
         };
     blockingIo = Executors.newFixedThreadPool(Math.max(2, threads), tf);
+    AtomicInteger a = new AtomicInteger();
+    authWork =
+        new java.util.concurrent.ThreadPoolExecutor(
+            2,
+            2,
+            0,
+            TimeUnit.SECONDS,
+            new java.util.concurrent.ArrayBlockingQueue<>(64),
+            r -> {
+              Thread t = new Thread(r, "nvmf-target-auth-" + a.incrementAndGet());
+              t.setDaemon(true);
+              return t;
+            });
     ServerBootstrap b =
         new ServerBootstrap()
             .group(group)
@@ -190,6 +211,9 @@ public final class NvmfTarget implements AutoCloseable {
     controllers.clear();
     if (group != null) {
       group.shutdownGracefully(0, 2, TimeUnit.SECONDS).awaitUninterruptibly(5000);
+    }
+    if (authWork != null) {
+      authWork.shutdownNow();
     }
     if (blockingIo != null) {
       blockingIo.shutdown();

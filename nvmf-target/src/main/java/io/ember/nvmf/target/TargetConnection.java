@@ -490,7 +490,9 @@ final class TargetConnection extends ChannelInboundHandlerAdapter {
           fail(cid, Nvme.SC_CMD_SEQ_ERROR);
         } else if (s.shortAt(40) != 0) {
           fail(cid, Nvme.SCT_COMMAND_SPECIFIC, Nvme.SC_CONNECT_FORMAT);
-        } else if (s.sglLength() < 1024) {
+        } else if (s.sglLength() != 1024) {
+          // Exactly 1024, as Linux checks: a larger claim would have this target hold buffers for
+          // a host that has not even connected.
           fail(cid, Nvme.SC_SGL_INVALID_DATA);
         } else {
           withData(
@@ -598,20 +600,24 @@ final class TargetConnection extends ChannelInboundHandlerAdapter {
       Runnable consume,
       java.util.function.Consumer<T> answer) {
     try {
-      t.blockingIo.execute(
+      t.authWork.execute(
           () -> {
             T result;
             try {
               consume.run();
               result = produce.get();
-            } catch (RuntimeException e) {
+            } catch (Throwable e) {
               LOG.warn("DH-HMAC-CHAP step failed unexpectedly", e);
-              ch.eventLoop()
-                  .execute(
-                      () -> {
-                        authBusy = false;
-                        fail(cid, Nvme.SC_INTERNAL);
-                      });
+              try {
+                ch.eventLoop()
+                    .execute(
+                        () -> {
+                          authBusy = false;
+                          fail(cid, Nvme.SC_INTERNAL);
+                        });
+              } catch (RejectedExecutionException stopped) {
+                LOG.debug("target stopped during DH-HMAC-CHAP");
+              }
               return;
             }
             try {
@@ -634,6 +640,7 @@ final class TargetConnection extends ChannelInboundHandlerAdapter {
             }
           });
     } catch (RejectedExecutionException e) {
+      // Too many exchanges in progress: this one is refused, and the host may connect again.
       authBusy = false;
       fail(cid, Nvme.SC_INTERNAL);
     }
@@ -654,8 +661,10 @@ final class TargetConnection extends ChannelInboundHandlerAdapter {
   }
 
   /**
-   * Closes the queue once what was sent is on the wire, and tears its controller down with every
-   * other queue, as Linux's target does: a host that fails on one queue is not trusted on others.
+   * Closes the queue once what was sent is on the wire; the admin queue takes its controller with
+   * it. Linux's target tears the controller down for a failure on any queue; this one does not for
+   * an I/O queue, because anyone who learns a host's NQN, host id and controller id could join a
+   * free I/O queue and fail on purpose to cut the real host off.
    */
   private void dropUnauthenticated() {
     if (dead) {
@@ -670,11 +679,6 @@ final class TargetConnection extends ChannelInboundHandlerAdapter {
     dead = true;
     batcher.flushSoon();
     ch.writeAndFlush(Unpooled.EMPTY_BUFFER).addListener(ChannelFutureListener.CLOSE);
-    TargetController k = ctrl;
-    k.queues.remove(qid, ch);
-    if (t.controllers.remove(k.cntlid, k)) {
-      k.teardown();
-    }
   }
 
   private void authExpired() {

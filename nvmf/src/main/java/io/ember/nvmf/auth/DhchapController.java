@@ -12,9 +12,8 @@ import java.util.concurrent.atomic.AtomicInteger;
  * The controller's side of DH-HMAC-CHAP on one queue: the target feeds it each AUTH_Send's data and
  * asks it for each AUTH_Receive's. A protocol failure is not a command error: the commands succeed,
  * the next AUTH_Receive carries AUTH_Failure1, and then {@link #failed()} tells the target to drop
- * the association, as Linux's target does. One step at a time: the target runs each on a worker
- * thread (Diffie-Hellman takes milliseconds), and reads {@link #authenticated()} from its event
- * loop.
+ * the queue. One step at a time: the target runs each on a worker thread (Diffie-Hellman takes
+ * milliseconds), and reads {@link #authenticated()} from its event loop.
  */
 public final class DhchapController {
   private static final SecureRandom RANDOM = new SecureRandom();
@@ -87,7 +86,7 @@ public final class DhchapController {
     return authenticated;
   }
 
-  /** Whether the exchange failed and Failure1 was sent: the association should be dropped. */
+  /** Whether the exchange failed and Failure1 was sent: the queue should be dropped. */
   public boolean failed() {
     return step == Step.FAILED;
   }
@@ -178,11 +177,11 @@ public final class DhchapController {
     // A queue that authenticated stays usable while its host authenticates again (Linux's host does
     // when its secret changes), as on Linux's target; a failed attempt drops it. Before the first
     // success, a host gets a few attempts: each costs this target a DH key pair.
+    tid = n.tid();
     if (!authenticated && ++attempts > MAX_ATTEMPTS) {
       throw new DhchapException(
           "the host started " + attempts + " exchanges without authenticating", Dhchap.FAILED);
     }
-    tid = n.tid();
     if (n.scc() != 0) {
       throw new DhchapException(
           "the host asks for secure channel concatenation", Dhchap.CONCAT_MISMATCH);
