@@ -1,14 +1,13 @@
 package io.ember.nvmf;
 
-import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import io.ember.nvmf.auth.DhchapHash;
 import io.ember.nvmf.auth.DhchapSecret;
+import io.ember.nvmf.auth.DhchapVm;
 import io.ember.nvmf.rdma.RdmaVm;
 import java.io.File;
-import java.nio.charset.StandardCharsets;
 import java.security.SecureRandom;
 import java.util.ArrayList;
 import java.util.List;
@@ -45,8 +44,9 @@ class KernelHostDhchapTest {
   private static final DhchapSecret CTRL_B = DhchapSecret.generate(DhchapHash.SHA384, 48, RANDOM);
   private static final DhchapSecret KEY_C = DhchapSecret.generate(DhchapHash.SHA256, 32, RANDOM);
   private static final DhchapSecret CTRL_C = DhchapSecret.generate(DhchapHash.SHA512, 64, RANDOM);
+  private static final DhchapSecret KEY_D = DhchapSecret.generate(DhchapHash.SHA512, 64, RANDOM);
+  private static final DhchapSecret CTRL_D = DhchapSecret.generate(DhchapHash.SHA512, 64, RANDOM);
   private static String port;
-  private static String tool;
 
   /** One host NQN per case: the target keeps each host's key, hash and group. */
   private static String host(String name) {
@@ -55,13 +55,12 @@ class KernelHostDhchapTest {
 
   @BeforeAll
   static void startOurTargetInTheVm() throws Exception {
-    port = System.getenv("EMBER_TEST_DHCHAP_VM");
-    tool = System.getenv("EMBER_TEST_KNVMET");
-    assumeTrue(tool != null && new File(tool).canExecute(), "EMBER_TEST_KNVMET names no tool");
+    DhchapVm.assumeTool();
+    port = DhchapVm.port();
     assumeTrue(
-        vm("[ -d /host/usr ] && echo yes || echo no").contains("yes"),
+        DhchapVm.exec("[ -d /host/usr ] && echo yes || echo no").contains("yes"),
         "the kernel-nvmet VM was started without --host-root");
-    String kver = vm("uname -r").trim();
+    String kver = DhchapVm.exec("uname -r").trim();
     String cache = System.getenv("KNVMET_CACHE");
     if (cache == null) {
       String xdg = System.getenv("XDG_CACHE_HOME");
@@ -96,10 +95,17 @@ class KernelHostDhchapTest {
             + KEY_C.encoded()
             + " --dhchap-ctrl-secret "
             + CTRL_C.encoded()
-            + " --dhchap-hash sha512 --dhchap-group ffdhe2048";
+            + " --dhchap-hash sha512 --dhchap-group ffdhe2048"
+            + " --allow-host "
+            + host("d")
+            + " --dhchap-secret "
+            + KEY_D.encoded()
+            + " --dhchap-ctrl-secret "
+            + CTRL_D.encoded()
+            + " --dhchap-hash sha256 --dhchap-group ffdhe8192,ffdhe4096";
     // A target left by an earlier run would hold the port with other keys: stop it first. The wait
     // ends early when the new one dies, and then shows its log.
-    vm(
+    DhchapVm.exec(
         RdmaVm.hostMounts(paths)
             + "[ -f /host/tmp/dhchap-target.pid ] && kill $(cat /host/tmp/dhchap-target.pid)"
             + " 2>/dev/null; rm -f /host/tmp/dhchap-target.log; for m in nvme-fabrics nvme-tcp; do"
@@ -119,21 +125,10 @@ class KernelHostDhchapTest {
 
   @AfterAll
   static void stopOurTarget() throws Exception {
-    if (port != null && tool != null) {
-      vm(
+    if (port != null && System.getenv("EMBER_TEST_KNVMET") != null) {
+      DhchapVm.exec(
           "pkill -f NvmfTargetMain || true; for c in /sys/class/nvme/nvme*; do [ -e $c/delete_controller ] && echo 1 > $c/delete_controller; done; true");
     }
-  }
-
-  static String vm(String command) throws Exception {
-    Process p =
-        new ProcessBuilder(tool, "exec", "--port", port, "--", command)
-            .redirectErrorStream(true)
-            .start();
-    String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-    assertTrue(p.waitFor(10, TimeUnit.MINUTES), "kernel-nvmet exec did not finish");
-    assertEquals(0, p.exitValue(), "in the VM: " + command + "\n" + out);
-    return out;
   }
 
   /**
@@ -155,7 +150,7 @@ class KernelHostDhchapTest {
             + (secret == null ? "" : ",dhchap_secret=" + secret.encoded())
             + (ctrlSecret == null ? "" : ",dhchap_ctrl_secret=" + ctrlSecret.encoded());
     String out =
-        vm(
+        DhchapVm.exec(
             "dmesg -c > /dev/null; if echo '"
                 + opts
                 + "' > /dev/nvme-fabrics; then echo CONNECTED; else echo REFUSED; dmesg | tail -n 5;"
@@ -194,7 +189,15 @@ class KernelHostDhchapTest {
             KEY_C,
             CTRL_C,
             "authenticated with hash hmac(sha512) dhgroup ffdhe2048"));
-    String log = vm("cat /host/tmp/dhchap-target.log");
+    // The largest group, which the target prefers here and Linux's host offers.
+    assertTrue(
+        kernelConnects(
+            host("d"),
+            0xd,
+            KEY_D,
+            CTRL_D,
+            "authenticated with hash hmac(sha256) dhgroup ffdhe8192"));
+    String log = DhchapVm.exec("cat /host/tmp/dhchap-target.log");
     assertTrue(log.contains("host " + host("b") + " authenticated on qid 1"), log);
   }
 
@@ -208,7 +211,7 @@ class KernelHostDhchapTest {
     assertTrue(
         !kernelConnects(host("b"), 0x3b, KEY_B, otherCtrl, ""),
         "the kernel host accepted a controller that proved the wrong secret");
-    String log = vm("cat /host/tmp/dhchap-target.log");
+    String log = DhchapVm.exec("cat /host/tmp/dhchap-target.log");
     assertTrue(log.contains("failed DH-HMAC-CHAP"), log);
   }
 }

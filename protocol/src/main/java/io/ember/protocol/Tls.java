@@ -171,7 +171,7 @@ public final class Tls {
   public void secureServer(Channel ch) {
     SslHandler tls = server.newHandler(ch.alloc());
     ch.pipeline().addFirst(HANDLER, tls);
-    ch.pipeline().addFirst("plain-refusal", new PlainClientRefusal());
+    ch.pipeline().addFirst("plain-refusal", plainEmberRefusal());
     tls.handshakeFuture()
         .addListener(
             f -> {
@@ -196,7 +196,7 @@ public final class Tls {
    */
   public void secureHttpServer(Channel ch) {
     ch.pipeline().addFirst(HANDLER, http.newHandler(ch.alloc()));
-    ch.pipeline().addFirst("plain-http-refusal", new PlainHttpRefusal());
+    ch.pipeline().addFirst("plain-http-refusal", plainHttpRefusal());
   }
 
   /**
@@ -340,8 +340,20 @@ public final class Tls {
     return m == null ? c.toString() : m;
   }
 
-  /** Answers a plain HTTP request on an HTTPS port with a 400 a person can act on, then closes. */
-  private static final class PlainHttpRefusal extends ChannelInboundHandlerAdapter {
+  /**
+   * The first handler of a secured server's connection: a client whose first byte cannot begin a
+   * TLS record (22, a handshake) speaks plain, and gets {@code answer} in plain saying why, then
+   * the close. A TLS client passes, and this handler leaves the pipeline.
+   */
+  private static final class PlainRefusal extends ChannelInboundHandlerAdapter {
+    private final String why;
+    private final java.util.function.Function<ByteBufAllocator, ByteBuf> answer;
+
+    PlainRefusal(String why, java.util.function.Function<ByteBufAllocator, ByteBuf> answer) {
+      this.why = why;
+      this.answer = answer;
+    }
+
     @Override
     public void channelRead(ChannelHandlerContext ctx, Object msg) {
       ByteBuf in = (ByteBuf) msg;
@@ -355,70 +367,59 @@ public final class Tls {
         return;
       }
       in.release();
-      String body =
-          "This status page is served over HTTPS ("
-              + EmberKeys.TLS.name()
-              + "=true): open it with https:// instead of http://\n";
-      byte[] bytes = body.getBytes(java.nio.charset.StandardCharsets.UTF_8);
-      String head =
-          "HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\n"
-              + "Connection: close\r\nContent-Length: "
-              + bytes.length
-              + "\r\n\r\n";
-      ByteBuf out = ctx.alloc().buffer();
-      out.writeCharSequence(head, java.nio.charset.StandardCharsets.US_ASCII);
-      out.writeBytes(bytes);
-      ctx.writeAndFlush(out)
+      LOG.warn("refused a connection from {}: {}", ctx.channel().remoteAddress(), why);
+      // Written and closed from this context, the answer and the close skip the TLS handler behind
+      // it: the client reads the answer, and no TLS record follows it.
+      ctx.writeAndFlush(answer.apply(ctx.alloc()))
           .addListener(f -> ctx.close().addListener(ChannelListeners.LOG_CLOSE_FAILURE));
     }
   }
 
-  /**
-   * The first handler of a secured server's connection: a client whose first byte cannot begin a
-   * TLS record (22, a handshake) speaks plain Ember, and gets a plain error frame saying why, then
-   * the close. A TLS client passes, and this handler leaves the pipeline.
-   */
-  private static final class PlainClientRefusal extends ChannelInboundHandlerAdapter {
-    @Override
-    public void channelRead(ChannelHandlerContext ctx, Object msg) {
-      ByteBuf in = (ByteBuf) msg;
-      if (!in.isReadable()) {
-        ctx.fireChannelRead(msg);
-        return;
-      }
-      if (in.getUnsignedByte(in.readerIndex()) == 22) {
-        ctx.pipeline().remove(this);
-        ctx.fireChannelRead(msg);
-        return;
-      }
-      in.release();
-      LOG.warn(
-          "refused a connection from {}: it does not speak TLS, and this server has {}=true",
-          ctx.channel().remoteAddress(),
-          EmberKeys.TLS.name());
-      ByteBufAllocator alloc = ctx.alloc();
-      ByteBuf refusal = alloc.buffer();
-      Frame.encode(
-          refusal,
-          0,
-          Frame.FLAG_RESPONSE | Frame.FLAG_ERROR,
-          0,
-          new Messages.ErrorReply(
-              ErrorCode.UNAUTHENTICATED,
-              "this server requires TLS: set "
-                  + EmberKeys.TLS.name()
-                  + "=true and a certificate ("
-                  + EmberKeys.TLS_CERTIFICATE.name()
-                  + ", "
-                  + EmberKeys.TLS_KEY.name()
-                  + ", "
-                  + EmberKeys.TLS_CA.name()
-                  + ") on the client"),
-          0);
-      // Written and closed from this context, the frame and the close skip the TLS handler behind
-      // it: the client reads the frame, and no TLS record follows it.
-      ctx.writeAndFlush(refusal)
-          .addListener(f -> ctx.close().addListener(ChannelListeners.LOG_CLOSE_FAILURE));
-    }
+  /** Plain Ember at a TLS server: an error frame the client can read. */
+  private static PlainRefusal plainEmberRefusal() {
+    return new PlainRefusal(
+        "it does not speak TLS, and this server has " + EmberKeys.TLS.name() + "=true",
+        alloc -> {
+          ByteBuf refusal = alloc.buffer();
+          Frame.encode(
+              refusal,
+              0,
+              Frame.FLAG_RESPONSE | Frame.FLAG_ERROR,
+              0,
+              new Messages.ErrorReply(
+                  ErrorCode.UNAUTHENTICATED,
+                  "this server requires TLS: set "
+                      + EmberKeys.TLS.name()
+                      + "=true and a certificate ("
+                      + EmberKeys.TLS_CERTIFICATE.name()
+                      + ", "
+                      + EmberKeys.TLS_KEY.name()
+                      + ", "
+                      + EmberKeys.TLS_CA.name()
+                      + ") on the client"),
+              0);
+          return refusal;
+        });
+  }
+
+  /** Plain HTTP at an HTTPS status page: a 400 a person can act on. */
+  private static PlainRefusal plainHttpRefusal() {
+    return new PlainRefusal(
+        "a plain HTTP request, and the status pages are HTTPS",
+        alloc -> {
+          byte[] body =
+              ("This status page is served over HTTPS ("
+                      + EmberKeys.TLS.name()
+                      + "=true): open it with https:// instead of http://\n")
+                  .getBytes(java.nio.charset.StandardCharsets.UTF_8);
+          ByteBuf out = alloc.buffer();
+          out.writeCharSequence(
+              "HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\n"
+                  + "Connection: close\r\nContent-Length: "
+                  + body.length
+                  + "\r\n\r\n",
+              java.nio.charset.StandardCharsets.US_ASCII);
+          return out.writeBytes(body);
+        });
   }
 }

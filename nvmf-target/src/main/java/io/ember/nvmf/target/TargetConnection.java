@@ -573,14 +573,19 @@ final class TargetConnection extends ChannelInboundHandlerAdapter {
               return;
             }
             authBusy = true;
-            offLoop(cid, () -> null, () -> auth.send(m), none -> ok(cid));
+            offLoop(
+                cid,
+                () -> {
+                  auth.send(m);
+                  return null;
+                },
+                none -> ok(cid));
           });
     } else {
       authBusy = true;
       offLoop(
           cid,
           () -> auth.receive(length),
-          () -> {},
           m -> {
             byte[] padded = new byte[length];
             System.arraycopy(m, 0, padded, 0, Math.min(m.length, length));
@@ -595,17 +600,13 @@ final class TargetConnection extends ChannelInboundHandlerAdapter {
    * other hosts' I/O on this loop must not wait for.
    */
   private <T> void offLoop(
-      int cid,
-      java.util.function.Supplier<T> produce,
-      Runnable consume,
-      java.util.function.Consumer<T> answer) {
+      int cid, java.util.function.Supplier<T> step, java.util.function.Consumer<T> answer) {
     try {
       t.authWork.execute(
           () -> {
             T result;
             try {
-              consume.run();
-              result = produce.get();
+              result = step.get();
             } catch (Throwable e) {
               LOG.warn("DH-HMAC-CHAP step failed unexpectedly", e);
               try {

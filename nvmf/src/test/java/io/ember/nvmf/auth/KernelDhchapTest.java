@@ -4,14 +4,11 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import io.ember.nvmf.NvmfController;
 import io.ember.nvmf.NvmfHost;
 import io.ember.nvmf.NvmfHostOptions;
-import java.io.File;
 import java.nio.ByteBuffer;
-import java.nio.charset.StandardCharsets;
 import java.security.SecureRandom;
 import java.time.Duration;
 import java.util.List;
@@ -42,15 +39,13 @@ class KernelDhchapTest {
   static final String CFS = "/sys/kernel/config/nvmet";
   private static final SecureRandom RANDOM = new SecureRandom();
   private static String port;
-  private static String tool;
 
   @BeforeAll
   static void allowOnlyOurHost() throws Exception {
-    port = System.getenv("EMBER_TEST_DHCHAP_VM");
-    tool = System.getenv("EMBER_TEST_KNVMET");
-    assumeTrue(tool != null && new File(tool).canExecute(), "EMBER_TEST_KNVMET names no tool");
+    DhchapVm.assumeTool();
+    port = DhchapVm.port();
     // Linux refuses a listed host while any host may connect, and the reverse: order matters.
-    vm(
+    DhchapVm.exec(
         "set -e; mkdir -p "
             + CFS
             + "/hosts/"
@@ -79,8 +74,8 @@ class KernelDhchapTest {
 
   @AfterAll
   static void allowAnyHostAgain() throws Exception {
-    if (port != null && tool != null) {
-      vm(
+    if (port != null && System.getenv("EMBER_TEST_KNVMET") != null) {
+      DhchapVm.exec(
           "rm -f "
               + CFS
               + "/subsystems/"
@@ -99,18 +94,6 @@ class KernelDhchapTest {
     }
   }
 
-  /** Runs a shell command in the VM as root and returns its output. */
-  static String vm(String command) throws Exception {
-    Process p =
-        new ProcessBuilder(tool, "exec", "--port", port, "--", command)
-            .redirectErrorStream(true)
-            .start();
-    String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-    assertTrue(p.waitFor(2, TimeUnit.MINUTES), "kernel-nvmet exec did not finish");
-    assertEquals(0, p.exitValue(), "in the VM: " + command + "\n" + out);
-    return out;
-  }
-
   /**
    * Sets what the kernel target demands of our host. A null controller key leaves the old one:
    * Linux cannot clear it, and a host that does not ask the controller to authenticate never uses
@@ -119,7 +102,7 @@ class KernelDhchapTest {
   static void configure(DhchapSecret hostKey, DhchapSecret ctrlKey, DhchapHash h, DhGroup g)
       throws Exception {
     String dir = CFS + "/hosts/" + HOST;
-    vm(
+    DhchapVm.exec(
         "set -e; echo '"
             + hostKey.encoded()
             + "' > "
@@ -171,7 +154,9 @@ class KernelDhchapTest {
             new Case(DhchapHash.SHA256, DhGroup.FFDHE2048, true, null),
             new Case(DhchapHash.SHA384, DhGroup.FFDHE3072, true, DhchapHash.SHA384),
             new Case(DhchapHash.SHA512, DhGroup.FFDHE2048, false, DhchapHash.SHA512),
-            new Case(DhchapHash.SHA512, DhGroup.FFDHE4096, true, DhchapHash.SHA256));
+            new Case(DhchapHash.SHA512, DhGroup.FFDHE4096, true, DhchapHash.SHA256),
+            new Case(DhchapHash.SHA384, DhGroup.FFDHE6144, false, DhchapHash.SHA384),
+            new Case(DhchapHash.SHA512, DhGroup.FFDHE8192, true, DhchapHash.SHA512));
     for (Case c : cases) {
       int len = c.transform() == null ? 32 : c.transform().length();
       DhchapSecret hostKey = DhchapSecret.generate(c.transform(), len, RANDOM);
