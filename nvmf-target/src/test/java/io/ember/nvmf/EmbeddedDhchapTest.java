@@ -66,13 +66,7 @@ class EmbeddedDhchapTest {
         new HostKeys(hostKey, ctrlKey, List.of(DhchapHash.SHA256), List.of(DhGroup.FFDHE2048)),
         Duration.ofMinutes(2),
         0);
-    try (NvmfController c =
-        NvmfHost.connect(
-            target.uri(NQN),
-            host()
-                .dhchapSecret(hostKey.encoded())
-                .dhchapControllerSecret(ctrlKey.encoded())
-                .build())) {
+    try (NvmfController c = NvmfHost.connect(target.uri(NQN), bothWays())) {
       assertEquals("sha256/ffdhe2048, bidirectional", c.authentication());
       writeAndReadBack(c);
     }
@@ -87,6 +81,11 @@ class EmbeddedDhchapTest {
 
   private NvmfHostOptions.Builder host() {
     return NvmfHostOptions.builder().hostNqn(HOST).ioQueues(2);
+  }
+
+  /** Options that authenticate with the host secret and make the target prove the controller's. */
+  private NvmfHostOptions bothWays() {
+    return host().dhchapSecret(hostKey.encoded()).dhchapControllerSecret(ctrlKey.encoded()).build();
   }
 
   private static void writeAndReadBack(NvmfController c) throws Exception {
@@ -112,13 +111,7 @@ class EmbeddedDhchapTest {
         assertEquals("sha384/" + g.label(), c.authentication());
         writeAndReadBack(c);
       }
-      try (NvmfController c =
-          NvmfHost.connect(
-              target.uri(NQN),
-              host()
-                  .dhchapSecret(hostKey.encoded())
-                  .dhchapControllerSecret(ctrlKey.encoded())
-                  .build())) {
+      try (NvmfController c = NvmfHost.connect(target.uri(NQN), bothWays())) {
         assertEquals("sha384/" + g.label() + ", bidirectional", c.authentication());
         writeAndReadBack(c);
       }
@@ -154,15 +147,7 @@ class EmbeddedDhchapTest {
     DhchapSecret impostor = DhchapSecret.generate(DhchapHash.SHA512, 64, RANDOM);
     start(HostKeys.of(hostKey, impostor), Duration.ofMinutes(2));
     DhchapException e =
-        assertThrows(
-            DhchapException.class,
-            () ->
-                NvmfHost.connect(
-                    target.uri(NQN),
-                    host()
-                        .dhchapSecret(hostKey.encoded())
-                        .dhchapControllerSecret(ctrlKey.encoded())
-                        .build()));
+        assertThrows(DhchapException.class, () -> NvmfHost.connect(target.uri(NQN), bothWays()));
     assertTrue(e.getMessage().contains("did not prove"), e.getMessage());
     target.close();
 
@@ -171,15 +156,7 @@ class EmbeddedDhchapTest {
     open.addNamespace(new MemoryNamespace(1 << 20, 512));
     target = NvmfTarget.builder().listen("127.0.0.1", 0).subsystem(open).build().start();
     DhchapException skipped =
-        assertThrows(
-            DhchapException.class,
-            () ->
-                NvmfHost.connect(
-                    target.uri(NQN),
-                    host()
-                        .dhchapSecret(hostKey.encoded())
-                        .dhchapControllerSecret(ctrlKey.encoded())
-                        .build()));
+        assertThrows(DhchapException.class, () -> NvmfHost.connect(target.uri(NQN), bothWays()));
     assertTrue(
         skipped.getMessage().contains("does not ask for authentication"), skipped.getMessage());
   }
