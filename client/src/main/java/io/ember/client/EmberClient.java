@@ -4,6 +4,7 @@ import io.ember.client.spi.StorageEndpoint;
 import io.ember.client.spi.StorageTier;
 import io.ember.client.spi.TierContext;
 import io.ember.protocol.BlockLocation;
+import io.ember.protocol.DelegationToken;
 import io.ember.protocol.DirectConnection;
 import io.ember.protocol.EmberConfig;
 import io.ember.protocol.EmberException;
@@ -132,6 +133,23 @@ public final class EmberClient implements AutoCloseable {
       tiers.put(t.name(), t);
     }
     this.connections = new RpcClients(config, "ember-client");
+    String token = config.get(EmberKeys.DELEGATION_TOKEN);
+    if (config.get(EmberKeys.TLS)
+        && !token.isEmpty()
+        && config.get(EmberKeys.TLS_CERTIFICATE).isEmpty()) {
+      // Without a certificate, each name node connection first shows the token, and acts as its
+      // owner from then on.
+      try {
+        connections.greet(
+            namenode,
+            MessageType.AUTHENTICATE,
+            new Messages.TokenMessage(DelegationToken.decodeString(token).encode()));
+      } catch (EmberException e) {
+        connections.close();
+        throw new IllegalArgumentException(
+            EmberKeys.DELEGATION_TOKEN.name() + ": " + e.getMessage(), e);
+      }
+    }
     // A direct call's socket is a plain one; under TLS every call takes the secured connection.
     this.direct =
         config.get(ClientKeys.DIRECT_CALLS) && !config.get(EmberKeys.TLS)
@@ -521,6 +539,60 @@ public final class EmberClient implements AutoCloseable {
     children.removeIf(e -> !e.status().isFile() || e.status().open());
     children.sort(Comparator.comparing(DirEntry::name));
     return new MultiFileInputStream(this, canonical, children);
+  }
+
+  // ---- delegation tokens ---------------------------------------------------------------------
+
+  /**
+   * Asks the name node for a delegation token that acts as this client's identity, for processes
+   * this one starts that have no certificate of their own ({@link EmberKeys#DELEGATION_TOKEN}). The
+   * token holds for the name node's renew interval unless renewed, and never past its maximum life.
+   *
+   * @param renewer who may renew it (empty: this client's identity)
+   * @throws EmberException INVALID_ARGUMENT on a cluster without TLS (every caller is let through
+   *     there, and no token is needed); PERMISSION_DENIED for a client that itself authenticated
+   *     with a token
+   */
+  public DelegationToken getDelegationToken(String renewer) throws EmberException {
+    byte[] bytes =
+        blocking(
+            () ->
+                call(
+                    MessageType.GET_DELEGATION_TOKEN,
+                    new Messages.DelegationTokenRequest(renewer),
+                    in -> Messages.TokenMessage.decode(in).token()));
+    return DelegationToken.decode(bytes);
+  }
+
+  /**
+   * Extends a delegation token's life by the name node's renew interval, up to its maximum life.
+   *
+   * @return when it now expires, milliseconds since the epoch
+   * @throws EmberException UNAUTHENTICATED for a token that is altered, cancelled or expired;
+   *     PERMISSION_DENIED when this client is not its renewer
+   */
+  public long renewDelegationToken(DelegationToken token) throws EmberException {
+    return blocking(
+        () ->
+            call(
+                MessageType.RENEW_DELEGATION_TOKEN,
+                new Messages.TokenMessage(token.encode()),
+                in -> Messages.TokenExpiryResponse.decode(in).expiresMillis()));
+  }
+
+  /**
+   * Ends a delegation token: no new connection authenticates with it.
+   *
+   * @throws EmberException UNAUTHENTICATED for a token that is altered, cancelled or expired;
+   *     PERMISSION_DENIED when this client is neither its owner, its renewer nor a super-user
+   */
+  public void cancelDelegationToken(DelegationToken token) throws EmberException {
+    blocking(
+        () ->
+            call(
+                MessageType.CANCEL_DELEGATION_TOKEN,
+                new Messages.TokenMessage(token.encode()),
+                ResponseDecoder.EMPTY));
   }
 
   /**

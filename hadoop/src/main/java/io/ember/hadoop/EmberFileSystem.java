@@ -31,8 +31,10 @@ import org.apache.hadoop.fs.ParentNotDirectoryException;
 import org.apache.hadoop.fs.Path;
 import org.apache.hadoop.fs.PathIsNotEmptyDirectoryException;
 import org.apache.hadoop.fs.permission.FsPermission;
+import org.apache.hadoop.io.Text;
 import org.apache.hadoop.security.AccessControlException;
 import org.apache.hadoop.security.UserGroupInformation;
+import org.apache.hadoop.security.token.Token;
 import org.apache.hadoop.util.Progressable;
 
 /**
@@ -75,6 +77,10 @@ public class EmberFileSystem extends FileSystem {
   public static final String STORAGE_CLASS_KEY = "ember.hadoop.storage-class";
 
   private URI uri;
+
+  /** The name node's "host:port", under which Hadoop files delegation tokens. */
+  private String service;
+
   private Path workingDir;
   private EmberClient client;
   private StorageClass defaultStorageClass;
@@ -100,18 +106,26 @@ public class EmberFileSystem extends FileSystem {
     }
     int port = name.getPort() < 0 ? EmberKeys.DEFAULT_NAMENODE_PORT : name.getPort();
     uri = URI.create(SCHEME + "://" + host + ":" + port);
-    Map<String, String> settings = new TreeMap<>();
-    for (Map.Entry<String, String> e : conf) {
-      if (e.getKey().startsWith("ember.") && !e.getKey().startsWith("ember.hadoop.")) {
-        settings.put(e.getKey(), e.getValue());
-      }
-    }
-    EmberConfig config;
+    service = host + ":" + port;
+    EmberConfig config = emberConfig(conf, service);
     try {
-      config = EmberConfig.of(settings).with(EmberKeys.NAMENODE_ADDRESS, host + ":" + port);
       defaultStorageClass = StorageClass.parse(conf.get(STORAGE_CLASS_KEY, "dram"));
     } catch (IllegalArgumentException e) {
       throw new IOException("bad Ember setting: " + e.getMessage(), e);
+    }
+    if (config.get(EmberKeys.TLS)
+        && config.get(EmberKeys.TLS_CERTIFICATE).isEmpty()
+        && config.get(EmberKeys.DELEGATION_TOKEN).isEmpty()) {
+      // A process without a certificate (a Spark executor, a task) acts as whoever handed it a
+      // delegation token for this name node in its credentials.
+      Token<?> token =
+          UserGroupInformation.getCurrentUser().getCredentials().getToken(new Text(service));
+      if (token != null && EmberTokenIdentifier.KIND.equals(token.getKind())) {
+        config =
+            config.with(
+                EmberKeys.DELEGATION_TOKEN,
+                EmberTokenIdentifier.fromHadoop(token).encodeToString());
+      }
     }
     client = EmberClient.connect(config);
     user = UserGroupInformation.getCurrentUser().getShortUserName();
@@ -135,9 +149,55 @@ public class EmberFileSystem extends FileSystem {
     return EmberKeys.DEFAULT_NAMENODE_PORT;
   }
 
+  /**
+   * The name node's "host:port": Hadoop files this file system's delegation tokens under it, and
+   * {@link #initialize} looks for one there.
+   */
   @Override
   public String getCanonicalServiceName() {
-    return null; // no delegation tokens
+    return service;
+  }
+
+  /**
+   * A delegation token for this file system's identity, renewable by {@code renewer}'s short name
+   * (null or empty: this identity), or null on a cluster without TLS, which needs none.
+   *
+   * @throws AccessControlException when this file system itself authenticated with a token
+   */
+  @Override
+  public Token<EmberTokenIdentifier> getDelegationToken(String renewer) throws IOException {
+    if (!ownersKnown) {
+      return null;
+    }
+    String renewedBy =
+        renewer == null || renewer.isEmpty()
+            ? ""
+            : UserGroupInformation.createRemoteUser(renewer).getShortUserName();
+    try {
+      return EmberTokenIdentifier.toHadoop(client.getDelegationToken(renewedBy), service);
+    } catch (EmberException e) {
+      throw translate(e);
+    }
+  }
+
+  /**
+   * The {@code ember.*} settings of {@code conf} (but {@code ember.hadoop.*}), for the name node at
+   * {@code namenode}.
+   *
+   * @throws IOException for a bad setting
+   */
+  static EmberConfig emberConfig(Configuration conf, String namenode) throws IOException {
+    Map<String, String> settings = new TreeMap<>();
+    for (Map.Entry<String, String> e : conf) {
+      if (e.getKey().startsWith("ember.") && !e.getKey().startsWith("ember.hadoop.")) {
+        settings.put(e.getKey(), e.getValue());
+      }
+    }
+    try {
+      return EmberConfig.of(settings).with(EmberKeys.NAMENODE_ADDRESS, namenode);
+    } catch (IllegalArgumentException e) {
+      throw new IOException("bad Ember setting: " + e.getMessage(), e);
+    }
   }
 
   @Override

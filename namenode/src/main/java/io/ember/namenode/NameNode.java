@@ -5,6 +5,7 @@ import io.ember.http.StatusServer;
 import io.ember.protocol.BlockLocation;
 import io.ember.protocol.BlockToken;
 import io.ember.protocol.Deferred;
+import io.ember.protocol.DelegationToken;
 import io.ember.protocol.EmberConfig;
 import io.ember.protocol.EmberException;
 import io.ember.protocol.EmberKeys;
@@ -148,6 +149,13 @@ public final class NameNode implements AutoCloseable {
   private final boolean authenticated;
 
   private static final AttributeKey<Caller> CALLER = AttributeKey.valueOf("ember.caller");
+
+  /**
+   * Set on a connection a delegation token authenticated: its block tokens are bearer tokens (its
+   * client shows data nodes no certificate), and it gets no further delegation token.
+   */
+  private static final AttributeKey<Boolean> BY_DELEGATION =
+      AttributeKey.valueOf("ember.by-delegation");
 
   /** Signs the block locations handed out under TLS; null without it. */
   private final BlockTokenSigner tokens;
@@ -434,6 +442,10 @@ public final class NameNode implements AutoCloseable {
             config.get(NameNodeKeys.DATANODE_TIMEOUT),
             System::nanoTime);
     s.leaseTimeout(config.get(NameNodeKeys.LEASE_TIMEOUT));
+    s.configureDelegationTokens(
+        config.get(NameNodeKeys.DELEGATION_TOKEN_RENEW_INTERVAL),
+        config.get(NameNodeKeys.DELEGATION_TOKEN_MAX_LIFETIME),
+        config.get(NameNodeKeys.DELEGATION_KEY_UPDATE_INTERVAL));
     List<String> superusers = new ArrayList<>();
     for (String name : config.get(NameNodeKeys.SUPERUSERS).split(",", -1)) {
       if (!name.isBlank()) {
@@ -475,9 +487,15 @@ public final class NameNode implements AutoCloseable {
       }
       caller = state.caller(identity);
     } else if (authenticated) {
-      // Cannot happen: a TLS connection carries no request before its handshake. Should it, the
-      // caller is nobody, whom only modes open to all let through.
-      caller = Caller.NOBODY;
+      throw new EmberException(
+          ErrorCode.UNAUTHENTICATED,
+          "this client showed no certificate signed by a CA in "
+              + io.ember.protocol.EmberKeys.TLS_CA.name()
+              + " and has not authenticated: give it such a certificate ("
+              + io.ember.protocol.EmberKeys.TLS_CERTIFICATE.name()
+              + ") or a delegation token ("
+              + io.ember.protocol.EmberKeys.DELEGATION_TOKEN.name()
+              + ")");
     } else {
       caller = state.internal();
     }
@@ -899,7 +917,10 @@ public final class NameNode implements AutoCloseable {
     if (tokens == null || location == null || !location.tier().startsWith("dram")) {
       return location;
     }
-    return tokens.sign(location, modes, caller(channel).name());
+    // A client that authenticated with a delegation token shows data nodes no certificate: its
+    // block tokens name no identity, and hold for whoever presents them over TLS.
+    String holder = channel.hasAttr(BY_DELEGATION) ? "" : caller(channel).name();
+    return tokens.sign(location, modes, holder);
   }
 
   private List<BlockLocation> granted(Channel channel, List<BlockLocation> locations, int modes)
@@ -1081,10 +1102,63 @@ public final class NameNode implements AutoCloseable {
       case ABANDON_FILE:
         state.abandon(caller(channel), Messages.AbandonFileRequest.decode(in).fileId());
         return Message.EMPTY;
+      case GET_DELEGATION_TOKEN:
+        {
+          Messages.DelegationTokenRequest r = Messages.DelegationTokenRequest.decode(in);
+          Caller caller = caller(channel);
+          if (!authenticated) {
+            throw new EmberException(
+                ErrorCode.INVALID_ARGUMENT,
+                "this name node issues no delegation tokens: it runs without "
+                    + io.ember.protocol.EmberKeys.TLS.name()
+                    + ", and every caller is let through");
+          }
+          if (channel.hasAttr(BY_DELEGATION)) {
+            throw new EmberException(
+                ErrorCode.PERMISSION_DENIED,
+                "a client authenticated by a delegation token gets no further token: ask with a"
+                    + " certificate");
+          }
+          return new Messages.TokenMessage(
+              state.issueDelegationToken(caller, r.renewer()).encode());
+        }
+      case RENEW_DELEGATION_TOKEN:
+        {
+          DelegationToken token = DelegationToken.decode(Messages.TokenMessage.decode(in).token());
+          return new Messages.TokenExpiryResponse(
+              state.renewDelegationToken(caller(channel), token));
+        }
+      case CANCEL_DELEGATION_TOKEN:
+        {
+          DelegationToken token = DelegationToken.decode(Messages.TokenMessage.decode(in).token());
+          state.cancelDelegationToken(caller(channel), token);
+          return Message.EMPTY;
+        }
+      case AUTHENTICATE:
+        {
+          DelegationToken token = DelegationToken.decode(Messages.TokenMessage.decode(in).token());
+          if (!authenticated) {
+            return Message.EMPTY; // every caller is let through already
+          }
+          if (io.ember.protocol.Tls.peerIdentity(channel) != null
+              || channel.hasAttr(BY_DELEGATION)) {
+            throw new EmberException(
+                ErrorCode.INVALID_ARGUMENT,
+                "this connection is authenticated already: a delegation token is for a client"
+                    + " without a certificate, once per connection");
+          }
+          Caller caller = state.authenticate(token);
+          channel.attr(BY_DELEGATION).set(Boolean.TRUE);
+          channel.attr(CALLER).set(caller);
+          LOG.debug("{} authenticated {} by {}", channel.remoteAddress(), caller, token);
+          return Message.EMPTY;
+        }
       case DF:
+        caller(channel);
         Wire.expectEnd(in, "DF");
         return new Messages.DfResponse(state.usage());
       case DATANODES:
+        caller(channel);
         Wire.expectEnd(in, "DATANODES");
         return new Messages.DatanodesResponse(state.report().datanodes());
       case REGISTER_DATANODE:

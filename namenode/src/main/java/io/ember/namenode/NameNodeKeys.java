@@ -220,6 +220,39 @@ public final class NameNodeKeys {
           "refuse a data node whose advertised address the name node cannot connect to");
 
   /** Every key of this class. */
+  /**
+   * How long a delegation token holds after it is issued or renewed; its renewer renews it before
+   * then, up to {@link #DELEGATION_TOKEN_MAX_LIFETIME}.
+   */
+  public static final ConfigKey<Duration> DELEGATION_TOKEN_RENEW_INTERVAL =
+      ConfigKey.ofDuration(
+          "ember.namenode.delegation-token.renew-interval",
+          "1d",
+          Duration.ofSeconds(1),
+          Duration.ofDays(365),
+          "time a delegation token holds after it is issued or renewed");
+
+  /** The longest a delegation token holds, however often it is renewed. */
+  public static final ConfigKey<Duration> DELEGATION_TOKEN_MAX_LIFETIME =
+      ConfigKey.ofDuration(
+          "ember.namenode.delegation-token.max-lifetime",
+          "7d",
+          Duration.ofSeconds(1),
+          Duration.ofDays(365),
+          "longest a delegation token holds, however often it is renewed");
+
+  /**
+   * How often the name node starts signing delegation tokens with a new key; a key is kept until
+   * the last token it signed cannot be renewed any more.
+   */
+  public static final ConfigKey<Duration> DELEGATION_KEY_UPDATE_INTERVAL =
+      ConfigKey.ofDuration(
+          "ember.namenode.delegation-token.key-update-interval",
+          "1d",
+          Duration.ofSeconds(1),
+          Duration.ofDays(365),
+          "how often delegation tokens start being signed with a new key");
+
   public static final List<ConfigKey<?>> ALL =
       List.of(
           BIND_HOST,
@@ -239,7 +272,10 @@ public final class NameNodeKeys {
           GROUPS,
           ROOT_PERMISSION,
           DATANODE_IDENTITIES,
-          BLOCK_TOKEN_LIFETIME);
+          BLOCK_TOKEN_LIFETIME,
+          DELEGATION_TOKEN_RENEW_INTERVAL,
+          DELEGATION_TOKEN_MAX_LIFETIME,
+          DELEGATION_KEY_UPDATE_INTERVAL);
 
   private static boolean validSync(String text) {
     try {

@@ -1,6 +1,7 @@
 package io.ember.namenode;
 
 import io.ember.protocol.BlockLocation;
+import io.ember.protocol.DelegationToken;
 import io.ember.protocol.EmberException;
 import io.ember.protocol.ErrorCode;
 import io.ember.protocol.Messages.ClassUsage;
@@ -90,9 +91,20 @@ final class NameNodeState {
   static final int EDIT_RECOVER = 8;
   static final int EDIT_LENGTH = 9;
   static final int EDIT_SET_ATTRIBUTES = 10;
+  static final int EDIT_TOKEN_KEY = 11;
+  static final int EDIT_TOKEN_SET = 12;
+  static final int EDIT_TOKEN_CANCEL = 13;
 
   /** Marks a checkpoint with owners, groups and modes; earlier ones start with the block size. */
   private static final int CHECKPOINT_WITH_PERMISSIONS = -2;
+
+  /**
+   * Marks a checkpoint with owners, groups and modes, and delegation tokens after the namespace.
+   */
+  private static final int CHECKPOINT_WITH_TOKENS = -3;
+
+  /** Delegation tokens and their keys; guarded by the lock, journaled as they change. */
+  private final DelegationTokens delegationTokens = new DelegationTokens();
 
   /** Who owns what the name node makes, and who a caller is; see {@link #useIdentities}. */
   private Identities identities;
@@ -1627,6 +1639,150 @@ final class NameNodeState {
     }
   }
 
+  // ---- delegation tokens -------------------------------------------------------------------
+
+  /** Sets how long delegation tokens hold, at most, and how often their key changes. */
+  void configureDelegationTokens(
+      Duration renewInterval, Duration maxLifetime, Duration keyUpdateInterval) {
+    lock.writeLock().lock();
+    try {
+      delegationTokens.configure(renewInterval, maxLifetime, keyUpdateInterval);
+    } finally {
+      lock.writeLock().unlock();
+    }
+  }
+
+  /**
+   * Issues a delegation token that acts as {@code caller}, renewable by {@code renewer} (empty: the
+   * caller), signed with the current key (a new one when it is due, journaled first).
+   *
+   * @throws EmberException {@link ErrorCode#PERMISSION_DENIED} for a caller without an identity;
+   *     {@link ErrorCode#JOURNAL_FAILED} when the change cannot be recorded
+   */
+  DelegationToken issueDelegationToken(Caller caller, String renewer) throws EmberException {
+    if (caller.name().isEmpty()) {
+      throw new EmberException(
+          ErrorCode.PERMISSION_DENIED, "a caller without an identity gets no delegation token");
+    }
+    lock.writeLock().lock();
+    try {
+      checkJournal();
+      long now = System.currentTimeMillis();
+      DelegationTokens.Key key = delegationTokens.current(now);
+      if (key == null) {
+        DelegationTokens.Key fresh = delegationTokens.newKey(now);
+        delegationTokens.addKey(fresh, now);
+        log(
+            EDIT_TOKEN_KEY,
+            out -> {
+              out.writeInt(fresh.id());
+              out.writeLong(fresh.createdMillis());
+              out.write(fresh.secret());
+            });
+        key = fresh;
+      }
+      DelegationToken.Identifier id =
+          delegationTokens.nextIdentifier(caller.name(), renewer, now, key);
+      setTokenExpiry(id.sequence(), delegationTokens.expiryFrom(id, now));
+      return delegationTokens.sign(id);
+    } finally {
+      lock.writeLock().unlock();
+    }
+  }
+
+  private void setTokenExpiry(long sequence, long expiresMillis) {
+    delegationTokens.put(sequence, expiresMillis);
+    log(
+        EDIT_TOKEN_SET,
+        out -> {
+          out.writeLong(sequence);
+          out.writeLong(expiresMillis);
+        });
+  }
+
+  /**
+   * Extends a live delegation token by the renew interval, up to its maximum life.
+   *
+   * @return when it now expires, milliseconds since the epoch
+   * @throws EmberException {@link ErrorCode#UNAUTHENTICATED} for a token that is not good (see
+   *     {@link #authenticate}); {@link ErrorCode#PERMISSION_DENIED} for a caller that is not its
+   *     renewer
+   */
+  long renewDelegationToken(Caller caller, DelegationToken token) throws EmberException {
+    lock.writeLock().lock();
+    try {
+      long now = System.currentTimeMillis();
+      delegationTokens.check(token, now);
+      DelegationToken.Identifier id = token.identifier();
+      if (!caller.name().equals(id.effectiveRenewer())) {
+        throw new EmberException(
+            ErrorCode.PERMISSION_DENIED,
+            caller + " may not renew " + id + ": only " + id.effectiveRenewer() + " may");
+      }
+      checkJournal();
+      long expires = delegationTokens.expiryFrom(id, now);
+      setTokenExpiry(id.sequence(), expires);
+      return expires;
+    } finally {
+      lock.writeLock().unlock();
+    }
+  }
+
+  /**
+   * Ends a live delegation token: connections it authenticated keep their identity until they
+   * close, and no new one takes it.
+   *
+   * @throws EmberException {@link ErrorCode#UNAUTHENTICATED} for a token that is not good; {@link
+   *     ErrorCode#PERMISSION_DENIED} for a caller that is neither its owner, its renewer nor a
+   *     super-user
+   */
+  void cancelDelegationToken(Caller caller, DelegationToken token) throws EmberException {
+    lock.writeLock().lock();
+    try {
+      delegationTokens.check(token, System.currentTimeMillis());
+      DelegationToken.Identifier id = token.identifier();
+      if (!caller.superuser()
+          && !caller.name().equals(id.owner())
+          && !caller.name().equals(id.effectiveRenewer())) {
+        throw new EmberException(
+            ErrorCode.PERMISSION_DENIED,
+            caller + " may not cancel " + id + ": only its owner or renewer may");
+      }
+      checkJournal();
+      delegationTokens.remove(id.sequence());
+      log(EDIT_TOKEN_CANCEL, out -> out.writeLong(id.sequence()));
+    } finally {
+      lock.writeLock().unlock();
+    }
+  }
+
+  /**
+   * The caller a delegation token acts as.
+   *
+   * @throws EmberException {@link ErrorCode#UNAUTHENTICATED} saying why the token is not good:
+   *     altered, not issued by this name node, cancelled or expired
+   */
+  Caller authenticate(DelegationToken token) throws EmberException {
+    lock.writeLock().lock();
+    try {
+      delegationTokens.check(token, System.currentTimeMillis());
+      return identities.caller(token.identifier().owner());
+    } finally {
+      lock.writeLock().unlock();
+    }
+  }
+
+  /** Live delegation tokens (for tests). */
+  int delegationTokenCount() {
+    lock.writeLock().lock();
+    try {
+      delegationTokens.purge(System.currentTimeMillis());
+      return delegationTokens.size();
+    } finally {
+      lock.writeLock().unlock();
+    }
+  }
+
   // ---- durability --------------------------------------------------------------------------
 
   /** Records every change from now on in {@code journal} before it is acknowledged. */
@@ -1812,6 +1968,16 @@ final class NameNodeState {
               read.incarnation);
           nextDatanodeId = Math.max(nextDatanodeId, read.id + 1);
         }
+        case EDIT_TOKEN_KEY -> {
+          int id = in.readInt();
+          long created = in.readLong();
+          byte[] secret = new byte[DelegationTokens.KEY_BYTES];
+          in.readFully(secret);
+          delegationTokens.addKey(
+              new DelegationTokens.Key(id, created, secret), System.currentTimeMillis());
+        }
+        case EDIT_TOKEN_SET -> delegationTokens.put(in.readLong(), in.readLong());
+        case EDIT_TOKEN_CANCEL -> delegationTokens.remove(in.readLong());
         default -> throw new IOException("unknown edit " + op);
       }
       if (in.available() != 0) {
@@ -1910,7 +2076,7 @@ final class NameNodeState {
 
   /** Writes the namespace; call under the lock. */
   void save(DataOutputStream out) throws IOException {
-    out.writeInt(CHECKPOINT_WITH_PERMISSIONS);
+    out.writeInt(CHECKPOINT_WITH_TOKENS);
     out.writeInt(blockSize);
     out.writeLong(nextInodeId);
     out.writeLong(nextBlockId);
@@ -1926,6 +2092,7 @@ final class NameNodeState {
     out.writeLong(root.modificationTime);
     saveOwnership(out, root);
     saveChildren(out, root);
+    delegationTokens.save(out);
   }
 
   private void saveChildren(DataOutputStream out, Inode.Dir dir) throws IOException {
@@ -1984,7 +2151,8 @@ final class NameNodeState {
     lock.writeLock().lock();
     try {
       int first = in.readInt();
-      boolean kept = first == CHECKPOINT_WITH_PERMISSIONS;
+      boolean withTokens = first == CHECKPOINT_WITH_TOKENS;
+      boolean kept = first == CHECKPOINT_WITH_PERMISSIONS || withTokens;
       int savedBlockSize = kept ? in.readInt() : first;
       if (savedBlockSize != blockSize) {
         throw new IOException(
@@ -2017,6 +2185,9 @@ final class NameNodeState {
         root.permission = oldRoot.permission;
       }
       loadChildren(in, root, kept);
+      if (withTokens) {
+        delegationTokens.load(in);
+      }
     } catch (EmberException e) {
       throw new IOException(e.getMessage(), e);
     } finally {

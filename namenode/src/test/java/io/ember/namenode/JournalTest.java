@@ -264,6 +264,35 @@ class JournalTest {
   }
 
   @Test
+  void delegationTokensAndTheirKeysComeBackFromCheckpointAndJournal() throws Exception {
+    Journal j = formatted(Journal.Sync.ALWAYS);
+    NameNodeState live = journaled(j);
+    Caller alice = live.caller("alice");
+    io.ember.protocol.DelegationToken kept = live.issueDelegationToken(alice, "");
+    io.ember.protocol.DelegationToken cancelled = live.issueDelegationToken(alice, "spark");
+    // A checkpoint in the middle: the first key and tokens come from it, the rest from the journal.
+    live.checkpoint(dir);
+    long renewed = live.renewDelegationToken(live.caller("spark"), cancelled);
+    live.cancelDelegationToken(alice, cancelled);
+    io.ember.protocol.DelegationToken late = live.issueDelegationToken(live.caller("bob"), "");
+    live.takeLogged().get(60, TimeUnit.SECONDS);
+    j.close();
+    assertTrue(renewed > System.currentTimeMillis(), "renewed until " + renewed);
+
+    NameNodeState back = restored();
+    assertEquals("alice", back.authenticate(kept).name());
+    assertEquals("bob", back.authenticate(late).name());
+    EmberException e = assertThrows(EmberException.class, () -> back.authenticate(cancelled));
+    assertEquals(ErrorCode.UNAUTHENTICATED, e.code());
+    assertTrue(e.getMessage().contains("cancelled"), e.getMessage());
+    // Numbers are not handed out twice after a restart.
+    io.ember.protocol.DelegationToken next = back.issueDelegationToken(alice, "");
+    assertTrue(
+        next.identifier().sequence() > late.identifier().sequence(), next + " after " + late);
+    assertEquals(2 + 1, back.delegationTokenCount());
+  }
+
+  @Test
   void aNamespaceComesBackFromCheckpointAndJournal() throws Exception {
     Journal j = formatted(Journal.Sync.ALWAYS);
     NameNodeState live = journaled(j);

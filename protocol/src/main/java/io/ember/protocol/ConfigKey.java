@@ -186,7 +186,7 @@ public final class ConfigKey<T> {
     return v + units[u];
   }
 
-  /** Parses "50us", "500ms", "10s", "2m", "1h" or a plain number of milliseconds. */
+  /** Parses "50us", "500ms", "10s", "2m", "1h", "7d" or a plain number of milliseconds. */
   public static Duration parseDuration(String text) {
     String t = text.trim().toLowerCase(Locale.ROOT);
     if (t.endsWith("us")) {
@@ -204,6 +204,9 @@ public final class ConfigKey<T> {
     }
     if (t.endsWith("h")) {
       return Duration.ofHours(Long.parseLong(t.substring(0, t.length() - 1).trim()));
+    }
+    if (t.endsWith("d")) {
+      return Duration.ofDays(Long.parseLong(t.substring(0, t.length() - 1).trim()));
     }
     return Duration.ofMillis(Long.parseLong(t));
   }

@@ -137,6 +137,24 @@ public final class EmberKeys {
           "TLS engine: auto (OpenSSL through netty-tcnative where it loads, else the JDK's),"
               + " openssl or jdk");
 
+  /**
+   * A delegation token ({@link DelegationToken#encodeToString}) a client without a certificate
+   * authenticates to the name node with, under {@link #TLS}: it acts as the token's owner. Hadoop
+   * clients find theirs in the job's credentials instead.
+   */
+  public static final ConfigKey<String> DELEGATION_TOKEN =
+      ConfigKey.ofSecret(
+          "ember.security.delegation-token",
+          s -> {
+            try {
+              return s.isEmpty() || DelegationToken.decodeString(s) != null;
+            } catch (EmberException e) {
+              return false;
+            }
+          },
+          "a delegation token as `ember security token` prints it",
+          "delegation token a client without a certificate authenticates with (under TLS)");
+
   /** Every key of this class. */
   public static final List<ConfigKey<?>> ALL =
       List.of(
@@ -153,7 +171,8 @@ public final class EmberKeys {
           TLS_CERTIFICATE,
           TLS_KEY,
           TLS_CA,
-          TLS_PROVIDER);
+          TLS_PROVIDER,
+          DELEGATION_TOKEN);
 
   /** Event loop threads for a configuration. */
   public static int ioThreads(EmberConfig config) {

@@ -24,6 +24,17 @@ public enum MessageType {
   DATANODES(25),
   /** Changes an entry's owner, group or mode: {@code ember fs chmod} and {@code chown}. */
   SET_ATTRIBUTES(26),
+  /** Issues a delegation token for the caller, under TLS. */
+  GET_DELEGATION_TOKEN(27),
+  /** Extends a delegation token's life; only its renewer may. */
+  RENEW_DELEGATION_TOKEN(28),
+  /** Ends a delegation token; its owner or renewer may. */
+  CANCEL_DELEGATION_TOKEN(29),
+  /**
+   * Makes a connection without a client certificate act as a delegation token's owner: the first
+   * request of a client that holds a token instead of a certificate.
+   */
+  AUTHENTICATE(30),
   // Data node.
   BLOCK_WRITE(40),
   BLOCK_READ(41),

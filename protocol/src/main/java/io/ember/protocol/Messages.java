@@ -1078,4 +1078,62 @@ public final class Messages {
       return new EmberException(code, message);
     }
   }
+
+  /**
+   * GET_DELEGATION_TOKEN: a token for the caller, renewable by {@code renewer} (empty: the caller).
+   */
+  public record DelegationTokenRequest(String renewer) implements Message {
+    @Override
+    public void encode(ByteBuf out) {
+      Wire.writeString(out, renewer);
+    }
+
+    /** Reads the body. */
+    public static DelegationTokenRequest decode(ByteBuf in) throws MalformedFrameException {
+      String renewer = Wire.readString(in, "renewer", Permissions.MAX_NAME_BYTES);
+      Wire.expectEnd(in, "GET_DELEGATION_TOKEN request");
+      return new DelegationTokenRequest(renewer);
+    }
+  }
+
+  /**
+   * A delegation token's bytes ({@link DelegationToken#encode}): RENEW_DELEGATION_TOKEN,
+   * CANCEL_DELEGATION_TOKEN and AUTHENTICATE carry one, and GET_DELEGATION_TOKEN answers with one.
+   */
+  @SuppressWarnings("ArrayRecordComponent") // handed straight to DelegationToken.decode
+  public record TokenMessage(byte[] token) implements Message {
+    @Override
+    public void encode(ByteBuf out) {
+      out.writeInt(token.length);
+      out.writeBytes(token);
+    }
+
+    /** Reads the body. */
+    public static TokenMessage decode(ByteBuf in) throws MalformedFrameException {
+      int n = Wire.readInt(in, "token length", 0, DelegationToken.MAX_BYTES);
+      if (n > in.readableBytes()) {
+        throw new MalformedFrameException(
+            "a delegation token of " + n + " bytes, " + in.readableBytes() + " left in the frame");
+      }
+      byte[] token = new byte[n];
+      in.readBytes(token);
+      Wire.expectEnd(in, "delegation token");
+      return new TokenMessage(token);
+    }
+  }
+
+  /** RENEW_DELEGATION_TOKEN's answer: when the token now expires, milliseconds since the epoch. */
+  public record TokenExpiryResponse(long expiresMillis) implements Message {
+    @Override
+    public void encode(ByteBuf out) {
+      out.writeLong(expiresMillis);
+    }
+
+    /** Reads the body. */
+    public static TokenExpiryResponse decode(ByteBuf in) throws MalformedFrameException {
+      long expires = Wire.readLong(in, "expiry");
+      Wire.expectEnd(in, "RENEW_DELEGATION_TOKEN answer");
+      return new TokenExpiryResponse(expires);
+    }
+  }
 }

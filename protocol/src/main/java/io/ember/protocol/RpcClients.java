@@ -28,6 +28,11 @@ public final class RpcClients implements AutoCloseable {
   private final Tls tls;
   private final Map<HostPort, CompletableFuture<RpcClient>> connections = new ConcurrentHashMap<>();
 
+  /** The first call of every new connection to an address, before it is handed out. */
+  private final Map<HostPort, Greeting> greetings = new ConcurrentHashMap<>();
+
+  private record Greeting(MessageType type, Message body) {}
+
   /** Connections being opened: closing fails them rather than leave callers to their timeout. */
   private final Set<CompletableFuture<RpcClient>> opening = ConcurrentHashMap.newKeySet();
 
@@ -43,7 +48,7 @@ public final class RpcClients implements AutoCloseable {
    */
   public RpcClients(EmberConfig config, String name, int threads) {
     try {
-      this.tls = Tls.from(config);
+      this.tls = Tls.forClient(config);
     } catch (EmberException e) {
       throw new IllegalArgumentException(e.getMessage(), e);
     }
@@ -55,6 +60,16 @@ public final class RpcClients implements AutoCloseable {
     this.lifeCycle = new LifeCycle(name);
     lifeCycle.beginStart();
     lifeCycle.started();
+  }
+
+  /**
+   * Makes every connection opened to {@code address} from now on send {@code type} with {@code
+   * body} first, and be handed out only once it is answered; a refusal fails the connection with
+   * the server's error. For {@link MessageType#AUTHENTICATE}, which a connection needs before any
+   * other call.
+   */
+  public void greet(HostPort address, MessageType type, Message body) {
+    greetings.put(address, new Greeting(type, body));
   }
 
   /**
@@ -164,7 +179,7 @@ public final class RpcClients implements AutoCloseable {
                     h -> {
                       opening.remove(result);
                       if (h.isSuccess()) {
-                        connected(result, holder[0]);
+                        greeted(address, result, holder[0]);
                       } else {
                         cf.channel().close().addListener(ChannelListeners.LOG_CLOSE_FAILURE);
                         result.completeExceptionally(handshakeFailed(h.cause(), peer));
@@ -172,7 +187,7 @@ public final class RpcClients implements AutoCloseable {
                     });
           } else if (f.isSuccess()) {
             opening.remove(result);
-            connected(result, holder[0]);
+            greeted(address, result, holder[0]);
           } else {
             opening.remove(result);
             result.completeExceptionally(connectFailed(peerKind, address, f.cause()));
@@ -216,6 +231,27 @@ public final class RpcClients implements AutoCloseable {
               }
               return CompletableFuture.failedFuture(cause);
             });
+  }
+
+  /** Hands {@code client} out once the greeting for {@code address}, if any, is answered. */
+  private void greeted(HostPort address, CompletableFuture<RpcClient> result, RpcClient client) {
+    Greeting greeting = greetings.get(address);
+    if (greeting == null) {
+      connected(result, client);
+      return;
+    }
+    var unused =
+        client
+            .call(greeting.type(), greeting.body(), ResponseDecoder.EMPTY)
+            .whenComplete(
+                (v, e) -> {
+                  if (e != null) {
+                    client.close();
+                    result.completeExceptionally(EmberException.unwrap(e));
+                  } else {
+                    connected(result, client);
+                  }
+                });
   }
 
   private static void connected(CompletableFuture<RpcClient> result, RpcClient client) {

@@ -30,11 +30,13 @@ import org.slf4j.LoggerFactory;
 
 /**
  * TLS 1.3 with certificates on both sides (mutual TLS) for Ember's connections, from {@link
- * EmberKeys#TLS} and the PEM files it names. A server refuses a client that presents no
- * certificate, or one no CA in {@link EmberKeys#TLS_CA} signed; a client refuses a server whose
- * certificate is not so signed or does not name the host it connected to, so a peer that only knows
- * the cluster's address cannot stand in for a server. The client certificate's common name is the
- * caller's identity ({@link #peerIdentity}).
+ * EmberKeys#TLS} and the PEM files it names. A server refuses a client that presents no certificate
+ * no CA in {@link EmberKeys#TLS_CA} signed, and serves a client that presents none only what it may
+ * do without an identity (the name node: authenticate with a delegation token; a data node: blocks
+ * its block tokens grant); a client refuses a server whose certificate is not so signed or does not
+ * name the host it connected to, so a peer that only knows the cluster's address cannot stand in
+ * for a server. The client certificate's common name is the caller's identity ({@link
+ * #peerIdentity}).
  *
  * <p>OpenSSL (BoringSSL through netty-tcnative) is used where it loads, the JDK's engine otherwise
  * ({@link EmberKeys#TLS_PROVIDER}).
@@ -75,6 +77,46 @@ public final class Tls {
     if (!config.get(EmberKeys.TLS)) {
       return null;
     }
+    return of(config);
+  }
+
+  /**
+   * TLS for a client's connections only, as {@code config} asks for it: as {@link #from}, except
+   * that with neither {@link EmberKeys#TLS_CERTIFICATE} nor {@link EmberKeys#TLS_KEY} set the
+   * client shows no certificate (it authenticates with a delegation token instead), and checks the
+   * server's against {@link EmberKeys#TLS_CA} all the same.
+   *
+   * @return null when {@link EmberKeys#TLS} is off
+   * @throws EmberException as {@link #from}
+   */
+  public static Tls forClient(EmberConfig config) throws EmberException {
+    if (!config.get(EmberKeys.TLS)) {
+      return null;
+    }
+    if (!config.get(EmberKeys.TLS_CERTIFICATE).isEmpty()
+        || !config.get(EmberKeys.TLS_KEY).isEmpty()) {
+      return of(config);
+    }
+    File ca = file(config, EmberKeys.TLS_CA);
+    SslProvider provider = provider(config.get(EmberKeys.TLS_PROVIDER));
+    try {
+      SslContext client =
+          SslContextBuilder.forClient()
+              .trustManager(ca)
+              .protocols(PROTOCOL)
+              .endpointIdentificationAlgorithm("HTTPS")
+              .sslProvider(provider)
+              .build();
+      return new Tls(null, client, null, provider.name().toLowerCase(Locale.ROOT));
+    } catch (SSLException | IllegalArgumentException e) {
+      throw new EmberException(
+          ErrorCode.INVALID_ARGUMENT,
+          "cannot set up TLS from " + EmberKeys.TLS_CA.name() + "=" + ca + ": " + rootMessage(e),
+          e);
+    }
+  }
+
+  private static Tls of(EmberConfig config) throws EmberException {
     File cert = file(config, EmberKeys.TLS_CERTIFICATE);
     File key = file(config, EmberKeys.TLS_KEY);
     File ca = file(config, EmberKeys.TLS_CA);
@@ -83,7 +125,9 @@ public final class Tls {
       SslContext server =
           SslContextBuilder.forServer(cert, key)
               .trustManager(ca)
-              .clientAuth(ClientAuth.REQUIRE)
+              // A client without a certificate gets as far as the handshake; each server then
+              // serves it only what a delegation or block token lets it have.
+              .clientAuth(ClientAuth.OPTIONAL)
               .protocols(PROTOCOL)
               .sslProvider(provider)
               .build();
