@@ -127,11 +127,15 @@ public class EmberFileSystem extends FileSystem {
                 EmberTokenIdentifier.fromHadoop(token).encodeToString());
       }
     }
-    client = EmberClient.connect(config);
-    user = UserGroupInformation.getCurrentUser().getShortUserName();
-    ownersKnown = config.get(EmberKeys.TLS);
-    workingDir = makeQualified(new Path("/user", user));
-    blockSize = client.lookup("/").blockSize();
+    try {
+      client = EmberClient.connect(config);
+      user = UserGroupInformation.getCurrentUser().getShortUserName();
+      ownersKnown = config.get(EmberKeys.TLS);
+      workingDir = makeQualified(new Path("/user", user));
+      blockSize = client.lookup("/").blockSize();
+    } catch (EmberException e) {
+      throw translate(e);
+    }
   }
 
   /** The Ember client under this file system, for callers that want its own API. */
