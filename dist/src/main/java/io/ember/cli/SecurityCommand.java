@@ -20,6 +20,7 @@ import picocli.CommandLine.Spec;
     subcommands = {
       SecurityCommand.DevCa.class,
       SecurityCommand.DhchapKey.class,
+      SecurityCommand.DelegationTokenCommand.class,
       CommandLine.HelpCommand.class
     })
 final class SecurityCommand implements Runnable {
@@ -28,7 +29,70 @@ final class SecurityCommand implements Runnable {
   @Override
   public void run() {
     throw new CommandLine.ParameterException(
-        spec.commandLine(), "missing command: dev-ca or dhchap-key");
+        spec.commandLine(), "missing command: dev-ca, dhchap-key or token");
+  }
+
+  /** {@code ember security token}: delegation tokens for processes without a certificate. */
+  @Command(
+      name = "token",
+      mixinStandardHelpOptions = true,
+      description = {
+        "Print a new delegation token for this client's identity (its certificate's), for a"
+            + " process without a certificate to use as ember.security.delegation-token; or renew"
+            + " or cancel one.",
+        "Example: ember security token --renewer yarn > job.token"
+      })
+  static final class DelegationTokenCommand implements Callable<Integer> {
+    @Spec CommandSpec spec;
+
+    @picocli.CommandLine.Mixin ConfigOptions options;
+
+    @Option(
+        names = "--namenode",
+        paramLabel = "HOST:PORT",
+        converter = FsCommand.NameNodeAddress.class,
+        description = "the name node, HOST[:PORT] (default: the configured one)")
+    String namenode;
+
+    @Option(
+        names = "--renewer",
+        paramLabel = "NAME",
+        description = "who may renew the new token (default: this client's identity)")
+    String renewer = "";
+
+    @Option(
+        names = "--renew",
+        paramLabel = "TOKEN",
+        description = "renew TOKEN instead, and print when it now expires")
+    String renew;
+
+    @Option(names = "--cancel", paramLabel = "TOKEN", description = "cancel TOKEN instead")
+    String cancel;
+
+    @Override
+    public Integer call() throws Exception {
+      if (renew != null && cancel != null) {
+        throw new CommandLine.ParameterException(
+            spec.commandLine(), "--renew and --cancel: one at a time");
+      }
+      PrintWriter out = spec.commandLine().getOut();
+      try (io.ember.client.EmberClient client = FsCommand.connect(options, namenode)) {
+        if (renew != null) {
+          long until =
+              client.renewDelegationToken(io.ember.protocol.DelegationToken.decodeString(renew));
+          out.println("renewed until " + java.time.Instant.ofEpochMilli(until));
+        } else if (cancel != null) {
+          io.ember.protocol.DelegationToken token =
+              io.ember.protocol.DelegationToken.decodeString(cancel);
+          client.cancelDelegationToken(token);
+          out.println("cancelled " + token);
+        } else {
+          out.println(client.getDelegationToken(renewer).encodeToString());
+        }
+      }
+      out.flush();
+      return 0;
+    }
   }
 
   /** {@code ember security dhchap-key}: a new NVMe in-band authentication secret. */

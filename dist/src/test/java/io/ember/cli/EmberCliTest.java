@@ -4,6 +4,7 @@ import static java.nio.charset.StandardCharsets.UTF_8;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.ember.minicluster.MiniCluster;
@@ -574,6 +575,83 @@ class EmberCliTest {
     assertEquals(0, second.code(), second.err());
     assertEquals(ca, Files.readString(dir.resolve("ca.pem")), "the CA in DIR is reused");
     assertTrue(Files.readString(dir.resolve("alice.pem")).endsWith(ca), "the chain ends at the CA");
+  }
+
+  @Test
+  void securityTokenGivesAProcessWithoutACertificateItsOwnersAccess(@TempDir Path tmp)
+      throws Exception {
+    Path dir = tmp.resolve("tls");
+    assertEquals(
+        0,
+        run(
+                "security",
+                "dev-ca",
+                "--dir",
+                dir.toString(),
+                "--server",
+                "node=localhost,127.0.0.1",
+                "--user",
+                "alice")
+            .code());
+    io.ember.protocol.EmberConfig node =
+        io.ember.protocol.EmberConfig.defaults()
+            .with(io.ember.protocol.EmberKeys.TLS, "true")
+            .with(io.ember.protocol.EmberKeys.TLS_CERTIFICATE, dir.resolve("node.pem").toString())
+            .with(io.ember.protocol.EmberKeys.TLS_KEY, dir.resolve("node.key").toString())
+            .with(io.ember.protocol.EmberKeys.TLS_CA, dir.resolve("ca.pem").toString());
+    try (MiniCluster secured = MiniCluster.builder().dramDatanodes(1).config(node).build()) {
+      String nn = secured.namenodeAddress().toString();
+      String ca = "ember.security.tls.ca=" + dir.resolve("ca.pem");
+      Result token =
+          run(
+              "security",
+              "token",
+              "--namenode",
+              nn,
+              "-D",
+              "ember.security.tls=true",
+              "-D",
+              ca,
+              "-D",
+              "ember.security.tls.certificate=" + dir.resolve("alice.pem"),
+              "-D",
+              "ember.security.tls.key=" + dir.resolve("alice.key"));
+      assertEquals(0, token.code(), token.err());
+      String text = token.out().strip();
+      Result mkdir =
+          run(
+              "fs",
+              "--namenode",
+              nn,
+              "-D",
+              "ember.security.tls=true",
+              "-D",
+              ca,
+              "-D",
+              "ember.security.delegation-token=" + text,
+              "mkdir",
+              "/from-token");
+      assertEquals(0, mkdir.code(), mkdir.err());
+      Result ls =
+          run(
+              "fs",
+              "--namenode",
+              nn,
+              "-D",
+              "ember.security.tls=true",
+              "-D",
+              ca,
+              "-D",
+              "ember.security.delegation-token=" + text,
+              "ls",
+              "/");
+      assertTrue(ls.out().contains("alice"), ls.out());
+      Result without =
+          run("fs", "--namenode", nn, "-D", "ember.security.tls=true", "-D", ca, "ls", "/");
+      assertNotEquals(0, without.code(), without.err());
+      assertTrue(without.err().contains("delegation token"), without.err());
+      assertFalse(without.err().contains(text), "no token in an error");
+    }
   }
 
   @Test
