@@ -53,6 +53,18 @@ final class EmberShuffleConf {
   private static volatile EmberClient shared;
   private static String sharedKey;
 
+  /** The delegation token the driver handed this executor, or null; see {@link #client}. */
+  private static String delegationToken;
+
+  /**
+   * Makes this JVM's client authenticate with {@code token} (a driver's delegation token, as {@code
+   * DelegationToken.encodeToString} writes it) where its settings give TLS but no certificate and
+   * no token of their own: an executor that holds no certificate.
+   */
+  static synchronized void useDelegationToken(String token) {
+    delegationToken = token;
+  }
+
   private EmberShuffleConf() {}
 
   static StorageClass storageClass(SparkConf conf) {
@@ -133,6 +145,12 @@ final class EmberShuffleConf {
     }
     EmberConfig config =
         EmberConfig.of(settings).with(EmberKeys.NAMENODE_ADDRESS, conf.get(NAMENODE));
+    if (delegationToken != null
+        && config.get(EmberKeys.TLS)
+        && config.get(EmberKeys.TLS_CERTIFICATE).isEmpty()
+        && config.get(EmberKeys.DELEGATION_TOKEN).isEmpty()) {
+      config = config.with(EmberKeys.DELEGATION_TOKEN, delegationToken);
+    }
     String key = config.toString();
     if (shared == null || !key.equals(sharedKey)) {
       if (shared != null) {

@@ -2,17 +2,23 @@ package io.ember.spark;
 
 import io.ember.client.CreateOptions;
 import io.ember.client.EmberClient;
+import io.ember.protocol.DelegationToken;
+import io.ember.protocol.EmberConfig;
 import io.ember.protocol.EmberException;
+import io.ember.protocol.EmberKeys;
 import io.ember.protocol.ErrorCode;
 import io.ember.protocol.Paths;
 import io.ember.protocol.Permissions;
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.util.HashMap;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import org.apache.spark.SparkConf;
 import org.apache.spark.shuffle.api.ShuffleDataIO;
@@ -35,6 +41,10 @@ import org.slf4j.LoggerFactory;
  */
 public final class EmberShuffleDataIO implements ShuffleDataIO {
   static final String ROOT_KEY = "ember.root";
+
+  /** The delegation token the driver hands its executors, under TLS. */
+  static final String TOKEN_KEY = "ember.delegation-token";
+
   private static final Logger LOG = LoggerFactory.getLogger(EmberShuffleDataIO.class);
 
   private final SparkConf conf;
@@ -179,7 +189,115 @@ public final class EmberShuffleDataIO implements ShuffleDataIO {
         }
       }
       current = this;
-      return Map.of(ROOT_KEY, appRoot);
+      Map<String, String> executors = new HashMap<>();
+      executors.put(ROOT_KEY, appRoot);
+      String token = tokenForExecutors();
+      if (token != null) {
+        executors.put(TOKEN_KEY, token);
+      }
+      return executors;
+    }
+
+    /** The application's delegation token, renewed while it runs; null when none was made. */
+    private DelegationToken token;
+
+    private ScheduledExecutorService renewer;
+
+    /**
+     * Under TLS, a delegation token for the executors, so that they need no certificate of their
+     * own: a new one, renewed by this driver until the application ends, when the driver has a
+     * certificate; the driver's own when it holds one instead; null without TLS, or when the name
+     * node cannot be reached (executors with certificates still work then).
+     */
+    private String tokenForExecutors() {
+      if (policy == EmberShuffleConf.FallbackPolicy.ALWAYS) {
+        return null;
+      }
+      try {
+        EmberClient client = EmberShuffleConf.client(conf);
+        EmberConfig config = client.config();
+        if (!config.get(EmberKeys.TLS)) {
+          return null;
+        }
+        if (config.get(EmberKeys.TLS_CERTIFICATE).isEmpty()) {
+          String own = config.get(EmberKeys.DELEGATION_TOKEN);
+          return own.isEmpty() ? null : own;
+        }
+        token = client.getDelegationToken("");
+        long expires = client.renewDelegationToken(token);
+        renewer =
+            Executors.newSingleThreadScheduledExecutor(
+                r -> {
+                  Thread t = new Thread(r, "ember-token-renewer");
+                  t.setDaemon(true);
+                  return t;
+                });
+        scheduleRenewal(expires);
+        return token.encodeToString();
+      } catch (EmberException e) {
+        LOG.warn(
+            "Ember shuffle: no delegation token for the executors ({}); they need certificates of"
+                + " their own",
+            e.getMessage());
+        return null;
+      }
+    }
+
+    /** Renews the token halfway to {@code expires}, until its maximum life. */
+    private void scheduleRenewal(long expires) {
+      long now = System.currentTimeMillis();
+      long delay = Math.max(1000, (expires - now) / 2);
+      var unused =
+          renewer.schedule(
+              () -> {
+                DelegationToken t = token;
+                if (t == null) {
+                  return;
+                }
+                try {
+                  long next = EmberShuffleConf.client(conf).renewDelegationToken(t);
+                  if (next >= t.identifier().maxMillis()) {
+                    LOG.warn(
+                        "Ember shuffle: the executors' {} reached its maximum life: it expires at"
+                            + " {}",
+                        t,
+                        java.time.Instant.ofEpochMilli(next));
+                    return;
+                  }
+                  scheduleRenewal(next);
+                } catch (EmberException | RuntimeException e) {
+                  if (expires > System.currentTimeMillis()) {
+                    LOG.warn(
+                        "Ember shuffle: cannot renew the executors' {} ({}); trying again",
+                        t,
+                        e.getMessage());
+                    scheduleRenewal(expires);
+                  } else {
+                    LOG.error(
+                        "Ember shuffle: the executors' {} expired unrenewed: {}",
+                        t,
+                        e.getMessage());
+                  }
+                }
+              },
+              delay,
+              TimeUnit.MILLISECONDS);
+    }
+
+    /** Stops renewing the executors' token and cancels it: the application is over. */
+    private void endToken() {
+      DelegationToken t = token;
+      token = null;
+      if (renewer != null) {
+        renewer.shutdownNow();
+      }
+      if (t != null) {
+        try {
+          EmberShuffleConf.client(conf).cancelDelegationToken(t);
+        } catch (EmberException e) {
+          LOG.warn("Ember shuffle: cannot cancel the executors' {}: {}", t, e.getMessage());
+        }
+      }
     }
 
     private synchronized void noteFailure(EmberException e) {
@@ -301,6 +419,7 @@ public final class EmberShuffleDataIO implements ShuffleDataIO {
       if (appRootMade) {
         deleteQuietly(appRoot);
       }
+      endToken();
       EmberShuffleConf.closeClient();
     }
 
@@ -352,6 +471,10 @@ public final class EmberShuffleDataIO implements ShuffleDataIO {
       this.appId = appId;
       this.execId = execId;
       this.extraConfigs = extraConfigs;
+      String token = extraConfigs.get(TOKEN_KEY);
+      if (token != null) {
+        EmberShuffleConf.useDelegationToken(token);
+      }
     }
 
     /** Spark's own local-disk shuffle storage, made when a shuffle first falls back to it. */

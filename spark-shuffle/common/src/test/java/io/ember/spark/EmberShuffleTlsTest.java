@@ -2,6 +2,7 @@ package io.ember.spark;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.ember.client.EmberClient;
 import io.ember.minicluster.DevCertificates;
@@ -80,6 +81,67 @@ class EmberShuffleTlsTest {
         }
       } finally {
         SparkTestConf.forgetLocalClusters();
+      }
+    }
+  }
+
+  @Test
+  void executorsWithoutACertificateWriteWithTheDriversToken() throws Exception {
+    DevCertificates ca = DevCertificates.openOrCreate(tmp.resolve("tls"));
+    ca.issue("node", List.of("localhost", "127.0.0.1"));
+    ca.issue("spark", List.of());
+    try (MiniCluster cluster =
+        MiniCluster.builder().dramDatanodes(1).config(EmberConfig.of(tls(ca, "node"))).build()) {
+      String namenode = cluster.namenodeAddress().toString();
+      SparkConf driverConf =
+          new SparkConf(false)
+              .set(EmberShuffleConf.NAMENODE, namenode)
+              .set(EmberShuffleConf.FALLBACK_POLICY, "never")
+              .set("spark.app.id", "token-test");
+      tls(ca, "spark").forEach((k, v) -> driverConf.set("spark.ember.conf." + k, v));
+      // The executor trusts the cluster's CA, and has no certificate.
+      SparkConf executorConf =
+          new SparkConf(false)
+              .set(EmberShuffleConf.NAMENODE, namenode)
+              .set("spark.ember.conf." + EmberKeys.TLS.name(), "true")
+              .set("spark.ember.conf." + EmberKeys.TLS_CA.name(), ca.caFile().toString());
+      var driver = new EmberShuffleDataIO(driverConf).driver();
+      Map<String, String> handed = driver.initializeApplication();
+      String token = handed.get(EmberShuffleDataIO.TOKEN_KEY);
+      assertTrue(token != null && !token.isEmpty(), "the driver hands its executors a token");
+      driver.registerShuffle(0);
+      var executor = new EmberShuffleDataIO(executorConf).executor();
+      try {
+        executor.initializeExecutor("token-test", "1", handed);
+        var writer = executor.createMapOutputWriter(0, 7L, 2);
+        for (int p = 0; p < 2; p++) {
+          try (java.io.OutputStream out = writer.getPartitionWriter(p).openStream()) {
+            out.write(new byte[1000 + p]);
+          }
+        }
+        writer.commitAllPartitions(new long[0]);
+        try (EmberClient spark = cluster.newClient(EmberConfig.of(tls(ca, "spark")))) {
+          String dir = handed.get(EmberShuffleDataIO.ROOT_KEY) + "/0";
+          var written = spark.list(dir);
+          assertEquals(1, written.size(), written.toString());
+          assertEquals("spark", written.get(0).status().owner(), "written as the driver's user");
+        }
+        // The application ends: the driver cancels the token.
+        driver.cleanupApplication();
+        EmberConfig withToken =
+            EmberConfig.defaults()
+                .with(EmberKeys.TLS, "true")
+                .with(EmberKeys.TLS_CA, ca.caFile().toString())
+                .with(EmberKeys.TLS_CERTIFICATE, "")
+                .with(EmberKeys.TLS_KEY, "")
+                .with(EmberKeys.DELEGATION_TOKEN, token);
+        EmberException cancelled =
+            assertThrows(EmberException.class, () -> cluster.newClient(withToken));
+        assertEquals(ErrorCode.UNAUTHENTICATED, cancelled.code(), cancelled.getMessage());
+        assertTrue(cancelled.getMessage().contains("cancelled"), cancelled.getMessage());
+      } finally {
+        EmberShuffleConf.useDelegationToken(null);
+        EmberShuffleConf.closeClient();
       }
     }
   }
