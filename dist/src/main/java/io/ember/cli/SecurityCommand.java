@@ -62,12 +62,25 @@ final class SecurityCommand implements Runnable {
 
     @Option(
         names = "--renew",
-        paramLabel = "TOKEN",
-        description = "renew TOKEN instead, and print when it now expires")
-    String renew;
+        paramLabel = "FILE",
+        description =
+            "renew the token in FILE (- for standard input) instead, and print when it now"
+                + " expires; a file, so that the token shows in no process list")
+    Path renew;
 
-    @Option(names = "--cancel", paramLabel = "TOKEN", description = "cancel TOKEN instead")
-    String cancel;
+    @Option(
+        names = "--cancel",
+        paramLabel = "FILE",
+        description = "cancel the token in FILE (- for standard input) instead")
+    Path cancel;
+
+    private io.ember.protocol.DelegationToken read(Path file) throws java.io.IOException {
+      String text =
+          file.toString().equals("-")
+              ? new String(System.in.readAllBytes(), java.nio.charset.StandardCharsets.US_ASCII)
+              : java.nio.file.Files.readString(file, java.nio.charset.StandardCharsets.US_ASCII);
+      return io.ember.protocol.DelegationToken.decodeString(text);
+    }
 
     @Override
     public Integer call() throws Exception {
@@ -78,12 +91,11 @@ final class SecurityCommand implements Runnable {
       PrintWriter out = spec.commandLine().getOut();
       try (io.ember.client.EmberClient client = FsCommand.connect(options, namenode)) {
         if (renew != null) {
-          long until =
-              client.renewDelegationToken(io.ember.protocol.DelegationToken.decodeString(renew));
-          out.println("renewed until " + java.time.Instant.ofEpochMilli(until));
+          io.ember.protocol.DelegationToken token = read(renew);
+          long until = client.renewDelegationToken(token);
+          out.println("renewed " + token + " until " + java.time.Instant.ofEpochMilli(until));
         } else if (cancel != null) {
-          io.ember.protocol.DelegationToken token =
-              io.ember.protocol.DelegationToken.decodeString(cancel);
+          io.ember.protocol.DelegationToken token = read(cancel);
           client.cancelDelegationToken(token);
           out.println("cancelled " + token);
         } else {

@@ -618,6 +618,27 @@ class EmberCliTest {
               "ember.security.tls.key=" + dir.resolve("alice.key"));
       assertEquals(0, token.code(), token.err());
       String text = token.out().strip();
+      Path tokenFile = tmp.resolve("job.token");
+      Files.writeString(tokenFile, text);
+      Result renewed =
+          run(
+              "security",
+              "token",
+              "--namenode",
+              nn,
+              "-D",
+              "ember.security.tls=true",
+              "-D",
+              ca,
+              "-D",
+              "ember.security.tls.certificate=" + dir.resolve("alice.pem"),
+              "-D",
+              "ember.security.tls.key=" + dir.resolve("alice.key"),
+              "--renew",
+              tokenFile.toString());
+      assertEquals(0, renewed.code(), renewed.err());
+      assertTrue(renewed.out().contains("renewed delegation token"), renewed.out());
+      assertFalse(renewed.out().contains(text), "no token in the output");
       Result mkdir =
           run(
               "fs",

@@ -106,7 +106,8 @@ public class EmberFileSystem extends FileSystem {
     }
     int port = name.getPort() < 0 ? EmberKeys.DEFAULT_NAMENODE_PORT : name.getPort();
     uri = URI.create(SCHEME + "://" + host + ":" + port);
-    service = host + ":" + port;
+    // Host names are case-blind: a driver and its executors must file the token under one name.
+    service = host.toLowerCase(java.util.Locale.ROOT) + ":" + port;
     EmberConfig config = emberConfig(conf, service);
     try {
       defaultStorageClass = StorageClass.parse(conf.get(STORAGE_CLASS_KEY, "dram"));
@@ -134,6 +135,10 @@ public class EmberFileSystem extends FileSystem {
       workingDir = makeQualified(new Path("/user", user));
       blockSize = client.lookup("/").blockSize();
     } catch (EmberException e) {
+      if (client != null) {
+        client.close(); // refused after it connected (no certificate, a refused token)
+        client = null;
+      }
       throw translate(e);
     }
   }
@@ -173,10 +178,15 @@ public class EmberFileSystem extends FileSystem {
     if (!ownersKnown) {
       return null;
     }
-    String renewedBy =
-        renewer == null || renewer.isEmpty()
-            ? ""
-            : UserGroupInformation.createRemoteUser(renewer).getShortUserName();
+    String renewedBy = renewer == null ? "" : renewer;
+    if (!renewedBy.isEmpty()) {
+      try {
+        // "yarn/host@REALM" renews as yarn, as Hadoop maps principals to users.
+        renewedBy = UserGroupInformation.createRemoteUser(renewedBy).getShortUserName();
+      } catch (RuntimeException e) {
+        // No rule maps it: the name as given.
+      }
+    }
     try {
       return EmberTokenIdentifier.toHadoop(client.getDelegationToken(renewedBy), service);
     } catch (EmberException e) {

@@ -53,6 +53,14 @@ public final class EmberTokenIdentifier extends TokenIdentifier {
     identifier = DelegationToken.Identifier.read(in);
   }
 
+  /** The identifier without any secret, as Hadoop's {@code Token.toString} prints it. */
+  @Override
+  public String toString() {
+    return identifier == null
+        ? "an empty Ember delegation token identifier"
+        : identifier.toString();
+  }
+
   /** The Hadoop token for an Ember one, filed under {@code service} ("host:port"). */
   static Token<EmberTokenIdentifier> toHadoop(DelegationToken token, String service) {
     return new Token<>(token.identifier().bytes(), token.password(), KIND, new Text(service));

@@ -129,6 +129,11 @@ class DelegationTokenTest {
       assertTrue(why.contains("only bob may"), why);
       long until = bob.renewDelegationToken(token);
       assertTrue(until > System.currentTimeMillis(), "renewed until " + until);
+      // A process holding the token renews nothing, not even its own token: a stolen token
+      // cannot keep itself alive.
+      EmberClient holder = cluster.newClient(holding(token));
+      why = TlsUsers.refused(ErrorCode.PERMISSION_DENIED, () -> holder.renewDelegationToken(token));
+      assertTrue(why.contains("renews no token"), why);
       // Renewed, it still authenticates.
       assertTrue(
           cluster.newClient(holding(token)).lookup("/").type()
@@ -138,6 +143,9 @@ class DelegationTokenTest {
       assertTrue(why.contains("only its owner or renewer"), why);
       bob.cancelDelegationToken(token);
       why = refusedAtConnect(cluster, token);
+      assertTrue(why.contains("cancelled"), why);
+      // A connection the token authenticated before stops too.
+      why = TlsUsers.refused(ErrorCode.UNAUTHENTICATED, () -> holder.lookup("/"));
       assertTrue(why.contains("cancelled"), why);
       TlsUsers.refused(ErrorCode.UNAUTHENTICATED, () -> bob.renewDelegationToken(token));
       // The super-user cancels anyone's.
@@ -184,6 +192,55 @@ class DelegationTokenTest {
       assertTrue(why.contains("cancelled"), why);
       DelegationToken fresh = alice.getDelegationToken("");
       assertNotEquals(kept.identifier().sequence(), fresh.identifier().sequence());
+    }
+  }
+
+  @Test
+  void aTokenCannotActAsADataNodeAndAnAnonymousClientLearnsNothingFromADataNode() throws Exception {
+    try (MiniCluster cluster = cluster().build();
+        EmberClient admin = cluster.newClient(users.as("admin"))) {
+      // Even a super-user's token: data nodes learn the block token keys.
+      DelegationToken superuser = admin.getDelegationToken("");
+      try (io.ember.protocol.RpcClients rpc =
+          new io.ember.protocol.RpcClients(holding(superuser), "test")) {
+        rpc.greet(
+            cluster.namenodeAddress(),
+            io.ember.protocol.MessageType.AUTHENTICATE,
+            new io.ember.protocol.Messages.TokenMessage(superuser.encode()));
+        String why =
+            TlsUsers.refused(
+                ErrorCode.PERMISSION_DENIED,
+                () ->
+                    io.ember.protocol.Futures.await(
+                        rpc.get(cluster.namenodeAddress(), "name node")
+                            .thenCompose(
+                                c ->
+                                    c.call(
+                                        io.ember.protocol.MessageType.HEARTBEAT,
+                                        io.ember.protocol.Message.EMPTY,
+                                        io.ember.protocol.ResponseDecoder.EMPTY))));
+        assertTrue(why.contains("may not act as a data node"), why);
+      }
+      // A data node tells a client without a certificate nothing of what its slots hold.
+      try (io.ember.protocol.RpcClients rpc =
+          new io.ember.protocol.RpcClients(withoutCertificate(), "test")) {
+        io.ember.protocol.HostPort dn =
+            io.ember.protocol.HostPort.parse(cluster.datanodes().get(0).endpoint(), 0);
+        String why =
+            TlsUsers.refused(
+                ErrorCode.PERMISSION_DENIED,
+                () ->
+                    io.ember.protocol.Futures.await(
+                        rpc.get(dn, "data node")
+                            .thenCompose(
+                                c ->
+                                    c.call(
+                                        io.ember.protocol.MessageType.BLOCK_LENGTH,
+                                        new io.ember.protocol.Messages.BlockLengthRequest(
+                                            1, 1, 0, 0),
+                                        io.ember.protocol.ResponseDecoder.EMPTY))));
+        assertTrue(why.contains("only to callers with a certificate"), why);
+      }
     }
   }
 

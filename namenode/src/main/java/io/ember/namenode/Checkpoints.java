@@ -94,16 +94,32 @@ final class Checkpoints {
     return out;
   }
 
+  /**
+   * Creates (or truncates) {@code path} for writing, readable by this process's user alone where
+   * the file system has POSIX modes: checkpoints and journal segments hold the keys that sign
+   * delegation tokens.
+   */
+  static FileChannel createOwnerOnly(Path path) throws IOException {
+    java.util.Set<StandardOpenOption> options =
+        java.util.EnumSet.of(
+            StandardOpenOption.CREATE,
+            StandardOpenOption.WRITE,
+            StandardOpenOption.TRUNCATE_EXISTING);
+    if (path.getFileSystem().supportedFileAttributeViews().contains("posix")) {
+      return FileChannel.open(
+          path,
+          options,
+          java.nio.file.attribute.PosixFilePermissions.asFileAttribute(
+              java.nio.file.attribute.PosixFilePermissions.fromString("rw-------")));
+    }
+    return FileChannel.open(path, options);
+  }
+
   /** Writes the checkpoint of record {@code seq} atomically; returns its path. */
   static Path write(Path dir, long seq, Body body) throws IOException {
     Path target = dir.resolve(name(seq));
     Path tmp = dir.resolve(name(seq) + TEMPORARY);
-    try (FileChannel ch =
-            FileChannel.open(
-                tmp,
-                StandardOpenOption.CREATE,
-                StandardOpenOption.WRITE,
-                StandardOpenOption.TRUNCATE_EXISTING);
+    try (FileChannel ch = createOwnerOnly(tmp);
         OutputStream raw = java.nio.channels.Channels.newOutputStream(ch)) {
       CRC32C crc = new CRC32C();
       DataOutputStream out =

@@ -9,7 +9,9 @@ import java.io.IOException;
 import java.security.SecureRandom;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 
 /**
@@ -118,13 +120,22 @@ final class DelegationTokens {
                   + " too old"
               : "its password does not match: it was altered, or issued by another name node");
     }
+    checkLive(id, now);
+  }
+
+  /**
+   * Checks that the token {@code id} names, whose password was checked before, is still live at
+   * {@code now}: not cancelled, not expired. Reads only, so callers need only the read lock.
+   *
+   * @throws EmberException {@link ErrorCode#UNAUTHENTICATED} when it is not
+   */
+  void checkLive(DelegationToken.Identifier id, long now) throws EmberException {
     Long expires = expiries.get(id.sequence());
     if (expires == null) {
       throw refused(id, "it was cancelled, or expired and was let go");
     }
     long until = Math.min(expires, id.maxMillis());
     if (until < now) {
-      expiries.remove(id.sequence());
       throw refused(
           id,
           "it expired at "
@@ -149,6 +160,15 @@ final class DelegationTokens {
                     && k.createdMillis() + keyUpdateMillis + maxLifetimeMillis < now);
   }
 
+  /**
+   * Numbers tokens from past {@code floor} and a margin beyond the last one known: a journal that
+   * was not forced can lose a token's record after the token was handed out, and its number given
+   * to another would make the lost one good again.
+   */
+  void skipSequences(long floor, long margin) {
+    nextSequence = Math.max(nextSequence + margin, floor);
+  }
+
   /** Live tokens, for logs and tests. */
   int size() {
     return expiries.size();
@@ -164,8 +184,16 @@ final class DelegationTokens {
       out.writeLong(k.createdMillis());
       out.write(k.secret());
     }
-    out.writeInt(expiries.size());
+    // Expired tokens are left out: nothing can renew them.
+    long now = System.currentTimeMillis();
+    List<Map.Entry<Long, Long>> live = new ArrayList<>();
     for (Map.Entry<Long, Long> e : expiries.entrySet()) {
+      if (e.getValue() >= now) {
+        live.add(e);
+      }
+    }
+    out.writeInt(live.size());
+    for (Map.Entry<Long, Long> e : live) {
       out.writeLong(e.getKey());
       out.writeLong(e.getValue());
     }

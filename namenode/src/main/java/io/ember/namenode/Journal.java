@@ -112,12 +112,7 @@ final class Journal implements AutoCloseable {
 
   private void openSegment(long firstSeq) throws IOException {
     Path path = dir.resolve(segmentName(firstSeq));
-    FileChannel ch =
-        FileChannel.open(
-            path,
-            StandardOpenOption.CREATE,
-            StandardOpenOption.WRITE,
-            StandardOpenOption.TRUNCATE_EXISTING);
+    FileChannel ch = Checkpoints.createOwnerOnly(path);
     try {
       ByteBuffer header = ByteBuffer.allocate(SEGMENT_HEADER);
       header.put(MAGIC).putLong(firstSeq).flip();

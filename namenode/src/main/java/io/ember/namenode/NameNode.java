@@ -154,7 +154,7 @@ public final class NameNode implements AutoCloseable {
    * Set on a connection a delegation token authenticated: its block tokens are bearer tokens (its
    * client shows data nodes no certificate), and it gets no further delegation token.
    */
-  private static final AttributeKey<Boolean> BY_DELEGATION =
+  private static final AttributeKey<DelegationToken> BY_DELEGATION =
       AttributeKey.valueOf("ember.by-delegation");
 
   /** Signs the block locations handed out under TLS; null without it. */
@@ -465,12 +465,29 @@ public final class NameNode implements AutoCloseable {
   }
 
   /**
-   * Who sent a request on {@code channel}: its certificate's identity under TLS; without TLS nobody
+   * Whether a delegation token authenticated {@code channel}. (Not {@code hasAttr}: that is true of
+   * an attribute once looked up, set or not.)
+   */
+  private static boolean byDelegation(Channel channel) {
+    return channel.attr(BY_DELEGATION).get() != null;
+  }
+
+  /**
+   * Who sent a request on {@code channel}: its certificate's identity, or the owner of the
+   * delegation token it authenticated with (while that token lives), under TLS; without TLS nobody
    * is told apart, and every caller passes every check.
+   *
+   * @throws EmberException {@link ErrorCode#UNAUTHENTICATED} under TLS for a connection with
+   *     neither, or whose token was cancelled or expired
    */
   private Caller caller(Channel channel) throws EmberException {
     Caller known = channel.attr(CALLER).get();
     if (known != null) {
+      DelegationToken token = channel.attr(BY_DELEGATION).get();
+      if (token != null) {
+        // A cancelled or expired token stops a connection it authenticated, too.
+        state.checkDelegationToken(token);
+      }
       return known;
     }
     String identity = io.ember.protocol.Tls.peerIdentity(channel);
@@ -893,6 +910,15 @@ public final class NameNode implements AutoCloseable {
       return;
     }
     Caller caller = caller(channel);
+    if (byDelegation(channel)) {
+      // Data nodes learn the block token keys: only a certificate may act as one.
+      throw new EmberException(
+          ErrorCode.PERMISSION_DENIED,
+          "cannot "
+              + type
+              + ": a client authenticated by a delegation token may not act as a data"
+              + " node");
+    }
     if (caller.superuser() || datanodeIdentities.contains(caller.name())) {
       return;
     }
@@ -919,7 +945,7 @@ public final class NameNode implements AutoCloseable {
     }
     // A client that authenticated with a delegation token shows data nodes no certificate: its
     // block tokens name no identity, and hold for whoever presents them over TLS.
-    String holder = channel.hasAttr(BY_DELEGATION) ? "" : caller(channel).name();
+    String holder = byDelegation(channel) ? "" : caller(channel).name();
     return tokens.sign(location, modes, holder);
   }
 
@@ -1113,7 +1139,7 @@ public final class NameNode implements AutoCloseable {
                     + io.ember.protocol.EmberKeys.TLS.name()
                     + ", and every caller is let through");
           }
-          if (channel.hasAttr(BY_DELEGATION)) {
+          if (byDelegation(channel)) {
             throw new EmberException(
                 ErrorCode.PERMISSION_DENIED,
                 "a client authenticated by a delegation token gets no further token: ask with a"
@@ -1125,6 +1151,13 @@ public final class NameNode implements AutoCloseable {
       case RENEW_DELEGATION_TOKEN:
         {
           DelegationToken token = DelegationToken.decode(Messages.TokenMessage.decode(in).token());
+          if (byDelegation(channel)) {
+            // Else a stolen token could keep itself alive to its maximum life.
+            throw new EmberException(
+                ErrorCode.PERMISSION_DENIED,
+                "a client authenticated by a delegation token renews no token: renew with the"
+                    + " renewer's certificate");
+          }
           return new Messages.TokenExpiryResponse(
               state.renewDelegationToken(caller(channel), token));
         }
@@ -1140,15 +1173,14 @@ public final class NameNode implements AutoCloseable {
           if (!authenticated) {
             return Message.EMPTY; // every caller is let through already
           }
-          if (io.ember.protocol.Tls.peerIdentity(channel) != null
-              || channel.hasAttr(BY_DELEGATION)) {
+          if (io.ember.protocol.Tls.peerIdentity(channel) != null || byDelegation(channel)) {
             throw new EmberException(
                 ErrorCode.INVALID_ARGUMENT,
                 "this connection is authenticated already: a delegation token is for a client"
                     + " without a certificate, once per connection");
           }
           Caller caller = state.authenticate(token);
-          channel.attr(BY_DELEGATION).set(Boolean.TRUE);
+          channel.attr(BY_DELEGATION).set(token);
           channel.attr(CALLER).set(caller);
           LOG.debug("{} authenticated {} by {}", channel.remoteAddress(), caller, token);
           return Message.EMPTY;

@@ -219,7 +219,6 @@ public final class NameNodeKeys {
           true,
           "refuse a data node whose advertised address the name node cannot connect to");
 
-  /** Every key of this class. */
   /**
    * How long a delegation token holds after it is issued or renewed; its renewer renews it before
    * then, up to {@link #DELEGATION_TOKEN_MAX_LIFETIME}.
@@ -253,6 +252,7 @@ public final class NameNodeKeys {
           Duration.ofDays(365),
           "how often delegation tokens start being signed with a new key");
 
+  /** Every key of this class. */
   public static final List<ConfigKey<?>> ALL =
       List.of(
           BIND_HOST,

@@ -106,6 +106,9 @@ final class NameNodeState {
   /** Delegation tokens and their keys; guarded by the lock, journaled as they change. */
   private final DelegationTokens delegationTokens = new DelegationTokens();
 
+  private static final long TOKEN_PURGE_MILLIS = 60_000;
+  private long lastTokenPurgeMillis;
+
   /** Who owns what the name node makes, and who a caller is; see {@link #useIdentities}. */
   private Identities identities;
 
@@ -1668,6 +1671,12 @@ final class NameNodeState {
     try {
       checkJournal();
       long now = System.currentTimeMillis();
+      if (now - lastTokenPurgeMillis > TOKEN_PURGE_MILLIS) {
+        // Expired tokens are let go now and then, so that asking for tokens in a loop cannot
+        // grow the table past what the renew interval holds.
+        delegationTokens.purge(now);
+        lastTokenPurgeMillis = now;
+      }
       DelegationTokens.Key key = delegationTokens.current(now);
       if (key == null) {
         DelegationTokens.Key fresh = delegationTokens.newKey(now);
@@ -1763,12 +1772,26 @@ final class NameNodeState {
    *     altered, not issued by this name node, cancelled or expired
    */
   Caller authenticate(DelegationToken token) throws EmberException {
-    lock.writeLock().lock();
+    lock.readLock().lock();
     try {
       delegationTokens.check(token, System.currentTimeMillis());
       return identities.caller(token.identifier().owner());
     } finally {
-      lock.writeLock().unlock();
+      lock.readLock().unlock();
+    }
+  }
+
+  /**
+   * Checks that {@code token}, which authenticated a connection, is still live.
+   *
+   * @throws EmberException {@link ErrorCode#UNAUTHENTICATED} once it is cancelled or expired
+   */
+  void checkDelegationToken(DelegationToken token) throws EmberException {
+    lock.readLock().lock();
+    try {
+      delegationTokens.checkLive(token.identifier(), System.currentTimeMillis());
+    } finally {
+      lock.readLock().unlock();
     }
   }
 
@@ -2035,6 +2058,7 @@ final class NameNodeState {
       nextInodeId = Math.max(nextInodeId + LOST_TAIL_MARGIN, fresh);
       nextBlockId = Math.max(nextBlockId + LOST_TAIL_MARGIN, fresh);
       nextGeneration = Math.max(nextGeneration + LOST_TAIL_MARGIN, fresh);
+      delegationTokens.skipSequences(fresh, LOST_TAIL_MARGIN);
       // Writers of files open at the crash get a whole lease timeout to renew.
       leases.clear();
       for (Inode.File f : files.values()) {

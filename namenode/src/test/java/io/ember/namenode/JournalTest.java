@@ -290,6 +290,15 @@ class JournalTest {
     assertTrue(
         next.identifier().sequence() > late.identifier().sequence(), next + " after " + late);
     assertEquals(2 + 1, back.delegationTokenCount());
+    // The files hold the keys that sign tokens: only the name node's user reads them.
+    try (var files = Files.list(dir)) {
+      for (Path f : files.filter(f -> !f.getFileName().toString().endsWith(".lock")).toList()) {
+        assertEquals(
+            "rw-------",
+            java.nio.file.attribute.PosixFilePermissions.toString(Files.getPosixFilePermissions(f)),
+            f.toString());
+      }
+    }
   }
 
   @Test

@@ -116,8 +116,10 @@ public final class RpcClients implements AutoCloseable {
         .exceptionallyCompose(
             e -> {
               Throwable cause = EmberException.unwrap(e);
-              if (cause instanceof EmberException ee && ee.code() == ErrorCode.CLOSED) {
-                return CompletableFuture.failedFuture(ee); // this client is closing: no point
+              if (cause instanceof EmberException ee
+                  && (ee.code() == ErrorCode.CLOSED || ee.code() == ErrorCode.UNAUTHENTICATED)) {
+                // This client is closing, or the server refused its greeting: no point.
+                return CompletableFuture.failedFuture(ee);
               }
               return get(address, peerKind);
             });

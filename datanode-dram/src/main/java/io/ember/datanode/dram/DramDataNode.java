@@ -828,6 +828,13 @@ public final class DramDataNode implements DataNode {
         case BLOCK_LENGTH:
           {
             Messages.BlockLengthRequest r = Messages.BlockLengthRequest.decode(in);
+            if (checkTokens && io.ember.protocol.Tls.peerIdentity(channel) == null) {
+              // The name node asks, at lease recovery; a client without a certificate (one that
+              // holds only tokens) has no business learning what a slot holds.
+              throw new EmberException(
+                  ErrorCode.PERMISSION_DENIED,
+                  describe + " answers BLOCK_LENGTH only to callers with a certificate");
+            }
             checkServes(r.incarnation());
             BlockGenerations g = generations(r.incarnation());
             synchronized (g.lockFor(r.address())) {
