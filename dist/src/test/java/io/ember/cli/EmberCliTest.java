@@ -601,74 +601,47 @@ class EmberCliTest {
             .with(io.ember.protocol.EmberKeys.TLS_CA, dir.resolve("ca.pem").toString());
     try (MiniCluster secured = MiniCluster.builder().dramDatanodes(1).config(node).build()) {
       String nn = secured.namenodeAddress().toString();
-      String ca = "ember.security.tls.ca=" + dir.resolve("ca.pem");
-      Result token =
-          run(
-              "security",
-              "token",
-              "--namenode",
-              nn,
-              "-D",
-              "ember.security.tls=true",
-              "-D",
-              ca,
-              "-D",
+      // Every command: this name node, over TLS, trusting the CA; then who it is, and what to do.
+      // The settings follow the command that takes them: `fs`, or `security token`.
+      java.util.function.BiFunction<List<String>, List<String>, Result> as =
+          (identity, command) -> {
+            int takesSettings = command.get(0).equals("fs") ? 1 : 2;
+            List<String> args = new ArrayList<>(command.subList(0, takesSettings));
+            args.addAll(
+                List.of(
+                    "--namenode",
+                    nn,
+                    "-D",
+                    "ember.security.tls=true",
+                    "-D",
+                    "ember.security.tls.ca=" + dir.resolve("ca.pem")));
+            for (String setting : identity) {
+              args.addAll(List.of("-D", setting));
+            }
+            args.addAll(command.subList(takesSettings, command.size()));
+            return run(args.toArray(new String[0]));
+          };
+      List<String> alice =
+          List.of(
               "ember.security.tls.certificate=" + dir.resolve("alice.pem"),
-              "-D",
               "ember.security.tls.key=" + dir.resolve("alice.key"));
+      Result token = as.apply(alice, List.of("security", "token"));
       assertEquals(0, token.code(), token.err());
       String text = token.out().strip();
       Path tokenFile = tmp.resolve("job.token");
       Files.writeString(tokenFile, text);
       Result renewed =
-          run(
-              "security",
-              "token",
-              "--namenode",
-              nn,
-              "-D",
-              "ember.security.tls=true",
-              "-D",
-              ca,
-              "-D",
-              "ember.security.tls.certificate=" + dir.resolve("alice.pem"),
-              "-D",
-              "ember.security.tls.key=" + dir.resolve("alice.key"),
-              "--renew",
-              tokenFile.toString());
+          as.apply(alice, List.of("security", "token", "--renew", tokenFile.toString()));
       assertEquals(0, renewed.code(), renewed.err());
       assertTrue(renewed.out().contains("renewed delegation token"), renewed.out());
       assertFalse(renewed.out().contains(text), "no token in the output");
-      Result mkdir =
-          run(
-              "fs",
-              "--namenode",
-              nn,
-              "-D",
-              "ember.security.tls=true",
-              "-D",
-              ca,
-              "-D",
-              "ember.security.delegation-token=" + text,
-              "mkdir",
-              "/from-token");
+
+      List<String> holder = List.of("ember.security.delegation-token=" + text);
+      Result mkdir = as.apply(holder, List.of("fs", "mkdir", "/from-token"));
       assertEquals(0, mkdir.code(), mkdir.err());
-      Result ls =
-          run(
-              "fs",
-              "--namenode",
-              nn,
-              "-D",
-              "ember.security.tls=true",
-              "-D",
-              ca,
-              "-D",
-              "ember.security.delegation-token=" + text,
-              "ls",
-              "/");
+      Result ls = as.apply(holder, List.of("fs", "ls", "/"));
       assertTrue(ls.out().contains("alice"), ls.out());
-      Result without =
-          run("fs", "--namenode", nn, "-D", "ember.security.tls=true", "-D", ca, "ls", "/");
+      Result without = as.apply(List.of(), List.of("fs", "ls", "/"));
       assertNotEquals(0, without.code(), without.err());
       assertTrue(without.err().contains("delegation token"), without.err());
       assertFalse(without.err().contains(text), "no token in an error");

@@ -464,6 +464,11 @@ public final class NameNode implements AutoCloseable {
     return s;
   }
 
+  /** The delegation token a RENEW, CANCEL or AUTHENTICATE request carries. */
+  private static DelegationToken tokenIn(ByteBuf in) throws EmberException {
+    return DelegationToken.decode(Messages.TokenMessage.decode(in).token());
+  }
+
   /**
    * Whether a delegation token authenticated {@code channel}. (Not {@code hasAttr}: that is true of
    * an attribute once looked up, set or not.)
@@ -1150,7 +1155,7 @@ public final class NameNode implements AutoCloseable {
         }
       case RENEW_DELEGATION_TOKEN:
         {
-          DelegationToken token = DelegationToken.decode(Messages.TokenMessage.decode(in).token());
+          DelegationToken token = tokenIn(in);
           if (byDelegation(channel)) {
             // Else a stolen token could keep itself alive to its maximum life.
             throw new EmberException(
@@ -1163,13 +1168,13 @@ public final class NameNode implements AutoCloseable {
         }
       case CANCEL_DELEGATION_TOKEN:
         {
-          DelegationToken token = DelegationToken.decode(Messages.TokenMessage.decode(in).token());
+          DelegationToken token = tokenIn(in);
           state.cancelDelegationToken(caller(channel), token);
           return Message.EMPTY;
         }
       case AUTHENTICATE:
         {
-          DelegationToken token = DelegationToken.decode(Messages.TokenMessage.decode(in).token());
+          DelegationToken token = tokenIn(in);
           if (!authenticated) {
             return Message.EMPTY; // every caller is let through already
           }

@@ -152,7 +152,7 @@ public final class EmberKeys {
               return false;
             }
           },
-          "a delegation token as `ember security token` prints it",
+          "a delegation token, as `ember security token` prints it",
           "delegation token a client without a certificate authenticates with (under TLS)");
 
   /** Every key of this class. */
