@@ -134,7 +134,7 @@ public final class EmberClient implements AutoCloseable {
     }
     this.connections = new RpcClients(config, "ember-client");
     String token = config.get(EmberKeys.DELEGATION_TOKEN);
-    if (config.get(EmberKeys.TLS)
+    if (EmberKeys.secured(config)
         && !token.isEmpty()
         && config.get(EmberKeys.TLS_CERTIFICATE).isEmpty()) {
       // Without a certificate, each name node connection first shows the token, and acts as its
@@ -152,7 +152,7 @@ public final class EmberClient implements AutoCloseable {
     }
     // A direct call's socket is a plain one; under TLS every call takes the secured connection.
     this.direct =
-        config.get(ClientKeys.DIRECT_CALLS) && !config.get(EmberKeys.TLS)
+        config.get(ClientKeys.DIRECT_CALLS) && !EmberKeys.secured(config)
             ? new DirectConnection(namenode, "name node", config, config.get(ClientKeys.SPIN_WAIT))
             : null;
   }

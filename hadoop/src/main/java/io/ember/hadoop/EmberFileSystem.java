@@ -114,7 +114,7 @@ public class EmberFileSystem extends FileSystem {
     } catch (IllegalArgumentException e) {
       throw new IOException("bad Ember setting: " + e.getMessage(), e);
     }
-    if (config.get(EmberKeys.TLS)
+    if (EmberKeys.secured(config)
         && config.get(EmberKeys.TLS_CERTIFICATE).isEmpty()
         && config.get(EmberKeys.DELEGATION_TOKEN).isEmpty()) {
       // A process without a certificate (a Spark executor, a task) acts as whoever handed it a
@@ -131,7 +131,7 @@ public class EmberFileSystem extends FileSystem {
     try {
       client = EmberClient.connect(config);
       user = UserGroupInformation.getCurrentUser().getShortUserName();
-      ownersKnown = config.get(EmberKeys.TLS);
+      ownersKnown = EmberKeys.secured(config);
       workingDir = makeQualified(new Path("/user", user));
       blockSize = client.lookup("/").blockSize();
     } catch (EmberException e) {

@@ -127,6 +127,20 @@ class TlsTest {
   }
 
   @Test
+  void securityEnabledTurnsOnTheSameTlsAsTheTlsKey() throws Exception {
+    java.util.function.BiFunction<DevCertificates, String, EmberConfig> enabled =
+        (issuer, name) ->
+            tls(issuer, name).with(EmberKeys.TLS, "false").with(EmberKeys.SECURITY_ENABLED, "true");
+    int port = server(enabled.apply(ca, "node"));
+    assertEquals("alice", call(enabled.apply(ca, "alice"), port));
+    assertEquals("alice", call(tls(ca, "alice"), port));
+    EmberException plain =
+        assertThrows(EmberException.class, () -> call(EmberConfig.defaults(), port));
+    assertEquals(ErrorCode.UNAUTHENTICATED, plain.code(), plain.getMessage());
+    assertTrue(plain.getMessage().contains("this server requires TLS"), plain.getMessage());
+  }
+
+  @Test
   void aSecuredCallCarriesTheCallersIdentity() throws Exception {
     int port = server(tls(ca, "node"));
     assertEquals("alice", call(tls(ca, "alice"), port));

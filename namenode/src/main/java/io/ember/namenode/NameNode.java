@@ -168,7 +168,7 @@ public final class NameNode implements AutoCloseable {
 
   private NameNode(EmberConfig config, String host, int port) throws EmberException {
     metrics = new ServerMetrics(config.get(EmberKeys.METRICS_ENABLED));
-    authenticated = config.get(EmberKeys.TLS);
+    authenticated = EmberKeys.secured(config);
     tokens =
         authenticated
             ? new BlockTokenSigner(

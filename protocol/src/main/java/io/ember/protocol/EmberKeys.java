@@ -98,6 +98,27 @@ public final class EmberKeys {
               + " DRAM data over TCP; not NVMe/TCP, RDMA or the HTTP status pages);"
               + " every process of the cluster must agree");
 
+  /**
+   * Authentication on every Ember connection: the same as {@link #TLS}, since callers authenticate
+   * with TLS client certificates (or delegation tokens over TLS). Either key turns it on; see
+   * {@link #secured}.
+   */
+  public static final ConfigKey<Boolean> SECURITY_ENABLED =
+      ConfigKey.ofBoolean(
+          "ember.security.enabled",
+          false,
+          "authenticated callers, permissions and block tokens on every Ember connection: the"
+              + " same as ember.security.tls=true (callers authenticate with TLS certificates)");
+
+  /**
+   * Whether {@code config} secures the cluster: {@link #TLS} or {@link #SECURITY_ENABLED}.
+   *
+   * @throws IllegalArgumentException when either value is not a boolean
+   */
+  public static boolean secured(EmberConfig config) {
+    return config.get(TLS) || config.get(SECURITY_ENABLED);
+  }
+
   /** This process's certificate chain, PEM. */
   public static final ConfigKey<String> TLS_CERTIFICATE =
       ConfigKey.ofString(
@@ -167,6 +188,7 @@ public final class EmberKeys {
           IO_THREADS,
           HEARTBEAT_INTERVAL,
           METRICS_ENABLED,
+          SECURITY_ENABLED,
           TLS,
           TLS_CERTIFICATE,
           TLS_KEY,

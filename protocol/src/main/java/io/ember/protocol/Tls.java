@@ -30,13 +30,12 @@ import org.slf4j.LoggerFactory;
 
 /**
  * TLS 1.3 with certificates on both sides (mutual TLS) for Ember's connections, from {@link
- * EmberKeys#TLS} and the PEM files it names. A server refuses a client that presents no certificate
- * no CA in {@link EmberKeys#TLS_CA} signed, and serves a client that presents none only what it may
- * do without an identity (the name node: authenticate with a delegation token; a data node: blocks
- * its block tokens grant); a client refuses a server whose certificate is not so signed or does not
- * name the host it connected to, so a peer that only knows the cluster's address cannot stand in
- * for a server. The client certificate's common name is the caller's identity ({@link
- * #peerIdentity}).
+ * EmberKeys#TLS} and the PEM files it names. A client whose certificate a CA in {@link
+ * EmberKeys#TLS_CA} signed is that certificate's common name ({@link #peerIdentity}); a client
+ * without one has no identity, and servers serve it only what needs none (the name node: to
+ * authenticate with a delegation token; a data node: the blocks its block tokens grant). A client
+ * refuses a server whose certificate is not so signed or does not name the host it connected to, so
+ * a peer that only knows the cluster's address cannot stand in for a server.
  *
  * <p>OpenSSL (BoringSSL through netty-tcnative) is used where it loads, the JDK's engine otherwise
  * ({@link EmberKeys#TLS_PROVIDER}).
@@ -74,7 +73,7 @@ public final class Tls {
    *     or unreadable, or the provider that cannot be had
    */
   public static Tls from(EmberConfig config) throws EmberException {
-    if (!config.get(EmberKeys.TLS)) {
+    if (!EmberKeys.secured(config)) {
       return null;
     }
     return of(config);
@@ -90,7 +89,7 @@ public final class Tls {
    * @throws EmberException as {@link #from}
    */
   public static Tls forClient(EmberConfig config) throws EmberException {
-    if (!config.get(EmberKeys.TLS)) {
+    if (!EmberKeys.secured(config)) {
       return null;
     }
     if (!config.get(EmberKeys.TLS_CERTIFICATE).isEmpty()

@@ -101,7 +101,7 @@ public final class DramDataNode implements DataNode {
     region = new DramRegion(config.get(DramDataNodeKeys.CAPACITY));
     metrics = new ServerMetrics(config.get(EmberKeys.METRICS_ENABLED));
     namenodeAddress = config.get(EmberKeys.NAMENODE_ADDRESS);
-    checkTokens = config.get(EmberKeys.TLS);
+    checkTokens = EmberKeys.secured(config);
     bytesWritten =
         Counter.builder()
             .name("ember_datanode_written_bytes_total")
@@ -125,7 +125,7 @@ public final class DramDataNode implements DataNode {
     // Looked at twice per RPC timeout, a stalled writer is cut off within one.
     long stallNanos = config.get(EmberKeys.RPC_TIMEOUT).toNanos() / 2;
     boolean directWrites = config.get(DramDataNodeKeys.DIRECT_WRITES);
-    if (directWrites && config.get(EmberKeys.TLS)) {
+    if (directWrites && EmberKeys.secured(config)) {
       // Under TLS the socket's bytes are ciphertext: they can only land in a block once decrypted.
       LOG.warn(
           "{} is ignored: {} is on, and writes are decrypted before they land",

@@ -93,7 +93,7 @@ public final class NvmfDataNode implements DataNode {
     try {
       String target = config.get(NvmfDataNodeKeys.TARGET);
       namenodeAddress = config.get(EmberKeys.NAMENODE_ADDRESS);
-      if (config.get(EmberKeys.TLS)) {
+      if (EmberKeys.secured(config)) {
         LOG.warn(
             "{} secures this node's calls to the name node, not the NVMe/TCP data between clients"
                 + " and the target: keep the target on a network only the cluster reaches",

@@ -129,12 +129,12 @@ final class EmberShuffleConf {
   }
 
   /**
-   * The JVM's Ember client for this configuration, connected on first use.
+   * The Ember client settings of {@code conf}, with the delegation token the driver handed this
+   * executor where it has no certificate; connects to nothing.
    *
-   * @throws EmberException when the name node cannot be reached
    * @throws IllegalArgumentException when {@value #NAMENODE} is missing or a setting is bad
    */
-  static synchronized EmberClient client(SparkConf conf) throws EmberException {
+  static synchronized EmberConfig config(SparkConf conf) {
     if (!conf.contains(NAMENODE)) {
       throw new IllegalArgumentException(
           NAMENODE + " is not set: give the Ember name node as " + "host:port");
@@ -146,11 +146,22 @@ final class EmberShuffleConf {
     EmberConfig config =
         EmberConfig.of(settings).with(EmberKeys.NAMENODE_ADDRESS, conf.get(NAMENODE));
     if (delegationToken != null
-        && config.get(EmberKeys.TLS)
+        && EmberKeys.secured(config)
         && config.get(EmberKeys.TLS_CERTIFICATE).isEmpty()
         && config.get(EmberKeys.DELEGATION_TOKEN).isEmpty()) {
       config = config.with(EmberKeys.DELEGATION_TOKEN, delegationToken);
     }
+    return config;
+  }
+
+  /**
+   * The JVM's Ember client for this configuration, connected on first use.
+   *
+   * @throws EmberException when the name node cannot be reached
+   * @throws IllegalArgumentException when {@value #NAMENODE} is missing or a setting is bad
+   */
+  static synchronized EmberClient client(SparkConf conf) throws EmberException {
+    EmberConfig config = config(conf);
     String key = config.toString();
     if (shared == null || !key.equals(sharedKey)) {
       if (shared != null) {

@@ -210,19 +210,18 @@ public final class EmberShuffleDataIO implements ShuffleDataIO {
      * node cannot be reached (executors with certificates still work then).
      */
     private String tokenForExecutors() {
-      if (policy == EmberShuffleConf.FallbackPolicy.ALWAYS) {
+      // Decided from the settings: a driver without TLS, or whose name node just failed it, asks
+      // the name node nothing more at start.
+      EmberConfig config = EmberShuffleConf.config(conf);
+      if (!EmberKeys.secured(config) || !appRootMade) {
         return null;
+      }
+      if (config.get(EmberKeys.TLS_CERTIFICATE).isEmpty()) {
+        String own = config.get(EmberKeys.DELEGATION_TOKEN);
+        return own.isEmpty() ? null : own;
       }
       try {
         EmberClient client = EmberShuffleConf.client(conf);
-        EmberConfig config = client.config();
-        if (!config.get(EmberKeys.TLS)) {
-          return null;
-        }
-        if (config.get(EmberKeys.TLS_CERTIFICATE).isEmpty()) {
-          String own = config.get(EmberKeys.DELEGATION_TOKEN);
-          return own.isEmpty() ? null : own;
-        }
         token = client.getDelegationToken("");
         long expires = client.renewDelegationToken(token);
         renewer =
