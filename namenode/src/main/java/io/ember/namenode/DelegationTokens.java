@@ -67,8 +67,14 @@ final class DelegationTokens {
   void addKey(Key key, long now) {
     keys.put(key.id(), key);
     currentKeyId = Math.max(currentKeyId, key.id());
-    // A key past the update interval signs nothing new; once every token it signed is past its
-    // maximum life, nothing it signed can be good.
+    dropOldKeys(now);
+  }
+
+  /**
+   * Lets go of keys past any use: a key past the update interval signs nothing new, and once every
+   * token it signed is past its maximum life, nothing it signed can be good.
+   */
+  private void dropOldKeys(long now) {
     keys.values()
         .removeIf(
             k ->
@@ -153,11 +159,7 @@ final class DelegationTokens {
   /** Lets go of tokens and keys past any use at {@code now}. */
   void purge(long now) {
     expiries.values().removeIf(e -> e < now);
-    keys.values()
-        .removeIf(
-            k ->
-                k.id() != currentKeyId
-                    && k.createdMillis() + keyUpdateMillis + maxLifetimeMillis < now);
+    dropOldKeys(now);
   }
 
   /**

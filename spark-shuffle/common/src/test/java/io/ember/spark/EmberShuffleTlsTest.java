@@ -86,12 +86,17 @@ class EmberShuffleTlsTest {
   }
 
   @Test
-  void executorsWithoutACertificateWriteWithTheDriversToken() throws Exception {
+  void executorsWithoutACertificateWriteWithTheDriversRenewedToken() throws Exception {
     DevCertificates ca = DevCertificates.openOrCreate(tmp.resolve("tls"));
     ca.issue("node", List.of("localhost", "127.0.0.1"));
     ca.issue("spark", List.of());
     try (MiniCluster cluster =
-        MiniCluster.builder().dramDatanodes(1).config(EmberConfig.of(tls(ca, "node"))).build()) {
+        MiniCluster.builder()
+            .dramDatanodes(1)
+            .config(
+                EmberConfig.of(tls(ca, "node"))
+                    .with(io.ember.namenode.NameNodeKeys.DELEGATION_TOKEN_RENEW_INTERVAL, "6s"))
+            .build()) {
       String namenode = cluster.namenodeAddress().toString();
       SparkConf driverConf =
           new SparkConf(false)
@@ -106,6 +111,7 @@ class EmberShuffleTlsTest {
               .set("spark.ember.conf." + EmberKeys.TLS.name(), "true")
               .set("spark.ember.conf." + EmberKeys.TLS_CA.name(), ca.caFile().toString());
       var driver = new EmberShuffleDataIO(driverConf).driver();
+      long issuedBy = System.currentTimeMillis();
       Map<String, String> handed = driver.initializeApplication();
       String token = handed.get(EmberShuffleDataIO.TOKEN_KEY);
       assertTrue(token != null && !token.isEmpty(), "the driver hands its executors a token");
@@ -126,8 +132,8 @@ class EmberShuffleTlsTest {
           assertEquals(1, written.size(), written.toString());
           assertEquals("spark", written.get(0).status().owner(), "written as the driver's user");
         }
-        // The application ends: the driver cancels the token.
-        driver.cleanupApplication();
+        // Unrenewed, the token would expire 6 s after it was issued; the driver renews it while
+        // the application runs. Waits on the clock (deadline 120 s), asserting no duration.
         EmberConfig withToken =
             EmberConfig.defaults()
                 .with(EmberKeys.TLS, "true")
@@ -135,6 +141,15 @@ class EmberShuffleTlsTest {
                 .with(EmberKeys.TLS_CERTIFICATE, "")
                 .with(EmberKeys.TLS_KEY, "")
                 .with(EmberKeys.DELEGATION_TOKEN, token);
+        long deadline = System.currentTimeMillis() + 120_000;
+        while (System.currentTimeMillis() < issuedBy + 3 * 6_000) {
+          assertTrue(System.currentTimeMillis() < deadline, "the clock stood still");
+          Thread.sleep(200);
+        }
+        String root = handed.get(EmberShuffleDataIO.ROOT_KEY);
+        assertEquals("spark", cluster.newClient(withToken).lookup(root).owner());
+        // The application ends: the driver cancels the token.
+        driver.cleanupApplication();
         EmberException cancelled =
             assertThrows(EmberException.class, () -> cluster.newClient(withToken));
         assertEquals(ErrorCode.UNAUTHENTICATED, cancelled.code(), cancelled.getMessage());
