@@ -24,10 +24,11 @@ class DramRdmaInVmTest {
             List.of(
                 DramRdmaFileTest.class.getName(),
                 DramRdmaSafetyTest.class.getName(),
+                DramRdmaGrantTest.class.getName(),
                 DramRdmaDataNodeFailureTest.class.getName()));
     assertEquals(0, RdmaVm.count(out, "tests failed"), out);
     assertEquals(
         0, RdmaVm.count(out, "tests aborted"), "a skipped RDMA suite proves nothing:\n" + out);
-    assertTrue(RdmaVm.count(out, "tests successful") >= 22, out);
+    assertTrue(RdmaVm.count(out, "tests successful") >= 24, out);
   }
 }

@@ -702,7 +702,14 @@ public final class DramDataNode implements DataNode {
     } else {
       g.checkRead(r.blockId(), r.generation(), r.address(), size, describe);
     }
-    RdmaBlockServer.Key key = rdma.grant(r.incarnation(), r.address(), size, r.generation());
+    RdmaBlockServer.Key key =
+        rdma.grant(
+            r.incarnation(),
+            r.address(),
+            size,
+            r.generation(),
+            r.forWrite(),
+            checkTokens ? r.token().expiresMillis() : Long.MAX_VALUE);
     return new Messages.BlockGrantResponse(rdma.port(), key.remoteAddress(), key.rkey());
   }
 

@@ -44,6 +44,11 @@ import org.slf4j.LoggerFactory;
  * device itself (a remote access error) instead of reaching the new file's bytes. The stale client
  * asks the name node again, as it would after a refused TCP read.
  *
+ * <p>A slot is registered twice at most: a read grant hands out the key of a registration the
+ * device lets clients only read, so a reader's key cannot write the block, whatever its holder
+ * posts. Under block tokens each registration is also dropped once the last token it was granted
+ * under has expired, so a key does not outlive the access the name node gave.
+ *
  * <p>A client follows each RDMA WRITE with a small SEND on the same connection saying what it wrote
  * (the connection keeps them in order); the data node counts those bytes as written, for the name
  * node's lease recovery, as it counts TCP writes. One thread reads connection events and one reads
@@ -80,8 +85,57 @@ final class RdmaBlockServer implements AutoCloseable {
   /** What a client needs to reach a slot: its first byte's remote address and its key. */
   record Key(long remoteAddress, int rkey) {}
 
-  /** A slot's registration and the generation it was made for. */
-  private record Registration(IbvMr mr, long generation) {}
+  /** How often registrations whose tokens have all expired are looked for. */
+  private static final long EXPIRY_SWEEP_MILLIS = 1000;
+
+  /**
+   * A slot's registrations for one block generation, each made when first granted and kept until
+   * the last token it was granted under expires: {@code reader} lets clients read the slot, {@code
+   * writer} read and write it. Changed under the slot's stripe lock.
+   */
+  private static final class Registration {
+    final long generation;
+    IbvMr reader;
+    long readerUntil;
+    IbvMr writer;
+    long writerUntil;
+
+    Registration(long generation) {
+      this.generation = generation;
+    }
+
+    void dropExpired(long nowMillis) {
+      if (reader != null && readerUntil < nowMillis) {
+        dropReader();
+      }
+      if (writer != null && writerUntil < nowMillis) {
+        dropWriter();
+      }
+    }
+
+    boolean isEmpty() {
+      return reader == null && writer == null;
+    }
+
+    void deregister() {
+      if (reader != null) {
+        dropReader();
+      }
+      if (writer != null) {
+        dropWriter();
+      }
+    }
+
+    private void dropReader() {
+      Verbs.deregister(reader);
+      reader = null;
+    }
+
+    private void dropWriter() {
+      Verbs.deregister(writer);
+      writer = null;
+    }
+  }
 
   /** Registered slots by their first byte's address; changed under the slot's stripe lock. */
   private final Map<Long, Registration> registrations = new ConcurrentHashMap<>();
@@ -198,13 +252,23 @@ final class RdmaBlockServer implements AutoCloseable {
    * The key of the block slot of {@code blockSize} bytes at {@code slotAddress}, registered for
    * {@code generation} of contents {@code incarnation}, which the caller checked the slot holds
    * (under the generations' lock for the slot, so it cannot move meanwhile). An earlier
-   * generation's registration is dropped first.
+   * generation's registrations are dropped first.
    *
+   * @param forWrite whether the key may write the slot; a read key only reads it
+   * @param holdsUntilMillis when the token this grant was checked against expires ({@link
+   *     Long#MAX_VALUE} without tokens): the key is dropped once every token it was granted under
+   *     has expired
    * @return the remote address of the slot's first byte and its key
    * @throws EmberException {@link ErrorCode#STALE_LOCATION} when the node's contents changed since
    *     the check; {@link ErrorCode#INTERNAL} when the device refuses the registration
    */
-  Key grant(long incarnation, long slotAddress, int blockSize, long generation)
+  Key grant(
+      long incarnation,
+      long slotAddress,
+      int blockSize,
+      long generation,
+      boolean forWrite,
+      long holdsUntilMillis)
       throws EmberException {
     synchronized (stripe(slotAddress)) {
       if (incarnation != currentIncarnation) {
@@ -214,25 +278,58 @@ final class RdmaBlockServer implements AutoCloseable {
             where + " registered anew while the grant was checked; ask the name node again");
       }
       Registration r = registrations.get(slotAddress);
-      if (r == null || r.generation() != generation) {
+      if (r == null || r.generation != generation) {
         if (r != null) {
           registrations.remove(slotAddress);
-          Verbs.deregister(r.mr());
+          r.deregister();
         }
+        r = new Registration(generation);
+        registrations.put(slotAddress, r);
+      }
+      IbvMr mr = forWrite ? r.writer : r.reader;
+      if (mr == null) {
         try {
-          r =
-              new Registration(
-                  Verbs.register(pd, region.window(slotAddress, blockSize), Verbs.ACCESS_ALL),
-                  generation);
+          mr =
+              Verbs.register(
+                  pd,
+                  region.window(slotAddress, blockSize),
+                  forWrite ? Verbs.ACCESS_ALL : IbvMr.IBV_ACCESS_REMOTE_READ);
         } catch (IOException e) {
+          if (r.isEmpty()) {
+            registrations.remove(slotAddress);
+          }
           throw new EmberException(
               ErrorCode.INTERNAL,
               where + " could not register block memory for RDMA: " + e.getMessage(),
               e);
         }
-        registrations.put(slotAddress, r);
+        if (forWrite) {
+          r.writer = mr;
+        } else {
+          r.reader = mr;
+        }
       }
-      return new Key(r.mr().getAddr(), r.mr().getRkey());
+      if (forWrite) {
+        r.writerUntil = Math.max(r.writerUntil, holdsUntilMillis);
+      } else {
+        r.readerUntil = Math.max(r.readerUntil, holdsUntilMillis);
+      }
+      return new Key(mr.getAddr(), mr.getRkey());
+    }
+  }
+
+  /** Drops the registrations whose every token has expired by {@code nowMillis}. */
+  void dropExpired(long nowMillis) {
+    for (Long slotAddress : List.copyOf(registrations.keySet())) {
+      synchronized (stripe(slotAddress)) {
+        Registration r = registrations.get(slotAddress);
+        if (r != null) {
+          r.dropExpired(nowMillis);
+          if (r.isEmpty()) {
+            registrations.remove(slotAddress);
+          }
+        }
+      }
     }
   }
 
@@ -247,9 +344,9 @@ final class RdmaBlockServer implements AutoCloseable {
         return;
       }
       Registration r = registrations.get(slotAddress);
-      if (r != null && r.generation() != generation) {
+      if (r != null && r.generation != generation) {
         registrations.remove(slotAddress);
-        Verbs.deregister(r.mr());
+        r.deregister();
       }
     }
   }
@@ -270,14 +367,20 @@ final class RdmaBlockServer implements AutoCloseable {
       synchronized (stripe(slotAddress)) {
         Registration r = registrations.remove(slotAddress);
         if (r != null) {
-          Verbs.deregister(r.mr());
+          r.deregister();
         }
       }
     }
   }
 
   private void readConnectionEvents() {
+    long lastSweep = System.currentTimeMillis();
     while (running) {
+      long now = System.currentTimeMillis();
+      if (now - lastSweep >= EXPIRY_SWEEP_MILLIS) {
+        lastSweep = now;
+        dropExpired(now);
+      }
       RdmaCmEvent ev;
       try {
         ev = events.getCmEvent(100);

@@ -69,10 +69,17 @@ public final class RdmaDramTier implements StorageTier {
   /** What a data node granted for a block: where to connect and what to access. */
   private record Grant(InetSocketAddress rdma, long remoteAddress, int rkey) {}
 
+  /** Which grant: a read grant's key only reads (the data node registers the slot read-only). */
   private record GrantKey(
-      String endpoint, long incarnation, long blockId, long generation, long address) {
-    static GrantKey of(BlockLocation b) {
-      return new GrantKey(b.endpoint(), b.incarnation(), b.blockId(), b.generation(), b.address());
+      String endpoint,
+      long incarnation,
+      long blockId,
+      long generation,
+      long address,
+      boolean forWrite) {
+    static GrantKey of(BlockLocation b, boolean forWrite) {
+      return new GrantKey(
+          b.endpoint(), b.incarnation(), b.blockId(), b.generation(), b.address(), forWrite);
     }
   }
 
@@ -167,8 +174,8 @@ public final class RdmaDramTier implements StorageTier {
     }
 
     private CompletableFuture<Void> attempt(BlockLocation block, boolean forWrite, Access access) {
-      GrantKey key = GrantKey.of(block);
-      return grant(block, key, forWrite)
+      GrantKey key = GrantKey.of(block, forWrite);
+      return grant(block, key)
           .thenCompose(
               g ->
                   link(g.rdma(), block)
@@ -178,15 +185,24 @@ public final class RdmaDramTier implements StorageTier {
                             if (e != null
                                 && unwrap(e) instanceof EmberException ee
                                 && ee.code() == ErrorCode.STALE_LOCATION) {
-                              grants.remove(key); // the block moved on: ask again next time
+                              // The block moved on or the key expired: ask again next time.
+                              grants.remove(GrantKey.of(block, false));
+                              grants.remove(GrantKey.of(block, true));
                             }
                           }));
     }
 
-    private CompletableFuture<Grant> grant(BlockLocation block, GrantKey key, boolean forWrite) {
+    private CompletableFuture<Grant> grant(BlockLocation block, GrantKey key) {
       CompletableFuture<Grant> known = grants.get(key);
       if (known != null && !known.isCompletedExceptionally()) {
         return known;
+      }
+      if (!key.forWrite()) {
+        // A writer reading back what it wrote uses its write key, which reads too.
+        CompletableFuture<Grant> writable = grants.get(GrantKey.of(block, true));
+        if (writable != null && writable.isDone() && !writable.isCompletedExceptionally()) {
+          return writable;
+        }
       }
       if (grants.size() >= MAX_GRANTS) {
         grants.clear();
@@ -197,7 +213,7 @@ public final class RdmaDramTier implements StorageTier {
                   c ->
                       c.call(
                           MessageType.BLOCK_GRANT,
-                          Messages.BlockGrantRequest.of(block, forWrite),
+                          Messages.BlockGrantRequest.of(block, key.forWrite()),
                           Messages.BlockGrantResponse::decode))
               .thenApply(
                   r ->
