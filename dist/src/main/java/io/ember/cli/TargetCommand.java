@@ -84,6 +84,8 @@ final class TargetCommand implements Callable<Integer> {
       description = "a host NQN allowed to connect (repeatable; default: any host)")
   List<String> allowedHosts = new ArrayList<>();
 
+  private static final long HOSTS_FILE_POLL_MILLIS = 1000;
+
   @Option(
       names = "--hosts-file",
       paramLabel = "FILE",
@@ -91,7 +93,8 @@ final class TargetCommand implements Callable<Integer> {
           "hosts that must authenticate in-band (DH-HMAC-CHAP), one per line: HOSTNQN HOST-SECRET"
               + " [CTRL-SECRET] [hash=sha512,...] [group=ffdhe2048,...]; only they (and any"
               + " --allow-host) may connect. Secrets come from ember security dhchap-key or nvme"
-              + " gen-dhchap-key")
+              + " gen-dhchap-key. The file is read again when it changes: queues that connect"
+              + " from then on prove the new keys")
   Path hostsFile;
 
   @Option(
@@ -160,8 +163,75 @@ final class TargetCommand implements Callable<Integer> {
           .append(e.getValue().blockCount() * e.getValue().blockSize())
           .append(" bytes)");
     }
+    if (hostsFile != null) {
+      watchHostsFile(subsystem, keys);
+    }
     UntilStopped.run(target, spec.commandLine().getOut(), banner.toString());
     return 0;
+  }
+
+  /**
+   * Reads the hosts file again whenever its contents change, so keys are added, changed and
+   * withdrawn without a restart that would drop every host's queues. A file that no longer parses
+   * changes nothing: the target says why, on one line, and keeps the hosts it had.
+   */
+  private void watchHostsFile(Subsystem subsystem, Map<String, HostKeys> loaded) {
+    Thread watcher =
+        new Thread(
+            () -> {
+              byte[] seen = contents(hostsFile);
+              Map<String, HostKeys> current = loaded;
+              while (!Thread.currentThread().isInterrupted()) {
+                try {
+                  Thread.sleep(HOSTS_FILE_POLL_MILLIS);
+                } catch (InterruptedException e) {
+                  return;
+                }
+                byte[] now = contents(hostsFile);
+                if (java.util.Arrays.equals(now, seen)) {
+                  continue;
+                }
+                seen = now;
+                try {
+                  Map<String, HostKeys> read = HostKeys.read(hostsFile);
+                  subsystem.replaceHostKeys(read);
+                  List<String> gone = new ArrayList<>(current.keySet());
+                  gone.removeAll(read.keySet());
+                  current = read;
+                  spec.commandLine()
+                      .getOut()
+                      .println(
+                          "hosts file "
+                              + hostsFile
+                              + " read again: "
+                              + read.size()
+                              + (read.size() == 1 ? " host" : " hosts")
+                              + " authenticate"
+                              + (gone.isEmpty() ? "" : "; no longer admitted: " + gone));
+                  spec.commandLine().getOut().flush();
+                } catch (IllegalArgumentException | IOException e) {
+                  spec.commandLine()
+                      .getErr()
+                      .println(
+                          "ember target: --hosts-file: "
+                              + e.getMessage()
+                              + "; the hosts it listed before still hold");
+                  spec.commandLine().getErr().flush();
+                }
+              }
+            },
+            "hosts-file-watcher");
+    watcher.setDaemon(true);
+    watcher.start();
+  }
+
+  /** The file's bytes, or null when it cannot be read (a rewrite may be under way). */
+  private static byte[] contents(Path file) {
+    try {
+      return Files.readAllBytes(file);
+    } catch (IOException e) {
+      return null;
+    }
   }
 
   /** Opens one {@code --namespace} value, with an error naming it when it is malformed. */

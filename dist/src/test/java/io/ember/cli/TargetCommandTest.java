@@ -187,6 +187,83 @@ class TargetCommandTest {
     assertTrue(!bad.err().contains("bm90IGEga2V5"), bad.err());
   }
 
+  private static String dhchapKey() throws Exception {
+    EmberCliTest.Result key = EmberCliTest.run("security", "dhchap-key");
+    assertEquals(0, key.code(), key.err());
+    return key.out().strip();
+  }
+
+  private static String authenticatedAs(String uri, String host, String secret) throws Exception {
+    try (NvmfController c =
+        NvmfHost.connect(
+            uri, NvmfHostOptions.builder().hostNqn(host).dhchapSecret(secret).build())) {
+      return c.authentication();
+    }
+  }
+
+  @Test
+  void aChangedHostsFileTakesEffectWithoutARestart(@TempDir Path tmp) throws Exception {
+    String alice = "nqn.2026-11.io.ember:alice";
+    String bob = "nqn.2026-11.io.ember:bob";
+    String aliceOld = dhchapKey();
+    String aliceNew = dhchapKey();
+    String bobs = dhchapKey();
+    Path hosts = tmp.resolve("hosts");
+    java.nio.file.Files.writeString(hosts, alice + " " + aliceOld + "\n");
+    Path log = tmp.resolve("target.log");
+    Process target =
+        processes.start(
+            log,
+            "target",
+            "--bind",
+            "127.0.0.1",
+            "--port",
+            "0",
+            "--namespace",
+            "memory:16m",
+            "--hosts-file",
+            hosts.toString());
+    String uri = processes.awaitLine(log, FIRST_NAMESPACE, target);
+    assertTrue(authenticatedAs(uri, alice, aliceOld).startsWith("sha"));
+
+    // A key changed and a host added: the next connects prove the new keys.
+    java.nio.file.Files.writeString(hosts, alice + " " + aliceNew + "\n" + bob + " " + bobs + "\n");
+    processes.awaitLine(log, Pattern.compile("read again: (2) hosts authenticate"), target);
+    Exception old =
+        org.junit.jupiter.api.Assertions.assertThrows(
+            Exception.class, () -> authenticatedAs(uri, alice, aliceOld));
+    assertTrue(old instanceof io.ember.nvmf.auth.DhchapException, String.valueOf(old));
+    assertTrue(authenticatedAs(uri, alice, aliceNew).startsWith("sha"));
+    assertTrue(authenticatedAs(uri, bob, bobs).startsWith("sha"));
+
+    // A file that no longer parses changes nothing, and says so on one line naming the line.
+    java.nio.file.Files.writeString(hosts, alice + " DHHC-1:01:bm90IGEga2V5:\n");
+    String why =
+        processes.awaitLine(
+            log, Pattern.compile("^(ember target: --hosts-file: .*still hold)$"), target);
+    assertTrue(why.contains("line 1"), why);
+    assertTrue(!why.contains("bm90IGEga2V5"), why);
+    assertTrue(authenticatedAs(uri, alice, aliceNew).startsWith("sha"));
+
+    // A host left out is no longer admitted, with or without its key; the target does not open
+    // to every host because fewer are listed.
+    java.nio.file.Files.writeString(hosts, bob + " " + bobs + "\n");
+    processes.awaitLine(log, Pattern.compile("no longer admitted: \\[(" + alice + ")\\]"), target);
+    Exception gone =
+        org.junit.jupiter.api.Assertions.assertThrows(
+            Exception.class, () -> authenticatedAs(uri, alice, aliceNew));
+    assertTrue(
+        String.valueOf(gone.getMessage()).contains("Connect Invalid Host"), String.valueOf(gone));
+    Exception anonymous =
+        org.junit.jupiter.api.Assertions.assertThrows(
+            Exception.class,
+            () -> NvmfHost.connect(uri, NvmfHostOptions.builder().hostNqn(alice).build()).close());
+    assertTrue(
+        String.valueOf(anonymous.getMessage()).contains("Connect Invalid Host"),
+        String.valueOf(anonymous));
+    assertTrue(authenticatedAs(uri, bob, bobs).startsWith("sha"));
+  }
+
   @Test
   void badStartUpInputIsOneLineEach(@TempDir Path tmp) throws Exception {
     EmberCliTest.Result noDirectory =

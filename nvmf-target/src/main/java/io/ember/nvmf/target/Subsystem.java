@@ -64,8 +64,15 @@ public final class Subsystem {
     return this;
   }
 
+  /**
+   * Set once any host is listed, and never cleared: a subsystem limited to some hosts does not open
+   * to every host because its list was emptied.
+   */
+  private volatile boolean restricted;
+
   /** Allows host {@code hostNqn}; once any host is listed, only listed hosts may connect. */
   public Subsystem allowHost(String hostNqn) {
+    restricted = true;
     allowedHosts.add(hostNqn);
     return this;
   }
@@ -76,8 +83,23 @@ public final class Subsystem {
    * other command until the host has proven it holds its secret.
    */
   public Subsystem allowHost(String hostNqn, HostKeys keys) {
+    restricted = true;
     hostKeys.put(hostNqn, keys);
-    allowedHosts.add(hostNqn);
+    return this;
+  }
+
+  /**
+   * Makes {@code keys} the hosts that authenticate in-band and what each must prove, in place of
+   * those given before: a host left out may no longer connect (unless {@link #allowHost(String)}
+   * allowed it without a key), and a changed key is the one asked for from the next queue that
+   * connects on. Queues already connected stay connected.
+   */
+  public synchronized Subsystem replaceHostKeys(Map<String, HostKeys> keys) {
+    if (!keys.isEmpty()) {
+      restricted = true;
+    }
+    hostKeys.putAll(keys);
+    hostKeys.keySet().retainAll(keys.keySet());
     return this;
   }
 
@@ -108,7 +130,7 @@ public final class Subsystem {
 
   /** Whether {@code hostNqn} may connect. */
   public boolean allows(String hostNqn) {
-    return allowedHosts.isEmpty() || allowedHosts.contains(hostNqn);
+    return !restricted || allowedHosts.contains(hostNqn) || hostKeys.containsKey(hostNqn);
   }
 
   /** Namespaces by NSID (read-only view). */
