@@ -41,7 +41,8 @@ import org.junit.jupiter.params.provider.ValueSource;
 /**
  * Mutual TLS on real loopback sockets: a cluster whose every connection is secured, and each way a
  * connection is refused (a plain peer on either side, a certificate from another CA on either side,
- * a server certificate for another host, missing files), each with an error that says what to fix.
+ * a server certificate for another host, missing files), each with an error that says what to fix;
+ * a replayed or truncated handshake gets nothing served.
  */
 class TlsTest {
   @TempDir static Path tmp;
@@ -287,5 +288,136 @@ class TlsTest {
     assertEquals(ErrorCode.INVALID_ARGUMENT, p.code());
     assertTrue(p.getMessage().contains("cannot set up TLS"), p.getMessage());
     assertTrue(p.getMessage().contains("ember.security.tls.key="), p.getMessage());
+  }
+
+  /** A service that counts the calls it served, each answered with the caller's identity. */
+  private static final class Counting implements RpcService {
+    final java.util.concurrent.atomic.AtomicInteger served =
+        new java.util.concurrent.atomic.AtomicInteger();
+
+    @Override
+    public Message handle(Channel ch, MessageType type, ByteBuf in) {
+      served.incrementAndGet();
+      String who = String.valueOf(Tls.peerIdentity(ch));
+      return out -> Wire.writeString(out, who);
+    }
+  }
+
+  /**
+   * Relays one connection from a loopback port to {@code port} and keeps every byte the client
+   * sent, as an eavesdropper on the wire would.
+   */
+  private static final class Recorder implements AutoCloseable {
+    final java.net.ServerSocket listener =
+        new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress());
+    final java.io.ByteArrayOutputStream fromClient = new java.io.ByteArrayOutputStream();
+    private final List<java.net.Socket> sockets = new java.util.concurrent.CopyOnWriteArrayList<>();
+
+    Recorder(int port) throws java.io.IOException {
+      Thread relay =
+          new Thread(
+              () -> {
+                try {
+                  java.net.Socket client = listener.accept();
+                  java.net.Socket server =
+                      new java.net.Socket(java.net.InetAddress.getLoopbackAddress(), port);
+                  sockets.add(client);
+                  sockets.add(server);
+                  Thread back = new Thread(() -> pump(server, client, null));
+                  back.setDaemon(true);
+                  back.start();
+                  pump(client, server, fromClient);
+                } catch (java.io.IOException e) {
+                  // The test closed the relay.
+                }
+              },
+              "tls-recorder");
+      relay.setDaemon(true);
+      relay.start();
+    }
+
+    private static void pump(
+        java.net.Socket from, java.net.Socket to, java.io.ByteArrayOutputStream keep) {
+      byte[] buf = new byte[16384];
+      try {
+        int n;
+        while ((n = from.getInputStream().read(buf)) > 0) {
+          if (keep != null) {
+            synchronized (keep) {
+              keep.write(buf, 0, n);
+            }
+          }
+          to.getOutputStream().write(buf, 0, n);
+        }
+      } catch (java.io.IOException e) {
+        // One side went away: the session is over.
+      }
+    }
+
+    byte[] recorded() {
+      synchronized (fromClient) {
+        return fromClient.toByteArray();
+      }
+    }
+
+    @Override
+    public void close() throws java.io.IOException {
+      listener.close();
+      for (java.net.Socket s : sockets) {
+        s.close();
+      }
+    }
+  }
+
+  /**
+   * Sends {@code bytes} on a new connection to {@code port}, then reads until the server closes.
+   */
+  private static void sendAndAwaitClose(int port, byte[] bytes, boolean keepOpen) throws Exception {
+    try (java.net.Socket s = new java.net.Socket(java.net.InetAddress.getLoopbackAddress(), port)) {
+      s.setSoTimeout(120_000); // the server's handshake timeout is what ends a stalled handshake
+      s.getOutputStream().write(bytes);
+      s.getOutputStream().flush();
+      if (!keepOpen) {
+        s.shutdownOutput();
+      }
+      byte[] sink = new byte[4096];
+      try {
+        while (s.getInputStream().read(sink) >= 0) {
+          // The server's half of a handshake that goes nowhere.
+        }
+      } catch (java.net.SocketException reset) {
+        // A server that resets is closing too.
+      }
+    }
+  }
+
+  @ParameterizedTest
+  @ValueSource(strings = {"jdk", "openssl"})
+  void aReplayedOrTruncatedHandshakeGetsNothingServed(String engine) throws Exception {
+    useEngine(engine);
+    Counting service = new Counting();
+    RpcServer server = new RpcServer("test server", tls(ca, "node"), service);
+    toClose.add(server);
+    int port = server.start("127.0.0.1", 0).getPort();
+    byte[] session;
+    try (Recorder recorder = new Recorder(port)) {
+      assertEquals("alice", call(tls(ca, "alice"), recorder.listener.getLocalPort()));
+      session = recorder.recorded();
+    }
+    assertEquals(1, service.served.get());
+    assertTrue(session.length > 100 && session[0] == 0x16, "a TLS session was recorded");
+
+    // The whole session again, request included: the server's new handshake keys do not match the
+    // recorded Finished, so nothing after it is read.
+    sendAndAwaitClose(port, session, false);
+    // The first record cut in half, then the connection closed.
+    sendAndAwaitClose(port, java.util.Arrays.copyOf(session, 40), false);
+    // Half a hello and then silence: the server ends the handshake itself, holding nothing.
+    sendAndAwaitClose(port, java.util.Arrays.copyOf(session, 40), true);
+    assertEquals(1, service.served.get(), "a call was served without a handshake of its own");
+
+    // The server is unharmed: a real client is served.
+    assertEquals("alice", call(tls(ca, "alice"), port));
+    assertEquals(2, service.served.get());
   }
 }
