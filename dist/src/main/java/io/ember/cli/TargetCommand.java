@@ -116,6 +116,9 @@ final class TargetCommand implements Callable<Integer> {
     }
     allowedHosts.forEach(subsystem::allowHost);
     Map<String, HostKeys> keys = Map.of();
+    // The bytes the watcher compares against are taken before they are parsed: a change made in
+    // between is then seen as a change, and read again.
+    byte[] hostsFileRead = hostsFile == null ? null : contents(hostsFile);
     if (hostsFile != null) {
       try {
         keys = HostKeys.read(hostsFile);
@@ -163,23 +166,29 @@ final class TargetCommand implements Callable<Integer> {
           .append(e.getValue().blockCount() * e.getValue().blockSize())
           .append(" bytes)");
     }
-    if (hostsFile != null) {
-      watchHostsFile(subsystem, keys);
+    Thread watcher = hostsFile == null ? null : watchHostsFile(subsystem, keys, hostsFileRead);
+    try {
+      UntilStopped.run(target, spec.commandLine().getOut(), banner.toString());
+    } finally {
+      if (watcher != null) {
+        watcher.interrupt();
+      }
     }
-    UntilStopped.run(target, spec.commandLine().getOut(), banner.toString());
     return 0;
   }
 
   /**
    * Reads the hosts file again whenever its contents change, so keys are added, changed and
    * withdrawn without a restart that would drop every host's queues. A file that no longer parses
-   * changes nothing: the target says why, on one line, and keeps the hosts it had.
+   * changes nothing: the target says why, on one line, and keeps the hosts it had. An empty one
+   * admits no host by key.
    */
-  private void watchHostsFile(Subsystem subsystem, Map<String, HostKeys> loaded) {
+  private Thread watchHostsFile(
+      Subsystem subsystem, Map<String, HostKeys> loaded, byte[] loadedFrom) {
     Thread watcher =
         new Thread(
             () -> {
-              byte[] seen = contents(hostsFile);
+              byte[] seen = loadedFrom;
               Map<String, HostKeys> current = loaded;
               while (!Thread.currentThread().isInterrupted()) {
                 try {
@@ -193,22 +202,11 @@ final class TargetCommand implements Callable<Integer> {
                 }
                 seen = now;
                 try {
-                  Map<String, HostKeys> read = HostKeys.read(hostsFile);
+                  Map<String, HostKeys> read = HostKeys.readAny(hostsFile);
                   subsystem.replaceHostKeys(read);
-                  List<String> gone = new ArrayList<>(current.keySet());
-                  gone.removeAll(read.keySet());
-                  current = read;
-                  spec.commandLine()
-                      .getOut()
-                      .println(
-                          "hosts file "
-                              + hostsFile
-                              + " read again: "
-                              + read.size()
-                              + (read.size() == 1 ? " host" : " hosts")
-                              + " authenticate"
-                              + (gone.isEmpty() ? "" : "; no longer admitted: " + gone));
+                  spec.commandLine().getOut().println(reloaded(current, read));
                   spec.commandLine().getOut().flush();
+                  current = read;
                 } catch (IllegalArgumentException | IOException e) {
                   spec.commandLine()
                       .getErr()
@@ -223,6 +221,31 @@ final class TargetCommand implements Callable<Integer> {
             "hosts-file-watcher");
     watcher.setDaemon(true);
     watcher.start();
+    return watcher;
+  }
+
+  /** What a reload changed, in one line. */
+  private String reloaded(Map<String, HostKeys> before, Map<String, HostKeys> after) {
+    List<String> gone = new ArrayList<>();
+    List<String> keyless = new ArrayList<>();
+    for (String host : before.keySet()) {
+      if (!after.containsKey(host)) {
+        (allowedHosts.contains(host) ? keyless : gone).add(host);
+      }
+    }
+    StringBuilder line =
+        new StringBuilder("hosts file ")
+            .append(hostsFile)
+            .append(" read again: ")
+            .append(after.size())
+            .append(after.size() == 1 ? " host authenticates" : " hosts authenticate");
+    if (!gone.isEmpty()) {
+      line.append("; no longer admitted: ").append(gone);
+    }
+    if (!keyless.isEmpty()) {
+      line.append("; admitted by --allow-host without a key from now on: ").append(keyless);
+    }
+    return line.toString();
   }
 
   /** The file's bytes, or null when it cannot be read (a rewrite may be under way). */

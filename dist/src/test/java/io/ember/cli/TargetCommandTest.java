@@ -201,6 +201,17 @@ class TargetCommandTest {
     }
   }
 
+  /** Puts {@code text} in place of {@code file} in one step, as the README asks operators to. */
+  private static void replace(Path file, String text) throws Exception {
+    Path next = file.resolveSibling(file.getFileName() + ".next");
+    java.nio.file.Files.writeString(next, text);
+    java.nio.file.Files.move(
+        next,
+        file,
+        java.nio.file.StandardCopyOption.ATOMIC_MOVE,
+        java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+  }
+
   @Test
   void aChangedHostsFileTakesEffectWithoutARestart(@TempDir Path tmp) throws Exception {
     String alice = "nqn.2026-11.io.ember:alice";
@@ -227,7 +238,7 @@ class TargetCommandTest {
     assertTrue(authenticatedAs(uri, alice, aliceOld).startsWith("sha"));
 
     // A key changed and a host added: the next connects prove the new keys.
-    java.nio.file.Files.writeString(hosts, alice + " " + aliceNew + "\n" + bob + " " + bobs + "\n");
+    replace(hosts, alice + " " + aliceNew + "\n" + bob + " " + bobs + "\n");
     processes.awaitLine(log, Pattern.compile("read again: (2) hosts authenticate"), target);
     Exception old =
         org.junit.jupiter.api.Assertions.assertThrows(
@@ -237,7 +248,7 @@ class TargetCommandTest {
     assertTrue(authenticatedAs(uri, bob, bobs).startsWith("sha"));
 
     // A file that no longer parses changes nothing, and says so on one line naming the line.
-    java.nio.file.Files.writeString(hosts, alice + " DHHC-1:01:bm90IGEga2V5:\n");
+    replace(hosts, alice + " DHHC-1:01:bm90IGEga2V5:\n");
     String why =
         processes.awaitLine(
             log, Pattern.compile("^(ember target: --hosts-file: .*still hold)$"), target);
@@ -247,7 +258,7 @@ class TargetCommandTest {
 
     // A host left out is no longer admitted, with or without its key; the target does not open
     // to every host because fewer are listed.
-    java.nio.file.Files.writeString(hosts, bob + " " + bobs + "\n");
+    replace(hosts, bob + " " + bobs + "\n");
     processes.awaitLine(log, Pattern.compile("no longer admitted: \\[(" + alice + ")\\]"), target);
     Exception gone =
         org.junit.jupiter.api.Assertions.assertThrows(
@@ -262,6 +273,15 @@ class TargetCommandTest {
         String.valueOf(anonymous.getMessage()).contains("Connect Invalid Host"),
         String.valueOf(anonymous));
     assertTrue(authenticatedAs(uri, bob, bobs).startsWith("sha"));
+
+    // The last host withdrawn: nobody is admitted, rather than everybody.
+    replace(hosts, "# every key withdrawn\n");
+    processes.awaitLine(log, Pattern.compile("read again: (0) hosts authenticate"), target);
+    Exception none =
+        org.junit.jupiter.api.Assertions.assertThrows(
+            Exception.class, () -> authenticatedAs(uri, bob, bobs));
+    assertTrue(
+        String.valueOf(none.getMessage()).contains("Connect Invalid Host"), String.valueOf(none));
   }
 
   @Test

@@ -64,6 +64,23 @@ public record HostKeys(
    *     a secret)
    */
   public static Map<String, HostKeys> read(Path file) throws IOException {
+    Map<String, HostKeys> out = readAny(file);
+    if (out.isEmpty()) {
+      // An empty list would admit every host without authentication: never what was meant.
+      throw new IllegalArgumentException(file + " lists no host");
+    }
+    return out;
+  }
+
+  /**
+   * Reads a file as {@link #read} does, but an empty list is an answer: for a file read again while
+   * a target runs, where no host listed means no host admitted (see {@link
+   * Subsystem#replaceHostKeys}), not every host.
+   *
+   * @throws IOException when the file cannot be read
+   * @throws IllegalArgumentException naming the line of a malformed entry
+   */
+  public static Map<String, HostKeys> readAny(Path file) throws IOException {
     Map<String, HostKeys> out = new LinkedHashMap<>();
     List<String> lines = Files.readAllLines(file, StandardCharsets.UTF_8);
     for (int n = 0; n < lines.size(); n++) {
@@ -106,10 +123,6 @@ public record HostKeys(
       } catch (IllegalArgumentException e) {
         throw new IllegalArgumentException(where + ": " + e.getMessage(), e);
       }
-    }
-    if (out.isEmpty()) {
-      // An empty list would admit every host without authentication: never what was meant.
-      throw new IllegalArgumentException(file + " lists no host");
     }
     return out;
   }

@@ -1,6 +1,7 @@
 package io.ember.nvmf.target;
 
 import java.util.Collections;
+import java.util.HashMap;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
@@ -17,7 +18,13 @@ public final class Subsystem {
   private final ConcurrentSkipListMap<Integer, Namespace> namespaces =
       new ConcurrentSkipListMap<>();
   private final Set<String> allowedHosts = ConcurrentHashMap.newKeySet();
-  private final Map<String, HostKeys> hostKeys = new ConcurrentHashMap<>();
+
+  /**
+   * Hosts that authenticate in-band and their keys: an immutable map, replaced whole, so a connect
+   * sees one consistent answer to whether it may connect and what it must prove.
+   */
+  private volatile Map<String, HostKeys> hostKeys = Map.of();
+
   private String serial;
   private String model = "Ember embedded NVMe/TCP target";
 
@@ -82,30 +89,34 @@ public final class Subsystem {
    * (DH-HMAC-CHAP): the target asks for authentication in its Connect answer and refuses every
    * other command until the host has proven it holds its secret.
    */
-  public Subsystem allowHost(String hostNqn, HostKeys keys) {
+  public synchronized Subsystem allowHost(String hostNqn, HostKeys keys) {
     restricted = true;
-    hostKeys.put(hostNqn, keys);
+    Map<String, HostKeys> next = new HashMap<>(hostKeys);
+    next.put(hostNqn, keys);
+    hostKeys = Map.copyOf(next);
     return this;
   }
 
   /**
    * Makes {@code keys} the hosts that authenticate in-band and what each must prove, in place of
-   * those given before: a host left out may no longer connect (unless {@link #allowHost(String)}
-   * allowed it without a key), and a changed key is the one asked for from the next queue that
-   * connects on. Queues already connected stay connected.
+   * those given before, in one step: a host left out may no longer connect (unless {@link
+   * #allowHost(String)} allowed it without a key), and a changed key is the one asked for from the
+   * next queue that connects on. Queues already connected stay connected. The subsystem stays
+   * limited to its listed hosts, even when {@code keys} is empty.
    */
   public synchronized Subsystem replaceHostKeys(Map<String, HostKeys> keys) {
-    if (!keys.isEmpty()) {
-      restricted = true;
-    }
-    hostKeys.putAll(keys);
-    hostKeys.keySet().retainAll(keys.keySet());
+    restricted = true;
+    hostKeys = Map.copyOf(keys);
     return this;
   }
 
-  /** What host {@code hostNqn} must prove, or null when it need not authenticate. */
-  public HostKeys keys(String hostNqn) {
-    return hostKeys.get(hostNqn);
+  /** Whether a host may connect, and what it must prove first ({@code keys} null: nothing). */
+  public record Admission(boolean allowed, HostKeys keys) {}
+
+  /** Whether {@code hostNqn} may connect and with which keys, from one view of the host list. */
+  public Admission admission(String hostNqn) {
+    HostKeys keys = hostKeys.get(hostNqn);
+    return new Admission(!restricted || keys != null || allowedHosts.contains(hostNqn), keys);
   }
 
   /** Serial number reported by Identify Controller (at most 20 ASCII characters). */
@@ -130,7 +141,7 @@ public final class Subsystem {
 
   /** Whether {@code hostNqn} may connect. */
   public boolean allows(String hostNqn) {
-    return !restricted || allowedHosts.contains(hostNqn) || hostKeys.containsKey(hostNqn);
+    return admission(hostNqn).allowed();
   }
 
   /** Namespaces by NSID (read-only view). */

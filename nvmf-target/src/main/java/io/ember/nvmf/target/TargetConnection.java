@@ -725,6 +725,9 @@ final class TargetConnection extends ChannelInboundHandlerAdapter {
     String subnqn = field(d, base + 256);
     String hostnqn = field(d, base + 512);
     Subsystem sub = null;
+    // One view of the host list decides both whether the host is in and what it must prove: a
+    // reload between two looks could otherwise let in, unchallenged, a host whose key it withdrew.
+    Subsystem.Admission admission = null;
     if (!subnqn.equals(Nvme.DISCOVERY_NQN)) {
       sub = t.subsystems.get(subnqn);
       if (sub == null) {
@@ -732,7 +735,8 @@ final class TargetConnection extends ChannelInboundHandlerAdapter {
         connectInvalid(cid, true, 256);
         return;
       }
-      if (!sub.allows(hostnqn)) {
+      admission = sub.admission(hostnqn);
+      if (!admission.allowed()) {
         LOG.info("host {} is not allowed on subsystem {}", hostnqn, subnqn);
         fail(cid, Nvme.SCT_COMMAND_SPECIFIC, Nvme.SC_CONNECT_INVALID_HOST);
         return;
@@ -790,7 +794,7 @@ final class TargetConnection extends ChannelInboundHandlerAdapter {
         q,
         k.cntlid,
         sub == null ? "discovery" : sub.nqn());
-    HostKeys keys = sub == null ? null : sub.keys(hostnqn);
+    HostKeys keys = admission == null ? null : admission.keys();
     if (keys != null) {
       auth =
           new DhchapController(
