@@ -50,6 +50,9 @@ public final class EmberOutputStream extends OutputStream {
   /** When {@link #allocated} was asked of the name node ({@link System#nanoTime()}). */
   private long allocatedAskedNanos;
 
+  /** When {@link #allocated} was asked of the name node (wall clock, as block tokens count). */
+  private long allocatedAskedMillis;
+
   private EmberException failure;
   private boolean closed;
 
@@ -369,6 +372,7 @@ public final class EmberOutputStream extends OutputStream {
     if (block != null) {
       allocatedIndex = 0;
       allocatedAskedNanos = System.nanoTime();
+      allocatedAskedMillis = System.currentTimeMillis();
       allocated = CompletableFuture.completedFuture(block);
     }
   }
@@ -384,9 +388,31 @@ public final class EmberOutputStream extends OutputStream {
         || (allocated.isDone() && untrustedNow(allocated.join()))) {
       allocatedIndex = index;
       allocatedAskedNanos = System.nanoTime();
+      allocatedAskedMillis = System.currentTimeMillis();
       allocated = client.allocateBlock(fileId, index);
+    } else if (allocated.isDone() && tokenDueForRenewal(allocated.join())) {
+      // Half way to its token's expiry, the block is asked for again: the name node answers an
+      // open file's block with a fresh token, so a writer that holds one block longer than a
+      // token's lifetime is not refused. A renewal that fails keeps the location it had, whose
+      // token still holds, and is tried again later.
+      BlockLocation held = allocated.join();
+      allocatedAskedNanos = System.nanoTime();
+      allocatedAskedMillis = System.currentTimeMillis();
+      allocated = client.allocateBlock(fileId, index).exceptionally(renewalFailed -> held);
     }
     return allocated;
+  }
+
+  /** Asks no more often than this for a fresh token, whatever the clocks say. */
+  private static final long MIN_RENEWAL_NANOS = java.util.concurrent.TimeUnit.SECONDS.toNanos(1);
+
+  private boolean tokenDueForRenewal(BlockLocation block) {
+    io.ember.protocol.BlockToken token = block.token();
+    if (token.isNone() || System.nanoTime() - allocatedAskedNanos < MIN_RENEWAL_NANOS) {
+      return false;
+    }
+    long renewAt = allocatedAskedMillis + (token.expiresMillis() - allocatedAskedMillis) / 2;
+    return System.currentTimeMillis() >= renewAt;
   }
 
   private boolean untrustedNow(BlockLocation block) {

@@ -220,4 +220,53 @@ class BlockTokensTest {
       }
     }
   }
+
+  /**
+   * Writes {@code path} a little at a time, each piece flushed to its data node, until three
+   * lifetimes of {@code lifetime} have passed since the file was created, all of it in the file's
+   * first block: its writer has to renew its block token twice to get there. Returns the bytes.
+   */
+  static byte[] writeOneBlockPastTokenLifetimes(EmberClient client, String path, Duration lifetime)
+      throws Exception {
+    java.io.ByteArrayOutputStream written = new java.io.ByteArrayOutputStream();
+    long until = System.currentTimeMillis() + 3 * lifetime.toMillis();
+    Random random = new Random(11);
+    int pieces = 0;
+    long callsBefore = client.metrics().metadataCalls();
+    long started = System.currentTimeMillis();
+    try (EmberOutputStream out = client.create(path, CreateOptions.DEFAULT)) {
+      while (System.currentTimeMillis() <= until) {
+        byte[] piece = new byte[1000];
+        random.nextBytes(piece);
+        out.write(piece);
+        out.flush();
+        written.write(piece);
+        pieces++;
+        Thread.sleep(100); // a slow producer: the write rate, not a wait for anything
+      }
+    }
+    long calls = client.metrics().metadataCalls() - callsBefore;
+    long seconds = (System.currentTimeMillis() - started) / 1000;
+    // Renewing asks the name node about twice a lifetime (8 calls in all, here), not once a write.
+    assertTrue(
+        calls <= 4 + 2 * seconds,
+        calls + " name node calls in " + seconds + " s, for " + pieces + " flushed writes");
+    return written.toByteArray();
+  }
+
+  @Test
+  void aWriterThatHoldsABlockLongerThanATokensLifetimeKeepsWriting() throws Exception {
+    try (MiniCluster cluster =
+            MiniCluster.builder()
+                .dramDatanodes(1)
+                .config(as("node").with(NameNodeKeys.BLOCK_TOKEN_LIFETIME, "3s"))
+                .build();
+        EmberClient alice = cluster.newClient(as("alice"))) {
+      byte[] written = writeOneBlockPastTokenLifetimes(alice, "/slow.bin", Duration.ofSeconds(3));
+      assertEquals(1, alice.blockLocations("/slow.bin").size(), "one block, held throughout");
+      try (EmberInputStream in = alice.open("/slow.bin")) {
+        assertArrayEquals(written, in.readAllBytes());
+      }
+    }
+  }
 }
