@@ -36,8 +36,9 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * What an RDMA grant's key lets its holder do on a secured cluster, tried with one-sided reads and
  * writes posted past the client library: a read grant's key reads the block and cannot write it,
- * and a key stops working once the block tokens it was granted under have expired. Run inside the
- * kernel-nvmet VM by {@link DramRdmaInVmTest}; skipped, saying so, elsewhere.
+ * and a key stops working once the block tokens it was granted under have expired, while a writer
+ * that renews its token keeps its key. Run inside the kernel-nvmet VM by {@link DramRdmaInVmTest};
+ * skipped, saying so, elsewhere.
  */
 @RequiresRdmaAddress
 class DramRdmaGrantTest {
@@ -177,6 +178,17 @@ class DramRdmaGrantTest {
       // The client library asks for a new token and a new grant, and reads on.
       assertArrayEquals(original, readAll(bob, "/shared.bin"));
       assertFalse(bob.blockLocations("/shared.bin").get(0).token().isNone());
+    }
+  }
+
+  @Test
+  void aWriterOverRdmaKeepsWritingPastItsFirstTokensExpiry() throws Exception {
+    try (MiniCluster cluster = cluster("4s");
+        EmberClient alice = cluster.newClient(as("alice"))) {
+      byte[] written =
+          BlockTokensTest.writeOneBlockPastTokenLifetimes(
+              alice, "/slow.bin", java.time.Duration.ofSeconds(4));
+      assertArrayEquals(written, readAll(alice, "/slow.bin"));
     }
   }
 }

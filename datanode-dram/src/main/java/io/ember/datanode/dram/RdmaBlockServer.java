@@ -153,6 +153,7 @@ final class RdmaBlockServer implements AutoCloseable {
   private final Object pauseLock = new Object();
   private final Thread cmThread;
   private final Thread noticeThread;
+  private final Thread expiryThread;
 
   /** A client's connection: its queue pair and the receive buffers its notices land in. */
   private static final class Connection {
@@ -195,8 +196,11 @@ final class RdmaBlockServer implements AutoCloseable {
     cmThread.setDaemon(true);
     noticeThread = new Thread(this::readNotices, "dram-rdma-notices");
     noticeThread.setDaemon(true);
+    expiryThread = new Thread(this::sweepExpired, "dram-rdma-expiry");
+    expiryThread.setDaemon(true);
     cmThread.start();
     noticeThread.start();
+    expiryThread.start();
   }
 
   /**
@@ -373,14 +377,24 @@ final class RdmaBlockServer implements AutoCloseable {
     }
   }
 
-  private void readConnectionEvents() {
-    long lastSweep = System.currentTimeMillis();
+  /** Drops expired registrations until the server closes, on a thread of its own. */
+  private void sweepExpired() {
     while (running) {
-      long now = System.currentTimeMillis();
-      if (now - lastSweep >= EXPIRY_SWEEP_MILLIS) {
-        lastSweep = now;
-        dropExpired(now);
+      try {
+        Thread.sleep(EXPIRY_SWEEP_MILLIS);
+      } catch (InterruptedException e) {
+        return;
       }
+      try {
+        dropExpired(System.currentTimeMillis());
+      } catch (RuntimeException e) {
+        LOG.warn("{}: dropping expired RDMA registrations failed: {}", where, e.toString());
+      }
+    }
+  }
+
+  private void readConnectionEvents() {
+    while (running) {
       RdmaCmEvent ev;
       try {
         ev = events.getCmEvent(100);
@@ -612,7 +626,8 @@ final class RdmaBlockServer implements AutoCloseable {
     for (Connection c : all) {
       teardown(c);
     }
-    for (Thread t : List.of(cmThread, noticeThread)) {
+    expiryThread.interrupt();
+    for (Thread t : List.of(cmThread, noticeThread, expiryThread)) {
       try {
         t.join(5000);
       } catch (InterruptedException e) {

@@ -66,8 +66,27 @@ public final class RdmaDramTier implements StorageTier {
     return new Endpoint(tcp, context.config().get(EmberKeys.RPC_TIMEOUT).toNanos());
   }
 
-  /** What a data node granted for a block: where to connect and what to access. */
-  private record Grant(InetSocketAddress rdma, long remoteAddress, int rkey) {}
+  /**
+   * What a data node granted for a block: where to connect and what to access, and until when the
+   * token it was granted under holds (the data node drops the key once that has passed, unless a
+   * later grant's token holds longer).
+   */
+  private record Grant(InetSocketAddress rdma, long remoteAddress, int rkey, long tokenExpires) {
+    /**
+     * True when {@code block}'s token holds so much longer than this grant's that the grant should
+     * be asked again, so the data node keeps the key that long: once this grant's token has no more
+     * than half the time left that the block's has. A reader re-asks about once per half a token's
+     * lifetime, a writer when it renews its token.
+     */
+    boolean outlivedBy(BlockLocation block) {
+      long blockExpires = block.token().expiresMillis();
+      if (blockExpires <= tokenExpires) {
+        return false;
+      }
+      long now = System.currentTimeMillis();
+      return tokenExpires - now <= (blockExpires - now) / 2;
+    }
+  }
 
   /** Which grant: a read grant's key only reads (the data node registers the slot read-only). */
   private record GrantKey(
@@ -174,33 +193,33 @@ public final class RdmaDramTier implements StorageTier {
     }
 
     private CompletableFuture<Void> attempt(BlockLocation block, boolean forWrite, Access access) {
-      GrantKey key = GrantKey.of(block, forWrite);
-      return grant(block, key)
-          .thenCompose(
-              g ->
-                  link(g.rdma(), block)
-                      .thenCompose(l -> access.run(l, g))
-                      .whenComplete(
-                          (v, e) -> {
-                            if (e != null
-                                && unwrap(e) instanceof EmberException ee
-                                && ee.code() == ErrorCode.STALE_LOCATION) {
-                              // The block moved on or the key expired: ask again next time.
-                              grants.remove(GrantKey.of(block, false));
-                              grants.remove(GrantKey.of(block, true));
-                            }
-                          }));
+      CompletableFuture<Grant> granted = grant(block, GrantKey.of(block, forWrite));
+      return granted.thenCompose(
+          g ->
+              link(g.rdma(), block)
+                  .thenCompose(l -> access.run(l, g))
+                  .whenComplete(
+                      (v, e) -> {
+                        if (e != null
+                            && unwrap(e) instanceof EmberException ee
+                            && ee.code() == ErrorCode.STALE_LOCATION) {
+                          // The block moved on or the key expired: ask again next time (not a
+                          // grant another access has asked for since).
+                          grants.remove(GrantKey.of(block, false), granted);
+                          grants.remove(GrantKey.of(block, true), granted);
+                        }
+                      }));
     }
 
     private CompletableFuture<Grant> grant(BlockLocation block, GrantKey key) {
       CompletableFuture<Grant> known = grants.get(key);
-      if (known != null && !known.isCompletedExceptionally()) {
+      if (usable(known, block)) {
         return known;
       }
       if (!key.forWrite()) {
         // A writer reading back what it wrote uses its write key, which reads too.
         CompletableFuture<Grant> writable = grants.get(GrantKey.of(block, true));
-        if (writable != null && writable.isDone() && !writable.isCompletedExceptionally()) {
+        if (writable != null && writable.isDone() && usable(writable, block)) {
           return writable;
         }
       }
@@ -220,9 +239,10 @@ public final class RdmaDramTier implements StorageTier {
                       new Grant(
                           new InetSocketAddress(tcp.hostPort(block).host(), r.rdmaPort()),
                           r.remoteAddress(),
-                          r.rkey()));
+                          r.rkey(),
+                          block.token().expiresMillis()));
       CompletableFuture<Grant> raced = grants.putIfAbsent(key, asked);
-      if (raced != null && !raced.isCompletedExceptionally()) {
+      if (raced != null && usable(raced, block)) {
         return raced;
       }
       grants.put(key, asked);
@@ -235,6 +255,15 @@ public final class RdmaDramTier implements StorageTier {
                 }
               });
       return asked;
+    }
+
+    /** A grant asked for, or got, that serves {@code block} (not refused, nor outlived). */
+    private static boolean usable(CompletableFuture<Grant> f, BlockLocation block) {
+      if (f == null || f.isCompletedExceptionally()) {
+        return false;
+      }
+      Grant g = f.getNow(null);
+      return g == null || !g.outlivedBy(block);
     }
 
     private CompletableFuture<RdmaLink> link(InetSocketAddress at, BlockLocation block) {
