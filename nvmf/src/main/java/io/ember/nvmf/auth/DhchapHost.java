@@ -1,6 +1,8 @@
 package io.ember.nvmf.auth;
 
+import io.ember.nvmf.NvmeStatusException;
 import io.ember.nvmf.NvmfException;
+import io.ember.nvmf.NvmfTimeoutException;
 import io.ember.nvmf.host.ControllerSetup.AdminPort;
 import io.ember.nvmf.spec.Nvme;
 import io.ember.nvmf.spec.Sqe;
@@ -119,7 +121,26 @@ public final class DhchapHost {
       RANDOM.nextBytes(c2);
     }
     send(port, new Dhchap.Reply(tid, h.length(), bidirectional, s2, r1, c2, ownValue).encode());
-    m = receive(port);
+    try {
+      m = receive(port);
+    } catch (NvmeStatusException | NvmfTimeoutException | DhchapException e) {
+      throw e;
+    } catch (NvmfException closed) {
+      // Linux's target ends the association when it refuses an admin queue's response, and its
+      // teardown can overtake the Failure1 it queued: the host then sees only the close.
+      DhchapException refused =
+          new DhchapException(
+              "DH-HMAC-CHAP on "
+                  + where
+                  + ": the controller closed the connection instead of answering this host's"
+                  + " response, as Linux's target does when it refused it: check the host secret"
+                  + " and the host NQN it is bound to ("
+                  + closed.getMessage()
+                  + ")",
+              Dhchap.FAILED);
+      refused.initCause(closed);
+      throw refused;
+    }
     refused(m, where, "this host's response");
     if (Dhchap.type(m) != Dhchap.TYPE_DHCHAP || Dhchap.id(m) != Dhchap.ID_SUCCESS1) {
       throw abort(port, tid, Dhchap.INCORRECT_MESSAGE, where, "the controller sent no Success1");

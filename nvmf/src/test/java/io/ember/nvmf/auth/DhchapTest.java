@@ -220,7 +220,7 @@ class DhchapTest {
   // the two sides against each other, through the commands a queue would carry
 
   /** A queue whose AUTH commands go straight to a controller session, optionally tampered with. */
-  static final class Wire implements AdminPort {
+  static class Wire implements AdminPort {
     final DhchapController ctrl;
     UnaryOperator<byte[]> toController = UnaryOperator.identity();
     UnaryOperator<byte[]> toHost = UnaryOperator.identity();
@@ -306,6 +306,54 @@ class DhchapTest {
             new DhchapHost(HOST + "x", SUB, DhchapSecret.parse(HOST_KEY), null)
                 .authenticate(new Wire(other), "qid 0", 1));
     assertFalse(other.authenticated());
+  }
+
+  @Test
+  void aControllerThatClosesInsteadOfRefusingIsReportedAsARefusal() {
+    DhchapController ctrl =
+        controller(null, List.of(DhchapHash.SHA256), List.of(DhGroup.FFDHE2048));
+    DhchapSecret wrong = DhchapSecret.generate(DhchapHash.SHA256, 32, new SecureRandom());
+    // As Linux's target may: the association's teardown overtakes the Failure1 it queued.
+    Wire closing =
+        new Wire(ctrl) {
+          int sends;
+
+          @Override
+          public Cqe call(io.ember.nvmf.spec.Sqe sqe, ByteBuffer data, boolean dataOut)
+              throws NvmfException {
+            if (sqe.fctype() == Nvme.FCTYPE_AUTH_SEND) {
+              sends++;
+            } else if (sends == 2) { // the answer to the host's response (Negotiate, Reply)
+              throw new NvmfException("connection to test qid 0 closed by the target");
+            }
+            return super.call(sqe, data, dataOut);
+          }
+        };
+    DhchapException e =
+        assertThrows(
+            DhchapException.class,
+            () -> new DhchapHost(HOST, SUB, wrong, null).authenticate(closing, "qid 0", 1));
+    assertEquals(Dhchap.FAILED, e.reason());
+    assertTrue(
+        e.getMessage().contains("closed the connection instead of answering"), e.getMessage());
+    assertTrue(e.getMessage().contains("check the host secret"), e.getMessage());
+    // A controller that goes away before the response was judged is not called a refusal.
+    DhchapController early = controller(null, List.of(DhchapHash.SHA256), List.of(DhGroup.NULL));
+    Wire gone =
+        new Wire(early) {
+          @Override
+          public Cqe call(io.ember.nvmf.spec.Sqe sqe, ByteBuffer data, boolean dataOut)
+              throws NvmfException {
+            throw new NvmfException("connection to test qid 0 closed by the target");
+          }
+        };
+    NvmfException plain =
+        assertThrows(
+            NvmfException.class,
+            () ->
+                new DhchapHost(HOST, SUB, DhchapSecret.parse(HOST_KEY), null)
+                    .authenticate(gone, "qid 0", 1));
+    assertFalse(plain instanceof DhchapException, plain.toString());
   }
 
   @Test
