@@ -135,6 +135,23 @@ class TargetCommandTest {
     }
   }
 
+  /**
+   * {@code ember target} on loopback with a 16 MiB namespace, admitting the hosts of {@code hosts}.
+   */
+  private Process startWithHostsFile(Path log, Path hosts) throws Exception {
+    return processes.start(
+        log,
+        "target",
+        "--bind",
+        "127.0.0.1",
+        "--port",
+        "0",
+        "--namespace",
+        "memory:16m",
+        "--hosts-file",
+        hosts.toString());
+  }
+
   @Test
   void aHostsFileAdmitsOnlyHostsThatAuthenticate(@TempDir Path tmp) throws Exception {
     EmberCliTest.Result key = EmberCliTest.run("security", "dhchap-key", "--hmac", "sha384");
@@ -145,18 +162,7 @@ class TargetCommandTest {
     Path hosts = tmp.resolve("hosts");
     java.nio.file.Files.writeString(hosts, host + " " + secret + " hash=sha384 group=ffdhe3072\n");
     Path log = tmp.resolve("target.log");
-    Process target =
-        processes.start(
-            log,
-            "target",
-            "--bind",
-            "127.0.0.1",
-            "--port",
-            "0",
-            "--namespace",
-            "memory:16m",
-            "--hosts-file",
-            hosts.toString());
+    Process target = startWithHostsFile(log, hosts);
     String uri = processes.awaitLine(log, FIRST_NAMESPACE, target);
     assertTrue(java.nio.file.Files.readString(log).contains(host + " (DH-HMAC-CHAP)"));
     try (NvmfController c =
@@ -222,18 +228,7 @@ class TargetCommandTest {
     Path hosts = tmp.resolve("hosts");
     java.nio.file.Files.writeString(hosts, alice + " " + aliceOld + "\n");
     Path log = tmp.resolve("target.log");
-    Process target =
-        processes.start(
-            log,
-            "target",
-            "--bind",
-            "127.0.0.1",
-            "--port",
-            "0",
-            "--namespace",
-            "memory:16m",
-            "--hosts-file",
-            hosts.toString());
+    Process target = startWithHostsFile(log, hosts);
     String uri = processes.awaitLine(log, FIRST_NAMESPACE, target);
     assertTrue(authenticatedAs(uri, alice, aliceOld).startsWith("sha"));
 

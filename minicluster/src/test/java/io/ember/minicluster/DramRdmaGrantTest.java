@@ -1,5 +1,6 @@
 package io.ember.minicluster;
 
+import static io.ember.minicluster.TestFiles.readAll;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -7,7 +8,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.ember.client.CreateOptions;
 import io.ember.client.EmberClient;
-import io.ember.client.EmberInputStream;
 import io.ember.client.EmberOutputStream;
 import io.ember.datanode.dram.DramDataNodeKeys;
 import io.ember.namenode.NameNodeKeys;
@@ -44,15 +44,14 @@ import org.junit.jupiter.api.io.TempDir;
 class DramRdmaGrantTest {
   private static final int BLOCK = 64 * 1024;
   @TempDir static Path tmp;
-  private static DevCertificates ca;
+  private static TlsUsers users;
 
   @BeforeAll
   static void certificates() throws Exception {
-    ca = DevCertificates.openOrCreate(tmp.resolve("ca"));
     // The data nodes listen on the RDMA device's address, so their certificate names it.
-    ca.issue("node", List.of("localhost", "127.0.0.1", System.getenv(TestTier.RDMA_ADDRESS_ENV)));
-    ca.issue("alice", List.of());
-    ca.issue("bob", List.of());
+    users =
+        TlsUsers.issue(
+            tmp.resolve("ca"), List.of(System.getenv(TestTier.RDMA_ADDRESS_ENV)), "alice", "bob");
   }
 
   @BeforeEach
@@ -61,11 +60,7 @@ class DramRdmaGrantTest {
   }
 
   private static EmberConfig as(String name) {
-    return EmberConfig.defaults()
-        .with(io.ember.protocol.EmberKeys.TLS, "true")
-        .with(io.ember.protocol.EmberKeys.TLS_CERTIFICATE, ca.certificateFile(name).toString())
-        .with(io.ember.protocol.EmberKeys.TLS_KEY, ca.keyFile(name).toString())
-        .with(io.ember.protocol.EmberKeys.TLS_CA, ca.caFile().toString());
+    return users.as(name);
   }
 
   private static MiniCluster cluster(String tokenLifetime) throws EmberException {
@@ -110,12 +105,6 @@ class DramRdmaGrantTest {
 
   private static long[] notice(BlockLocation b) {
     return new long[] {b.incarnation(), b.blockId(), b.generation(), b.address()};
-  }
-
-  private static byte[] readAll(EmberClient c, String path) throws Exception {
-    try (EmberInputStream in = c.open(path)) {
-      return in.readAllBytes();
-    }
   }
 
   @Test

@@ -24,8 +24,18 @@ final class TlsUsers {
 
   /** A CA in {@code dir} with the {@code node} certificate and one for each of {@code users}. */
   static TlsUsers issue(Path dir, String... users) throws Exception {
+    return issue(dir, List.of(), users);
+  }
+
+  /**
+   * As {@link #issue(Path, String...)}, with the {@code node} certificate also naming {@code
+   * moreNodeHosts} (servers that listen on another address than loopback).
+   */
+  static TlsUsers issue(Path dir, List<String> moreNodeHosts, String... users) throws Exception {
     DevCertificates ca = DevCertificates.openOrCreate(dir);
-    ca.issue("node", List.of("localhost", "127.0.0.1"));
+    List<String> nodeHosts = new java.util.ArrayList<>(List.of("localhost", "127.0.0.1"));
+    nodeHosts.addAll(moreNodeHosts);
+    ca.issue("node", nodeHosts);
     for (String user : users) {
       ca.issue(user, List.of());
     }

@@ -30,6 +30,7 @@ import java.util.LinkedList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -117,6 +118,13 @@ final class RdmaBlockServer implements AutoCloseable {
       return reader == null && writer == null;
     }
 
+    /** When the first of its registrations may be dropped. */
+    long earliestUntil() {
+      return Math.min(
+          reader == null ? Long.MAX_VALUE : readerUntil,
+          writer == null ? Long.MAX_VALUE : writerUntil);
+    }
+
     void deregister() {
       if (reader != null) {
         dropReader();
@@ -136,6 +144,12 @@ final class RdmaBlockServer implements AutoCloseable {
       writer = null;
     }
   }
+
+  /**
+   * No registration expires before this: the sweep looks through the registrations only once it has
+   * passed (never, on a node without block tokens).
+   */
+  private final AtomicLong earliestExpiry = new AtomicLong(Long.MAX_VALUE);
 
   /** Registered slots by their first byte's address; changed under the slot's stripe lock. */
   private final Map<Long, Registration> registrations = new ConcurrentHashMap<>();
@@ -318,12 +332,18 @@ final class RdmaBlockServer implements AutoCloseable {
       } else {
         r.readerUntil = Math.max(r.readerUntil, holdsUntilMillis);
       }
+      earliestExpiry.accumulateAndGet(r.earliestUntil(), Math::min);
       return new Key(mr.getAddr(), mr.getRkey());
     }
   }
 
   /** Drops the registrations whose every token has expired by {@code nowMillis}. */
   void dropExpired(long nowMillis) {
+    if (nowMillis < earliestExpiry.get()) {
+      return;
+    }
+    // Reset first, then fold in what stays: a grant made meanwhile folds in its own expiry.
+    earliestExpiry.set(Long.MAX_VALUE);
     for (Long slotAddress : List.copyOf(registrations.keySet())) {
       synchronized (stripe(slotAddress)) {
         Registration r = registrations.get(slotAddress);
@@ -331,6 +351,8 @@ final class RdmaBlockServer implements AutoCloseable {
           r.dropExpired(nowMillis);
           if (r.isEmpty()) {
             registrations.remove(slotAddress);
+          } else {
+            earliestExpiry.accumulateAndGet(r.earliestUntil(), Math::min);
           }
         }
       }
