@@ -269,6 +269,107 @@ class TlsTest {
     assertRefused(tls(ca, "elsewhere"), tls(ca, "alice"), "does not name the host");
   }
 
+  /**
+   * A client that presents {@code name}'s certificate chain from {@code ca} but signs the handshake
+   * with {@code keyOf}'s key, as someone holding only another's (public) certificate would: no
+   * local check stands between it and the server.
+   */
+  private static javax.net.ssl.SSLSocket forgedClient(String name, String keyOf, int port)
+      throws Exception {
+    java.security.KeyStore keys = java.security.KeyStore.getInstance("PKCS12");
+    keys.load(null, null);
+    java.security.cert.CertificateFactory x509 =
+        java.security.cert.CertificateFactory.getInstance("X.509");
+    java.security.cert.Certificate[] chain;
+    try (java.io.InputStream in = java.nio.file.Files.newInputStream(ca.certificateFile(name))) {
+      chain = x509.generateCertificates(in).toArray(new java.security.cert.Certificate[0]);
+    }
+    java.security.PrivateKey wrongKey;
+    try (java.io.Reader r = java.nio.file.Files.newBufferedReader(ca.keyFile(keyOf));
+        org.bouncycastle.openssl.PEMParser pem = new org.bouncycastle.openssl.PEMParser(r)) {
+      wrongKey =
+          new org.bouncycastle.openssl.jcajce.JcaPEMKeyConverter()
+              .getPrivateKey((org.bouncycastle.asn1.pkcs.PrivateKeyInfo) pem.readObject());
+    }
+    keys.setKeyEntry("forged", wrongKey, new char[0], chain);
+    javax.net.ssl.KeyManagerFactory kmf =
+        javax.net.ssl.KeyManagerFactory.getInstance(
+            javax.net.ssl.KeyManagerFactory.getDefaultAlgorithm());
+    kmf.init(keys, new char[0]);
+    java.security.KeyStore trust = java.security.KeyStore.getInstance("PKCS12");
+    trust.load(null, null);
+    try (java.io.InputStream in = java.nio.file.Files.newInputStream(ca.caFile())) {
+      trust.setCertificateEntry("ca", x509.generateCertificate(in));
+    }
+    javax.net.ssl.TrustManagerFactory tmf =
+        javax.net.ssl.TrustManagerFactory.getInstance(
+            javax.net.ssl.TrustManagerFactory.getDefaultAlgorithm());
+    tmf.init(trust);
+    javax.net.ssl.SSLContext ssl = javax.net.ssl.SSLContext.getInstance("TLSv1.3");
+    ssl.init(kmf.getKeyManagers(), tmf.getTrustManagers(), null);
+    javax.net.ssl.SSLSocket s =
+        (javax.net.ssl.SSLSocket)
+            ssl.getSocketFactory().createSocket(java.net.InetAddress.getLoopbackAddress(), port);
+    s.setSoTimeout(120_000);
+    return s;
+  }
+
+  /**
+   * Sends one well-formed call on {@code tls} and reads its answer's first byte: 1 when the server
+   * answered, -1 when it refused the handshake or closed without an answer.
+   */
+  private static int rawCalls(javax.net.ssl.SSLSocket tls) throws Exception {
+    try (tls) {
+      java.io.DataOutputStream out = new java.io.DataOutputStream(tls.getOutputStream());
+      out.writeInt(io.ember.protocol.Frame.HEADER_BYTES);
+      out.writeByte(io.ember.protocol.Frame.VERSION);
+      out.writeByte(MessageType.LOOKUP.code());
+      out.writeByte(0);
+      out.writeLong(1);
+      out.flush();
+      // Under TLS 1.3 a client finishes its side before the server has judged its certificate,
+      // so a refusal shows when the answer is read.
+      return tls.getInputStream().read() < 0 ? -1 : 1;
+    } catch (javax.net.ssl.SSLException | java.net.SocketException refused) {
+      return -1;
+    }
+  }
+
+  @ParameterizedTest
+  @ValueSource(strings = {"jdk", "openssl"})
+  void aCertificateWithoutItsKeyGetsNothingServed(String engine) throws Exception {
+    // Mutual TLS's wrong password: a certificate is public, its key is what proves the name.
+    useEngine(engine);
+    EmberConfig mismatched =
+        tls(ca, "alice").with(EmberKeys.TLS_KEY, ca.keyFile("elsewhere").toString());
+    IllegalArgumentException client =
+        assertThrows(
+            IllegalArgumentException.class, () -> new RpcClients(mismatched, "test-client"));
+    assertTrue(
+        client.getMessage().contains("ember.security.tls.key does not belong to"),
+        client.getMessage());
+    EmberException server =
+        assertThrows(
+            EmberException.class,
+            () -> server(tls(ca, "node").with(EmberKeys.TLS_KEY, ca.keyFile("alice").toString())));
+    assertEquals(ErrorCode.INVALID_ARGUMENT, server.code(), server.getMessage());
+    assertTrue(
+        server.getMessage().contains("ember.security.tls.key does not belong to"),
+        server.getMessage());
+
+    Counting service = new Counting();
+    RpcServer real = new RpcServer("test server", tls(ca, "node"), service);
+    toClose.add(real);
+    int port = real.start("127.0.0.1", 0).getPort();
+    // The same raw client with alice's own key is served, so a refusal below is the server's.
+    assertEquals(1, rawCalls(forgedClient("alice", "alice", port)));
+    assertEquals(1, service.served.get());
+    assertEquals(-1, rawCalls(forgedClient("alice", "elsewhere", port)));
+    assertEquals(1, service.served.get(), "a call was served to a forged certificate");
+    // The real alice still gets in.
+    assertEquals("alice", call(tls(ca, "alice"), port));
+  }
+
   @Test
   void missingOrUnreadableFilesAreNamed() {
     EmberConfig noKey = tls(ca, "alice").with(EmberKeys.TLS_KEY, "");

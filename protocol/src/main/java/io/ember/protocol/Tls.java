@@ -119,6 +119,7 @@ public final class Tls {
     File cert = file(config, EmberKeys.TLS_CERTIFICATE);
     File key = file(config, EmberKeys.TLS_KEY);
     File ca = file(config, EmberKeys.TLS_CA);
+    checkKeyBelongsToCertificate(cert, key);
     SslProvider provider = provider(config.get(EmberKeys.TLS_PROVIDER));
     try {
       SslContext server =
@@ -162,6 +163,77 @@ public final class Tls {
               + rootMessage(e)
               + " (PEM files: a certificate chain, its unencrypted PKCS#8 key, the CA certificates)",
           e);
+    }
+  }
+
+  /**
+   * Refuses a key that is not the certificate's own. TLS would refuse it too, but only at the peer,
+   * whose alert reads as if the peer were at fault; here the mistake is named where it is. Keys in
+   * other forms than unencrypted PKCS#8 are left to the TLS engine, which names them.
+   */
+  private static void checkKeyBelongsToCertificate(File cert, File key) throws EmberException {
+    java.security.PrivateKey privateKey;
+    java.security.PublicKey publicKey;
+    try {
+      String pem =
+          java.nio.file.Files.readString(key.toPath(), java.nio.charset.StandardCharsets.US_ASCII);
+      java.util.regex.Matcher m =
+          java.util.regex.Pattern.compile(
+                  "-----BEGIN PRIVATE KEY-----([A-Za-z0-9+/=\\s]+)-----END PRIVATE KEY-----")
+              .matcher(pem);
+      Certificate first;
+      try (java.io.InputStream in = java.nio.file.Files.newInputStream(cert.toPath())) {
+        first = java.security.cert.CertificateFactory.getInstance("X.509").generateCertificate(in);
+      }
+      if (!m.find() || first == null) {
+        return;
+      }
+      publicKey = first.getPublicKey();
+      byte[] der = java.util.Base64.getMimeDecoder().decode(m.group(1));
+      privateKey =
+          java.security.KeyFactory.getInstance(publicKey.getAlgorithm())
+              .generatePrivate(new java.security.spec.PKCS8EncodedKeySpec(der));
+    } catch (java.io.IOException
+        | java.security.GeneralSecurityException
+        | IllegalArgumentException unreadable) {
+      return; // The engine names what it cannot read.
+    }
+    String algorithm =
+        switch (publicKey.getAlgorithm()) {
+          case "EC" -> "SHA256withECDSA";
+          case "RSA" -> "SHA256withRSA";
+          case "Ed25519", "Ed448", "EdDSA" -> publicKey.getAlgorithm();
+          default -> null;
+        };
+    if (algorithm == null) {
+      return;
+    }
+    boolean matches;
+    try {
+      byte[] probe = new byte[32];
+      new java.security.SecureRandom().nextBytes(probe);
+      java.security.Signature sign = java.security.Signature.getInstance(algorithm);
+      sign.initSign(privateKey);
+      sign.update(probe);
+      byte[] signature = sign.sign();
+      java.security.Signature verify = java.security.Signature.getInstance(algorithm);
+      verify.initVerify(publicKey);
+      verify.update(probe);
+      matches = verify.verify(signature);
+    } catch (java.security.GeneralSecurityException differentKind) {
+      matches = false;
+    }
+    if (!matches) {
+      throw new EmberException(
+          ErrorCode.INVALID_ARGUMENT,
+          EmberKeys.TLS_KEY.name()
+              + " does not belong to the certificate in "
+              + EmberKeys.TLS_CERTIFICATE.name()
+              + " ("
+              + key
+              + " is not the key of "
+              + cert
+              + "): name the key that was made with this certificate");
     }
   }
 
