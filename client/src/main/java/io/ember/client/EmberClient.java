@@ -133,27 +133,23 @@ public final class EmberClient implements AutoCloseable {
       tiers.put(t.name(), t);
     }
     this.connections = new RpcClients(config, "ember-client");
-    String token = config.get(EmberKeys.DELEGATION_TOKEN);
-    if (EmberKeys.secured(config)
-        && !token.isEmpty()
-        && config.get(EmberKeys.TLS_CERTIFICATE).isEmpty()) {
-      // Without a certificate, each name node connection first shows the token, and acts as its
-      // owner from then on.
-      try {
-        connections.greet(
-            namenode,
-            MessageType.AUTHENTICATE,
-            new Messages.TokenMessage(DelegationToken.decodeString(token).encode()));
-      } catch (EmberException e) {
-        connections.close();
-        throw new IllegalArgumentException(
-            EmberKeys.DELEGATION_TOKEN.name() + ": " + e.getMessage(), e);
-      }
+    // A client without a certificate to show proves a password or shows a delegation token as each
+    // name node connection opens, and acts as that user from then on.
+    io.ember.protocol.Greeting greeting;
+    try {
+      greeting = EmberKeys.greeting(config);
+    } catch (IllegalArgumentException e) {
+      connections.close();
+      throw e;
+    }
+    if (greeting != null) {
+      connections.greet(namenode, greeting);
     }
     // A direct call's socket is a plain one; under TLS every call takes the secured connection.
     this.direct =
         config.get(ClientKeys.DIRECT_CALLS) && !EmberKeys.secured(config)
             ? new DirectConnection(namenode, "name node", config, config.get(ClientKeys.SPIN_WAIT))
+                .greetWith(greeting)
             : null;
   }
 

@@ -172,6 +172,11 @@ public final class NameNodeLink implements AutoCloseable {
     this.trimmer = trimmer;
     this.healthy = healthy;
     this.connections = new RpcClients(config, "datanode-namenode", 1);
+    io.ember.protocol.Greeting greeting = EmberKeys.greeting(config);
+    if (greeting != null) {
+      // A data node with a password proves it as each name node connection opens.
+      connections.greet(namenode, greeting);
+    }
     Duration interval = config.get(EmberKeys.HEARTBEAT_INTERVAL);
     this.intervalMillis = interval.toMillis();
     this.lifeCycle = new LifeCycle(name + " link");

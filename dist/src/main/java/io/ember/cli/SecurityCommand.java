@@ -19,6 +19,7 @@ import picocli.CommandLine.Spec;
     description = "Set up what a secured cluster needs.",
     subcommands = {
       SecurityCommand.DevCa.class,
+      SecurityCommand.AddUser.class,
       SecurityCommand.DhchapKey.class,
       SecurityCommand.DelegationTokenCommand.class,
       CommandLine.HelpCommand.class
@@ -29,7 +30,7 @@ final class SecurityCommand implements Runnable {
   @Override
   public void run() {
     throw new CommandLine.ParameterException(
-        spec.commandLine(), "missing command: dev-ca, dhchap-key or token");
+        spec.commandLine(), "missing command: dev-ca, add-user, dhchap-key or token");
   }
 
   /** {@code ember security token}: delegation tokens for processes without a certificate. */
@@ -103,6 +104,84 @@ final class SecurityCommand implements Runnable {
         }
       }
       out.flush();
+      return 0;
+    }
+  }
+
+  /** {@code ember security add-user}: a password user in a name node's credentials file. */
+  @Command(
+      name = "add-user",
+      mixinStandardHelpOptions = true,
+      description = {
+        "Add a user who authenticates with a password (ember.security.scram=true) to a name"
+            + " node's credentials file (ember.security.credentials), or change the password of"
+            + " one it has. The file keeps a salted SCRAM-SHA-256 verifier, never the password,"
+            + " and is written owner-only; a running name node reads it again when it changes.",
+        "The password is the first line of --password-file, or of standard input (asked for"
+            + " twice on a terminal).",
+        "Example: ember security add-user alice --credentials /etc/ember/credentials"
+      })
+  static final class AddUser implements Callable<Integer> {
+    @Spec CommandSpec spec;
+
+    @picocli.CommandLine.Parameters(index = "0", paramLabel = "NAME", description = "the user")
+    String name;
+
+    @Option(
+        names = "--credentials",
+        required = true,
+        paramLabel = "FILE",
+        description = "the credentials file (created if missing)")
+    Path credentials;
+
+    @Option(
+        names = "--password-file",
+        paramLabel = "FILE",
+        description = "read the password from FILE's first line")
+    Path passwordFile;
+
+    // On Java 17, which Ember targets, a null console means standard input is not a terminal.
+    @SuppressWarnings("SystemConsoleNull")
+    private String password() throws java.io.IOException {
+      if (passwordFile != null) {
+        List<String> lines = java.nio.file.Files.readAllLines(passwordFile);
+        return lines.isEmpty() ? "" : lines.get(0);
+      }
+      java.io.Console console = System.console();
+      if (console != null) {
+        char[] first = console.readPassword("password for %s: ", name);
+        char[] again = console.readPassword("again: ");
+        if (first == null || again == null || !java.util.Arrays.equals(first, again)) {
+          throw new CommandLine.ParameterException(
+              spec.commandLine(), "the two passwords differ; nothing was written");
+        }
+        return new String(first);
+      }
+      String line =
+          new java.io.BufferedReader(
+                  new java.io.InputStreamReader(System.in, java.nio.charset.StandardCharsets.UTF_8))
+              .readLine();
+      return line == null ? "" : line;
+    }
+
+    @Override
+    public Integer call() throws Exception {
+      String password = password();
+      if (password.isEmpty()) {
+        throw new CommandLine.ParameterException(
+            spec.commandLine(), "no password given (an empty first line); nothing was written");
+      }
+      boolean added = io.ember.namenode.Credentials.addUser(credentials, name, password);
+      spec.commandLine()
+          .getOut()
+          .println(
+              (added ? "added " : "changed the password of ")
+                  + name
+                  + " in "
+                  + credentials
+                  + " ("
+                  + io.ember.protocol.Scram.MECHANISM
+                  + ")");
       return 0;
     }
   }

@@ -578,6 +578,118 @@ class EmberCliTest {
   }
 
   @Test
+  void securityAddUserWritesVerifiersThatAPasswordClusterTakes(@TempDir Path tmp) throws Exception {
+    Path credentials = tmp.resolve("conf").resolve("credentials");
+    Path password = tmp.resolve("alice.pw");
+    Files.writeString(password, "correct horse\n");
+    Result added =
+        run(
+            "security",
+            "add-user",
+            "alice",
+            "--credentials",
+            credentials.toString(),
+            "--password-file",
+            password.toString());
+    assertEquals(0, added.code(), added.err());
+    assertTrue(added.out().contains("added alice"), added.out());
+    String file = Files.readString(credentials);
+    assertTrue(file.startsWith("alice SCRAM-SHA-256$4096:"), file);
+    assertFalse(file.contains("correct horse"), "no password in the file");
+    assertEquals(
+        "rw-------",
+        java.nio.file.attribute.PosixFilePermissions.toString(
+            Files.getPosixFilePermissions(credentials)));
+    Path nodePassword = tmp.resolve("node.pw");
+    Files.writeString(nodePassword, "node secret\n");
+    assertEquals(
+        0,
+        run(
+                "security",
+                "add-user",
+                "node",
+                "--credentials",
+                credentials.toString(),
+                "--password-file",
+                nodePassword.toString())
+            .code());
+    // Refused before anything is written: a name that cannot be a user, an empty password.
+    Result badName =
+        run(
+            "security",
+            "add-user",
+            "a:b",
+            "--credentials",
+            credentials.toString(),
+            "--password-file",
+            password.toString());
+    assertEquals(1, badName.code());
+    assertTrue(badName.err().contains("cannot be a user name"), badName.err());
+    Path empty = tmp.resolve("empty.pw");
+    Files.writeString(empty, "\n");
+    Result noPassword =
+        run(
+            "security",
+            "add-user",
+            "bob",
+            "--credentials",
+            credentials.toString(),
+            "--password-file",
+            empty.toString());
+    assertTrue(
+        noPassword.code() != 0 && noPassword.err().contains("no password"), noPassword.err());
+    assertFalse(Files.readString(credentials).contains("bob "), "nothing written for bob");
+
+    io.ember.protocol.EmberConfig node =
+        io.ember.protocol.EmberConfig.defaults()
+            .with(io.ember.protocol.EmberKeys.SCRAM, "true")
+            .with(io.ember.protocol.EmberKeys.USER, "node")
+            .with(io.ember.protocol.EmberKeys.PASSWORD_FILE, nodePassword.toString())
+            .with(io.ember.namenode.NameNodeKeys.CREDENTIALS, credentials.toString());
+    try (MiniCluster secured = MiniCluster.builder().dramDatanodes(1).config(node).build()) {
+      String nn = secured.namenodeAddress().toString();
+      java.util.function.Function<String, Result> asAlice =
+          command -> {
+            List<String> args =
+                new ArrayList<>(
+                    List.of(
+                        "fs",
+                        "--namenode",
+                        nn,
+                        "-D",
+                        "ember.security.scram=true",
+                        "-D",
+                        "ember.security.user=alice",
+                        "-D",
+                        "ember.security.password-file=" + password));
+            args.addAll(List.of(command.split(" ", -1)));
+            return run(args.toArray(new String[0]));
+          };
+      Result mkdir = asAlice.apply("mkdir /alice");
+      assertEquals(0, mkdir.code(), mkdir.err());
+      Result ls = asAlice.apply("ls /");
+      assertTrue(ls.out().contains("alice"), ls.out());
+      // A changed password takes effect without a restart; the old one is then one line.
+      Path changed = tmp.resolve("new.pw");
+      Files.writeString(changed, "battery staple\n");
+      Result change =
+          run(
+              "security",
+              "add-user",
+              "alice",
+              "--credentials",
+              credentials.toString(),
+              "--password-file",
+              changed.toString());
+      assertTrue(change.out().contains("changed the password of alice"), change.out());
+      Result old = asAlice.apply("ls /");
+      assertEquals(1, old.code());
+      assertTrue(old.err().contains("unknown user or wrong password"), old.err());
+      assertEquals(1, old.err().strip().lines().count(), old.err());
+    }
+  }
+
+  @Test
   void securityTokenGivesAProcessWithoutACertificateItsOwnersAccess(@TempDir Path tmp)
       throws Exception {
     Path dir = tmp.resolve("tls");

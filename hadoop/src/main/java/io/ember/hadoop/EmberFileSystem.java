@@ -114,11 +114,11 @@ public class EmberFileSystem extends FileSystem {
     } catch (IllegalArgumentException e) {
       throw new IOException("bad Ember setting: " + e.getMessage(), e);
     }
-    if (EmberKeys.secured(config)
-        && config.get(EmberKeys.TLS_CERTIFICATE).isEmpty()
+    if (EmberKeys.authenticates(config)
+        && !EmberKeys.hasOwnIdentity(config)
         && config.get(EmberKeys.DELEGATION_TOKEN).isEmpty()) {
-      // A process without a certificate (a Spark executor, a task) acts as whoever handed it a
-      // delegation token for this name node in its credentials.
+      // A process without a certificate or password (a Spark executor, a task) acts as whoever
+      // handed it a delegation token for this name node in its credentials.
       Token<?> token =
           UserGroupInformation.getCurrentUser().getCredentials().getToken(new Text(service));
       if (token != null && EmberTokenIdentifier.KIND.equals(token.getKind())) {
@@ -131,7 +131,7 @@ public class EmberFileSystem extends FileSystem {
     try {
       client = EmberClient.connect(config);
       user = UserGroupInformation.getCurrentUser().getShortUserName();
-      ownersKnown = EmberKeys.secured(config);
+      ownersKnown = EmberKeys.authenticates(config);
       workingDir = makeQualified(new Path("/user", user));
       blockSize = client.lookup("/").blockSize();
     } catch (EmberException e) {

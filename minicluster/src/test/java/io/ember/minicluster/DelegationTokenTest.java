@@ -203,10 +203,7 @@ class DelegationTokenTest {
       DelegationToken superuser = admin.getDelegationToken("");
       try (io.ember.protocol.RpcClients rpc =
           new io.ember.protocol.RpcClients(holding(superuser), "test")) {
-        rpc.greet(
-            cluster.namenodeAddress(),
-            io.ember.protocol.MessageType.AUTHENTICATE,
-            new io.ember.protocol.Messages.TokenMessage(superuser.encode()));
+        rpc.greet(cluster.namenodeAddress(), io.ember.protocol.Greeting.token(superuser));
         String why =
             TlsUsers.refused(
                 ErrorCode.PERMISSION_DENIED,

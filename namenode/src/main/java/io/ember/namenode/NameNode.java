@@ -145,8 +145,21 @@ public final class NameNode implements AutoCloseable {
 
   private final Counter leaseRecoveries;
 
-  /** True under TLS: callers are told apart by their certificates, and checked. */
+  /**
+   * True under TLS or SCRAM: callers are told apart by their certificates or passwords, and
+   * checked.
+   */
   private final boolean authenticated;
+
+  /** Whether connections are TLS: callers may show certificates. */
+  private final boolean tlsOn;
+
+  /** The password users under {@link EmberKeys#SCRAM}; null without it. */
+  private final Credentials credentials;
+
+  /** A connection's SCRAM exchange, between its first message and its last. */
+  private static final AttributeKey<io.ember.protocol.Scram.Server> SCRAM_EXCHANGE =
+      AttributeKey.valueOf("ember.scram");
 
   private static final AttributeKey<Caller> CALLER = AttributeKey.valueOf("ember.caller");
 
@@ -168,15 +181,22 @@ public final class NameNode implements AutoCloseable {
 
   private NameNode(EmberConfig config, String host, int port) throws EmberException {
     metrics = new ServerMetrics(config.get(EmberKeys.METRICS_ENABLED));
-    authenticated = EmberKeys.secured(config);
+    authenticated = EmberKeys.authenticates(config);
+    tlsOn = EmberKeys.secured(config);
+    credentials = config.get(EmberKeys.SCRAM) ? loadCredentials(config) : null;
     tokens =
         authenticated
             ? new BlockTokenSigner(
                 config.get(NameNodeKeys.BLOCK_TOKEN_LIFETIME), System::currentTimeMillis)
             : null;
     java.util.Set<String> nodes = new java.util.HashSet<>();
-    if (authenticated) {
+    if (EmberKeys.secured(config)) {
       nodes.add(io.ember.protocol.Tls.ownIdentity(config));
+    }
+    if (authenticated && !config.get(EmberKeys.USER).isEmpty()) {
+      nodes.add(config.get(EmberKeys.USER));
+    }
+    if (authenticated) {
       for (String name : config.get(NameNodeKeys.DATANODE_IDENTITIES).split(",", -1)) {
         if (!name.isBlank()) {
           nodes.add(name.strip());
@@ -469,6 +489,22 @@ public final class NameNode implements AutoCloseable {
     return DelegationToken.decode(Messages.TokenMessage.decode(in).token());
   }
 
+  private static Credentials loadCredentials(EmberConfig config) throws EmberException {
+    String file = config.get(NameNodeKeys.CREDENTIALS);
+    if (file.isEmpty()) {
+      throw new EmberException(
+          ErrorCode.INVALID_ARGUMENT,
+          EmberKeys.SCRAM.name()
+              + "=true needs "
+              + NameNodeKeys.CREDENTIALS.name()
+              + ", the file of users and their verifiers: `ember security add-user NAME"
+              + " --credentials FILE` writes it");
+    }
+    Credentials c = Credentials.load(java.nio.file.Path.of(file));
+    LOG.info("name node: {} password users in {}", c.size(), file);
+    return c;
+  }
+
   /**
    * Whether a delegation token authenticated {@code channel}. (Not {@code hasAttr}: that is true of
    * an attribute once looked up, set or not.)
@@ -508,7 +544,7 @@ public final class NameNode implements AutoCloseable {
                 + " bytes: give its certificate a shorter common name");
       }
       caller = state.caller(identity);
-    } else if (authenticated) {
+    } else if (authenticated && credentials == null) {
       throw new EmberException(
           ErrorCode.UNAUTHENTICATED,
           "this client showed no certificate signed by a CA in "
@@ -518,6 +554,21 @@ public final class NameNode implements AutoCloseable {
               + ") or a delegation token ("
               + io.ember.protocol.EmberKeys.DELEGATION_TOKEN.name()
               + ")");
+    } else if (authenticated) {
+      throw new EmberException(
+          ErrorCode.UNAUTHENTICATED,
+          "this client has not authenticated: the name node runs with "
+              + EmberKeys.SCRAM.name()
+              + ", so give it "
+              + EmberKeys.USER.name()
+              + " and "
+              + EmberKeys.PASSWORD.name()
+              + " (or "
+              + EmberKeys.PASSWORD_FILE.name()
+              + "), a delegation token ("
+              + EmberKeys.DELEGATION_TOKEN.name()
+              + ")"
+              + (tlsOn ? ", or a certificate" : ""));
     } else {
       caller = state.internal();
     }
@@ -950,7 +1001,11 @@ public final class NameNode implements AutoCloseable {
     }
     // A client that authenticated with a delegation token shows data nodes no certificate: its
     // block tokens name no identity, and hold for whoever presents them over TLS.
-    String holder = byDelegation(channel) ? "" : caller(channel).name();
+    // Nor does one that proved a password: a token names only what data nodes can check, the
+    // identity of the certificate on the connection.
+    caller(channel);
+    String certified = io.ember.protocol.Tls.peerIdentity(channel);
+    String holder = certified == null || byDelegation(channel) ? "" : certified;
     return tokens.sign(location, modes, holder);
   }
 
@@ -1142,13 +1197,15 @@ public final class NameNode implements AutoCloseable {
                 ErrorCode.INVALID_ARGUMENT,
                 "this name node issues no delegation tokens: it runs without "
                     + io.ember.protocol.EmberKeys.TLS.name()
+                    + " or "
+                    + EmberKeys.SCRAM.name()
                     + ", and every caller is let through");
           }
           if (byDelegation(channel)) {
             throw new EmberException(
                 ErrorCode.PERMISSION_DENIED,
                 "a client authenticated by a delegation token gets no further token: ask with a"
-                    + " certificate");
+                    + " certificate or a password");
           }
           return new Messages.TokenMessage(
               state.issueDelegationToken(caller, r.renewer()).encode());
@@ -1178,17 +1235,68 @@ public final class NameNode implements AutoCloseable {
           if (!authenticated) {
             return Message.EMPTY; // every caller is let through already
           }
-          if (io.ember.protocol.Tls.peerIdentity(channel) != null || byDelegation(channel)) {
+          if (io.ember.protocol.Tls.peerIdentity(channel) != null
+              || channel.attr(CALLER).get() != null) {
             throw new EmberException(
                 ErrorCode.INVALID_ARGUMENT,
                 "this connection is authenticated already: a delegation token is for a client"
-                    + " without a certificate, once per connection");
+                    + " without a certificate or password, once per connection");
           }
           Caller caller = state.authenticate(token);
           channel.attr(BY_DELEGATION).set(token);
           channel.attr(CALLER).set(caller);
           LOG.debug("{} authenticated {} by {}", channel.remoteAddress(), caller, token);
           return Message.EMPTY;
+        }
+      case SCRAM_FIRST:
+        {
+          String first =
+              Wire.readString(in, "SCRAM message", io.ember.protocol.Scram.MAX_MESSAGE_BYTES);
+          Wire.expectEnd(in, "SCRAM_FIRST");
+          if (credentials == null) {
+            throw new EmberException(
+                ErrorCode.UNAUTHENTICATED,
+                "this name node takes no passwords: it runs without "
+                    + EmberKeys.SCRAM.name()
+                    + "=true"
+                    + (authenticated ? "" : ", and every caller is let through"));
+          }
+          if (channel.attr(CALLER).get() != null
+              || io.ember.protocol.Tls.peerIdentity(channel) != null
+              || channel.attr(SCRAM_EXCHANGE).get() != null) {
+            // One exchange per connection: a guesser must connect again for every password.
+            throw new EmberException(
+                ErrorCode.UNAUTHENTICATED,
+                "this connection has authenticated, or tried to, already: one password exchange"
+                    + " per connection");
+          }
+          io.ember.protocol.Scram.Server exchange =
+              new io.ember.protocol.Scram.Server(credentials::verifier, credentials.secret());
+          channel.attr(SCRAM_EXCHANGE).set(exchange);
+          String answer = exchange.first(first);
+          return out -> Wire.writeString(out, answer);
+        }
+      case SCRAM_LAST:
+        {
+          String last =
+              Wire.readString(in, "SCRAM message", io.ember.protocol.Scram.MAX_MESSAGE_BYTES);
+          Wire.expectEnd(in, "SCRAM_LAST");
+          io.ember.protocol.Scram.Server exchange = channel.attr(SCRAM_EXCHANGE).get();
+          if (exchange == null || channel.attr(CALLER).get() != null) {
+            throw new EmberException(
+                ErrorCode.UNAUTHENTICATED, "SCRAM_LAST without SCRAM_FIRST on this connection");
+          }
+          String answer;
+          try {
+            answer = exchange.last(last);
+          } catch (EmberException refused) {
+            LOG.warn("name node: {} from {}", refused.getMessage(), channel.remoteAddress());
+            throw refused;
+          }
+          Caller caller = state.caller(exchange.user());
+          channel.attr(CALLER).set(caller);
+          LOG.debug("{} authenticated as {} by password", channel.remoteAddress(), caller);
+          return out -> Wire.writeString(out, answer);
         }
       case DF:
         caller(channel);

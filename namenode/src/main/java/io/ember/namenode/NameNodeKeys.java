@@ -57,6 +57,19 @@ public final class NameNodeKeys {
           "a group name",
           "members of this group are super-users; the root directory's group");
 
+  /**
+   * The users who may authenticate with a password under {@link EmberKeys#SCRAM}: a file that
+   * {@code ember security add-user} writes, of salted verifiers.
+   */
+  public static final ConfigKey<String> CREDENTIALS =
+      ConfigKey.ofString(
+          "ember.security.credentials",
+          "",
+          s -> true,
+          "a path",
+          "file of the users who authenticate with a password under ember.security.scram, as"
+              + " `ember security add-user` writes it (read again when it changes)");
+
   /** The file that puts identities in groups; empty puts each only in a group of its own name. */
   public static final ConfigKey<String> GROUPS =
       ConfigKey.ofString(
@@ -268,6 +281,7 @@ public final class NameNodeKeys {
           LEASE_TIMEOUT,
           PROBE_DATANODES,
           SUPERUSERS,
+          CREDENTIALS,
           SUPERUSER_GROUP,
           GROUPS,
           ROOT_PERMISSION,

@@ -57,6 +57,9 @@ public final class DirectConnection implements AutoCloseable {
 
   private volatile boolean closed;
 
+  /** Run on each new connection before its first call; null when there is nothing to say. */
+  private volatile Greeting greeting;
+
   /**
    * A connection to {@code address}, opened at its first call, whose callers sleep until their
    * answer arrives.
@@ -84,6 +87,17 @@ public final class DirectConnection implements AutoCloseable {
     this.connectTimeoutMillis = (int) config.get(EmberKeys.CONNECT_TIMEOUT).toMillis();
     this.maxFrame = (int) Math.min(Integer.MAX_VALUE, config.get(EmberKeys.MAX_FRAME_BYTES));
     this.spinNanos = spinWait.toNanos();
+  }
+
+  /**
+   * Makes each connection opened from now on run {@code greeting} (authentication) before its first
+   * call, on the caller's thread; a refusal fails that call with the server's error.
+   *
+   * @return this
+   */
+  public DirectConnection greetWith(Greeting greeting) {
+    this.greeting = greeting;
+    return this;
   }
 
   /**
@@ -154,7 +168,34 @@ public final class DirectConnection implements AutoCloseable {
       drop();
       throw closedError(null);
     }
+    Greeting g = greeting;
+    if (g != null) {
+      greet(g);
+    }
     return true;
+  }
+
+  /** Runs {@code g} on the new connection, whose calls complete on this thread. */
+  private void greet(Greeting g) throws EmberException {
+    Greeting.Exchange here =
+        new Greeting.Exchange() {
+          @Override
+          public <T> CompletableFuture<T> call(
+              MessageType type, Message body, ResponseDecoder<T> decoder) {
+            try {
+              return CompletableFuture.completedFuture(callLocked(type, body, decoder));
+            } catch (EmberException e) {
+              return CompletableFuture.failedFuture(e);
+            }
+          }
+        };
+    try {
+      g.greet(here).join();
+    } catch (java.util.concurrent.CompletionException
+        | java.util.concurrent.CancellationException e) {
+      drop();
+      throw EmberException.of(e);
+    }
   }
 
   private <T> T callLocked(MessageType type, Message body, ResponseDecoder<T> decoder)

@@ -119,6 +119,128 @@ public final class EmberKeys {
     return config.get(TLS) || config.get(SECURITY_ENABLED);
   }
 
+  /**
+   * Password authentication (SCRAM-SHA-256) on name node connections, with or without TLS: the name
+   * node takes the users of its credentials file ({@code ember security add-user}), and each
+   * process authenticates as {@link #USER} with {@link #PASSWORD}. With it come permissions and
+   * block tokens, as under {@link #TLS}; without TLS the bytes are not encrypted. Every process of
+   * a cluster must agree.
+   */
+  public static final ConfigKey<Boolean> SCRAM =
+      ConfigKey.ofBoolean(
+          "ember.security.scram",
+          false,
+          "callers authenticate with a user name and password (SCRAM-SHA-256), with permissions"
+              + " and block tokens as under TLS; without ember.security.tls the bytes are not"
+              + " encrypted; every process of the cluster must agree");
+
+  /** The user a process authenticates as under {@link #SCRAM}. */
+  public static final ConfigKey<String> USER =
+      ConfigKey.ofString(
+          "ember.security.user",
+          "",
+          s -> s.isEmpty() || Scram.validUser(s),
+          "a user name (no spaces or control characters, at most 256 bytes)",
+          "the user this process authenticates as under ember.security.scram");
+
+  /** {@link #USER}'s password. */
+  public static final ConfigKey<String> PASSWORD =
+      ConfigKey.ofSecret(
+          "ember.security.password",
+          s -> true,
+          "a password",
+          "the password of ember.security.user (or ember.security.password-file)");
+
+  /** A file whose first line is {@link #USER}'s password, kept out of process listings. */
+  public static final ConfigKey<String> PASSWORD_FILE =
+      ConfigKey.ofString(
+          "ember.security.password-file",
+          "",
+          s -> true,
+          "a path",
+          "a file whose first line is the password of ember.security.user");
+
+  /**
+   * Whether {@code config} authenticates callers: by certificates ({@link #secured}) or by
+   * passwords ({@link #SCRAM}).
+   *
+   * @throws IllegalArgumentException when a value is not a boolean
+   */
+  public static boolean authenticates(EmberConfig config) {
+    return secured(config) || config.get(SCRAM);
+  }
+
+  /**
+   * The password this process authenticates with: {@link #PASSWORD}, else the first line of {@link
+   * #PASSWORD_FILE}; empty when neither is set.
+   *
+   * @throws IllegalArgumentException when the password file cannot be read
+   */
+  public static String password(EmberConfig config) {
+    String password = config.get(PASSWORD);
+    String file = config.get(PASSWORD_FILE);
+    if (!password.isEmpty() || file.isEmpty()) {
+      return password;
+    }
+    try {
+      java.util.List<String> lines = java.nio.file.Files.readAllLines(java.nio.file.Path.of(file));
+      return lines.isEmpty() ? "" : lines.get(0);
+    } catch (java.io.IOException | RuntimeException e) {
+      throw new IllegalArgumentException(
+          PASSWORD_FILE.name() + ": cannot read " + file + " (" + e.getMessage() + ")", e);
+    }
+  }
+
+  /**
+   * How a client authenticates to the name node under {@code config}: a password when {@link
+   * #SCRAM} is on and one is set, else a delegation token when one is set and there is no
+   * certificate to show (under TLS) or password to prove (under SCRAM); null when it has nothing to
+   * say, or nothing is asked.
+   *
+   * @throws IllegalArgumentException for a token that does not decode, or an unreadable password
+   *     file
+   */
+  public static Greeting greeting(EmberConfig config) {
+    if (secured(config) && !config.get(TLS_CERTIFICATE).isEmpty()) {
+      return null; // its certificate says who it is
+    }
+    String user = config.get(USER);
+    if (config.get(SCRAM) && !user.isEmpty()) {
+      String password = password(config);
+      if (password.isEmpty()) {
+        throw new IllegalArgumentException(
+            USER.name()
+                + " is "
+                + user
+                + ", and neither "
+                + PASSWORD.name()
+                + " nor "
+                + PASSWORD_FILE.name()
+                + " gives a password");
+      }
+      return Greeting.scram(user, password);
+    }
+    String token = config.get(DELEGATION_TOKEN);
+    if (token.isEmpty() || !authenticates(config)) {
+      return null;
+    }
+    try {
+      return Greeting.token(DelegationToken.decodeString(token));
+    } catch (EmberException e) {
+      throw new IllegalArgumentException(DELEGATION_TOKEN.name() + ": " + e.getMessage(), e);
+    }
+  }
+
+  /**
+   * Whether this process can say who it is by itself: a certificate under {@link #TLS}, or a user
+   * under {@link #SCRAM}. One that cannot (a Spark executor, a Hadoop task) needs a delegation
+   * token on a cluster that {@link #authenticates}.
+   */
+  public static boolean hasOwnIdentity(EmberConfig config) {
+    return (secured(config) && !config.get(TLS_CERTIFICATE).isEmpty())
+        || (config.get(SCRAM) && !config.get(USER).isEmpty());
+  }
+
   /** This process's certificate chain, PEM. */
   public static final ConfigKey<String> TLS_CERTIFICATE =
       ConfigKey.ofString(
@@ -194,7 +316,11 @@ public final class EmberKeys {
           TLS_KEY,
           TLS_CA,
           TLS_PROVIDER,
-          DELEGATION_TOKEN);
+          DELEGATION_TOKEN,
+          SCRAM,
+          USER,
+          PASSWORD,
+          PASSWORD_FILE);
 
   /** Event loop threads for a configuration. */
   public static int ioThreads(EmberConfig config) {

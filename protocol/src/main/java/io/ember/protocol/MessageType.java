@@ -35,6 +35,16 @@ public enum MessageType {
    * request of a client that holds a token instead of a certificate.
    */
   AUTHENTICATE(30),
+  /**
+   * A SCRAM-SHA-256 client's first message (user and nonce); the answer is the server's first
+   * (salt, count, its nonce). The first request of a client that authenticates with a password.
+   */
+  SCRAM_FIRST(31),
+  /**
+   * A SCRAM-SHA-256 client's proof; the answer proves the server holds the user's verifier, and the
+   * connection acts as the user from then on.
+   */
+  SCRAM_LAST(32),
   // Data node.
   BLOCK_WRITE(40),
   BLOCK_READ(41),

@@ -21,7 +21,7 @@ import java.util.concurrent.atomic.AtomicLong;
  *
  * <p>Futures complete on a network thread: continuations must not block.
  */
-public final class RpcClient implements AutoCloseable {
+public final class RpcClient implements AutoCloseable, Greeting.Exchange {
   private final Channel channel;
   private final String peer;
 
@@ -63,6 +63,7 @@ public final class RpcClient implements AutoCloseable {
    *
    * @return the decoded answer; fails with {@link EmberException}
    */
+  @Override
   public <T> CompletableFuture<T> call(MessageType type, Message body, ResponseDecoder<T> decoder) {
     long id = nextId.incrementAndGet();
     Pending<T> p = new Pending<>(decoder);

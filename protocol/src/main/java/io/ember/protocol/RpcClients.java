@@ -31,8 +31,6 @@ public final class RpcClients implements AutoCloseable {
   /** The first call of every new connection to an address, before it is handed out. */
   private final Map<HostPort, Greeting> greetings = new ConcurrentHashMap<>();
 
-  private record Greeting(MessageType type, Message body) {}
-
   /** Connections being opened: closing fails them rather than leave callers to their timeout. */
   private final Set<CompletableFuture<RpcClient>> opening = ConcurrentHashMap.newKeySet();
 
@@ -63,13 +61,13 @@ public final class RpcClients implements AutoCloseable {
   }
 
   /**
-   * Makes every connection opened to {@code address} from now on send {@code type} with {@code
-   * body} first, and be handed out only once it is answered; a refusal fails the connection with
-   * the server's error. For {@link MessageType#AUTHENTICATE}, which a connection needs before any
-   * other call.
+   * Makes every connection opened to {@code address} from now on run {@code greeting} first, and be
+   * handed out only once it succeeds; a refusal fails the connection with the server's error. For
+   * authentication ({@link Greeting#token}, {@link Greeting#scram}), which a connection needs
+   * before any other call.
    */
-  public void greet(HostPort address, MessageType type, Message body) {
-    greetings.put(address, new Greeting(type, body));
+  public void greet(HostPort address, Greeting greeting) {
+    greetings.put(address, greeting);
   }
 
   /**
@@ -242,18 +240,22 @@ public final class RpcClients implements AutoCloseable {
       connected(result, client);
       return;
     }
+    CompletableFuture<Void> greeted;
+    try {
+      greeted = greeting.greet(client);
+    } catch (RuntimeException e) {
+      greeted = CompletableFuture.failedFuture(e);
+    }
     var unused =
-        client
-            .call(greeting.type(), greeting.body(), ResponseDecoder.EMPTY)
-            .whenComplete(
-                (v, e) -> {
-                  if (e != null) {
-                    client.close();
-                    result.completeExceptionally(EmberException.unwrap(e));
-                  } else {
-                    connected(result, client);
-                  }
-                });
+        greeted.whenComplete(
+            (v, e) -> {
+              if (e != null) {
+                client.close();
+                result.completeExceptionally(EmberException.unwrap(e));
+              } else {
+                connected(result, client);
+              }
+            });
   }
 
   private static void connected(CompletableFuture<RpcClient> result, RpcClient client) {

@@ -62,6 +62,9 @@ public final class DramDataNode implements DataNode {
   /** True under TLS: every read, write and grant needs a block token from the name node. */
   private final boolean checkTokens;
 
+  /** Whether connections are TLS, so that the name node's shows its certificate. */
+  private final boolean tlsOn;
+
   private final NameNodeLink link;
 
   /** The incarnation of this node's contents; reads and writes must name it. */
@@ -101,7 +104,8 @@ public final class DramDataNode implements DataNode {
     region = new DramRegion(config.get(DramDataNodeKeys.CAPACITY));
     metrics = new ServerMetrics(config.get(EmberKeys.METRICS_ENABLED));
     namenodeAddress = config.get(EmberKeys.NAMENODE_ADDRESS);
-    checkTokens = EmberKeys.secured(config);
+    checkTokens = EmberKeys.authenticates(config);
+    tlsOn = EmberKeys.secured(config);
     bytesWritten =
         Counter.builder()
             .name("ember_datanode_written_bytes_total")
@@ -125,12 +129,14 @@ public final class DramDataNode implements DataNode {
     // Looked at twice per RPC timeout, a stalled writer is cut off within one.
     long stallNanos = config.get(EmberKeys.RPC_TIMEOUT).toNanos() / 2;
     boolean directWrites = config.get(DramDataNodeKeys.DIRECT_WRITES);
-    if (directWrites && EmberKeys.secured(config)) {
-      // Under TLS the socket's bytes are ciphertext: they can only land in a block once decrypted.
+    if (directWrites && checkTokens) {
+      // Under TLS the socket's bytes are ciphertext, and under either a write's block token must
+      // check out before a byte of it lands.
       LOG.warn(
-          "{} is ignored: {} is on, and writes are decrypted before they land",
+          "{} is ignored: {} or {} is on, and writes are checked before they land",
           DramDataNodeKeys.DIRECT_WRITES.name(),
-          EmberKeys.TLS.name());
+          EmberKeys.TLS.name(),
+          EmberKeys.SCRAM.name());
       directWrites = false;
     }
     Framing framing =
@@ -443,8 +449,8 @@ public final class DramDataNode implements DataNode {
           describe
               + " refuses "
               + block
-              + " without a block token: it runs under ember.security.tls, and takes only"
-              + " locations the name node handed out");
+              + " without a block token: it runs under ember.security.tls or"
+              + " ember.security.scram, and takes only locations the name node handed out");
     }
     io.ember.protocol.BlockKey key = link.blockKey(token.keyId());
     if (key == null) {
@@ -835,7 +841,9 @@ public final class DramDataNode implements DataNode {
         case BLOCK_LENGTH:
           {
             Messages.BlockLengthRequest r = Messages.BlockLengthRequest.decode(in);
-            if (checkTokens && io.ember.protocol.Tls.peerIdentity(channel) == null) {
+            // Without TLS (passwords only) the name node shows no certificate here, and the
+            // length is answered as on a cluster without security.
+            if (tlsOn && io.ember.protocol.Tls.peerIdentity(channel) == null) {
               // The name node asks, at lease recovery; a client without a certificate (one that
               // holds only tokens) has no business learning what a slot holds.
               throw new EmberException(

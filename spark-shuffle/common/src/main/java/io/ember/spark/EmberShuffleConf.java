@@ -146,8 +146,8 @@ final class EmberShuffleConf {
     EmberConfig config =
         EmberConfig.of(settings).with(EmberKeys.NAMENODE_ADDRESS, conf.get(NAMENODE));
     if (delegationToken != null
-        && EmberKeys.secured(config)
-        && config.get(EmberKeys.TLS_CERTIFICATE).isEmpty()
+        && EmberKeys.authenticates(config)
+        && !EmberKeys.hasOwnIdentity(config)
         && config.get(EmberKeys.DELEGATION_TOKEN).isEmpty()) {
       config = config.with(EmberKeys.DELEGATION_TOKEN, delegationToken);
     }

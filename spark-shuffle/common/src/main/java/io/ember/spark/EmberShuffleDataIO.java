@@ -213,10 +213,10 @@ public final class EmberShuffleDataIO implements ShuffleDataIO {
       // Decided from the settings: a driver without TLS, or whose name node just failed it, asks
       // the name node nothing more at start.
       EmberConfig config = EmberShuffleConf.config(conf);
-      if (!EmberKeys.secured(config) || !appRootMade) {
+      if (!EmberKeys.authenticates(config) || !appRootMade) {
         return null;
       }
-      if (config.get(EmberKeys.TLS_CERTIFICATE).isEmpty()) {
+      if (!EmberKeys.hasOwnIdentity(config)) {
         String own = config.get(EmberKeys.DELEGATION_TOKEN);
         return own.isEmpty() ? null : own;
       }

@@ -1,0 +1,68 @@
+package io.ember.protocol;
+
+import java.util.concurrent.CompletableFuture;
+
+/**
+ * What a new name node connection says before it carries anything else: a delegation token, or a
+ * SCRAM exchange. {@link RpcClients#greet} and {@link DirectConnection} run it on each connection
+ * they open, and hand the connection out only once it succeeds.
+ */
+@FunctionalInterface
+public interface Greeting {
+  /**
+   * Greets over {@code exchange}, the new connection.
+   *
+   * @return completes when the server took the greeting; fails with the server's refusal (an {@link
+   *     EmberException}, {@link ErrorCode#UNAUTHENTICATED} for a refused identity)
+   */
+  CompletableFuture<Void> greet(Exchange exchange);
+
+  /** Calls on the connection being greeted. */
+  interface Exchange {
+    /** One call, as {@link RpcClient#call}. */
+    <T> CompletableFuture<T> call(MessageType type, Message body, ResponseDecoder<T> decoder);
+  }
+
+  /** Shows a delegation token ({@link MessageType#AUTHENTICATE}). */
+  static Greeting token(DelegationToken token) {
+    Message body = new Messages.TokenMessage(token.encode());
+    return exchange ->
+        exchange.call(MessageType.AUTHENTICATE, body, ResponseDecoder.EMPTY).thenApply(v -> null);
+  }
+
+  /**
+   * Proves {@code user}'s password with SCRAM-SHA-256 ({@link MessageType#SCRAM_FIRST}, then {@link
+   * MessageType#SCRAM_LAST}), and checks that the server proves it holds the user's verifier.
+   */
+  static Greeting scram(String user, String password) {
+    Scram.SaltedPasswords salted = new Scram.SaltedPasswords();
+    ResponseDecoder<String> text =
+        in -> Wire.readString(in, "SCRAM message", Scram.MAX_MESSAGE_BYTES);
+    return exchange -> {
+      Scram.Client client = new Scram.Client(user, password, salted);
+      String first = client.first();
+      return exchange
+          .call(MessageType.SCRAM_FIRST, out -> Wire.writeString(out, first), text)
+          .thenCompose(
+              serverFirst -> {
+                String last;
+                try {
+                  last = client.last(serverFirst);
+                } catch (EmberException e) {
+                  return CompletableFuture.failedFuture(e);
+                }
+                return exchange.call(
+                    MessageType.SCRAM_LAST, out -> Wire.writeString(out, last), text);
+              })
+          .thenCompose(
+              serverLast -> {
+                try {
+                  client.check(serverLast);
+                  return CompletableFuture.completedFuture(null);
+                } catch (EmberException e) {
+                  return CompletableFuture.failedFuture(e);
+                }
+              });
+    };
+  }
+}
