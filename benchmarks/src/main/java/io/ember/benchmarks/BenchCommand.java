@@ -43,6 +43,7 @@ import picocli.CommandLine.Option;
       NameNodeBench.class,
       JournalBench.class,
       MetricsBench.class,
+      SecurityBench.class,
       JmhCommand.class
     })
 public final class BenchCommand implements Callable<Integer> {

@@ -1,10 +1,9 @@
 package io.ember.benchmarks;
 
+import io.ember.benchmarks.LookupsAndTransfers.Figures;
 import io.ember.benchmarks.report.HtmlReport;
 import io.ember.client.CreateOptions;
 import io.ember.client.EmberClient;
-import io.ember.client.EmberInputStream;
-import io.ember.client.EmberOutputStream;
 import io.ember.datanode.dram.DramDataNode;
 import io.ember.datanode.dram.DramDataNodeKeys;
 import io.ember.minicluster.MiniCluster;
@@ -29,7 +28,6 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.function.ToDoubleFunction;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -45,7 +43,7 @@ import picocli.CommandLine.Option;
     mixinStandardHelpOptions = true,
     description = "Benchmark lookups and 1 MiB writes and reads with servers' metrics on and off.")
 public final class MetricsBench implements Callable<Integer> {
-  private static final int OP = 1 << 20;
+  private static final int OP = LookupsAndTransfers.OP;
 
   @Option(
       names = "--size",
@@ -184,8 +182,6 @@ public final class MetricsBench implements Callable<Integer> {
     }
   }
 
-  private record Figures(double lookups, double writeMbps, double readMbps) {}
-
   @Override
   public Integer call() throws Exception {
     PrintWriter out = spec.commandLine().getOut();
@@ -213,7 +209,7 @@ public final class MetricsBench implements Callable<Integer> {
         int w = 0;
         while (System.nanoTime() < end) {
           BenchCommand.note(
-              progress, "warm-up " + ++w + ", " + m.name() + ": " + describe(measure(m, buf, 1)));
+              progress, "warm-up " + ++w + ", " + m.name() + ": " + measure(m, buf, 1).describe());
         }
       }
       withMetrics.scrapes.set(0);
@@ -227,7 +223,7 @@ public final class MetricsBench implements Callable<Integer> {
           BenchCommand.note(
               progress,
               String.format(
-                  Locale.ROOT, "round %d/%d, %s: %s", r + 1, round.rounds, m.name(), describe(f)));
+                  Locale.ROOT, "round %d/%d, %s: %s", r + 1, round.rounds, m.name(), f.describe()));
         }
       }
       scrapes = withMetrics.scrapes.get();
@@ -237,17 +233,21 @@ public final class MetricsBench implements Callable<Integer> {
     figures.add(
         "lookups, 1 thread",
         "ops/s",
-        figure(on, Figures::lookups),
-        figure(off, Figures::lookups),
+        LookupsAndTransfers.figure(on, Figures::lookups),
+        LookupsAndTransfers.figure(off, Figures::lookups),
         "");
     figures.add(
         "1 MiB writes",
         "MB/s",
-        figure(on, Figures::writeMbps),
-        figure(off, Figures::writeMbps),
+        LookupsAndTransfers.figure(on, Figures::writeMbps),
+        LookupsAndTransfers.figure(off, Figures::writeMbps),
         "");
     figures.add(
-        "1 MiB reads", "MB/s", figure(on, Figures::readMbps), figure(off, Figures::readMbps), "");
+        "1 MiB reads",
+        "MB/s",
+        LookupsAndTransfers.figure(on, Figures::readMbps),
+        LookupsAndTransfers.figure(off, Figures::readMbps),
+        "");
     figures.print(out, "figure");
     String how =
         "ratio: the figure with ember.metrics.enabled=true against false, same run; medians of "
@@ -272,19 +272,6 @@ public final class MetricsBench implements Callable<Integer> {
     return 0;
   }
 
-  private static double[] figure(List<Figures> rounds, ToDoubleFunction<Figures> figure) {
-    return rounds.stream().mapToDouble(figure).toArray();
-  }
-
-  private static String describe(Figures f) {
-    return String.format(
-        Locale.ROOT,
-        "%.0f lookups/s, write %.0f MB/s, read %.0f MB/s",
-        f.lookups(),
-        f.writeMbps(),
-        f.readMbps());
-  }
-
   /** Lookups for {@code seconds}, then --size written and read back in 1 MiB operations. */
   private Figures measure(Mode m, byte[] buf, int seconds) throws Exception {
     m.scraping = m.scraper != null;
@@ -296,34 +283,6 @@ public final class MetricsBench implements Callable<Integer> {
   }
 
   private Figures measureScraped(Mode m, byte[] buf, int seconds) throws Exception {
-    EmberClient c = m.client;
-    long n = 0;
-    long start = System.nanoTime();
-    long end = start + TimeUnit.SECONDS.toNanos(seconds);
-    long now;
-    do {
-      c.lookup(m.lookedUp);
-      n++;
-      now = System.nanoTime();
-    } while (now - end < 0);
-    double lookups = n / ((now - start) / 1e9);
-
-    String path = "/transfer";
-    long t0 = System.nanoTime();
-    try (EmberOutputStream o = c.create(path, CreateOptions.DEFAULT)) {
-      for (long done = 0; done < bytes; done += OP) {
-        o.write(buf, 0, OP);
-      }
-    }
-    long t1 = System.nanoTime();
-    byte[] in = new byte[OP];
-    try (EmberInputStream i = c.open(path)) {
-      for (long done = 0; done < bytes; done += OP) {
-        i.readFully(done, in, 0, OP);
-      }
-    }
-    long t2 = System.nanoTime();
-    c.delete(path, false);
-    return new Figures(lookups, bytes / ((t1 - t0) / 1e3), bytes / ((t2 - t1) / 1e3));
+    return LookupsAndTransfers.measure(m.client, m.lookedUp, buf, bytes, seconds);
   }
 }
