@@ -50,6 +50,11 @@ public class EmberContract extends AbstractFSContract {
     if (tls()) {
       b.config(EmberConfig.of(tlsSettings("node")));
     }
+    if (scram()) {
+      b.config(
+          EmberConfig.of(scramSettings("node"))
+              .with(io.ember.namenode.NameNodeKeys.CREDENTIALS, credentials().toString()));
+    }
     if (storageClass().equals("nvmf")) {
       b.dramDatanodes(1)
           .dramCapacity("8m")
@@ -74,6 +79,9 @@ public class EmberContract extends AbstractFSContract {
     if (tls()) {
       tlsSettings("tester").forEach(conf::set);
     }
+    if (scram()) {
+      scramSettings("tester").forEach(conf::set);
+    }
     return conf;
   }
 
@@ -83,6 +91,42 @@ public class EmberContract extends AbstractFSContract {
    */
   public static boolean tls() {
     return Boolean.getBoolean("ember.test.tls");
+  }
+
+  /**
+   * Whether the cluster and its clients authenticate with passwords (SCRAM) instead: {@code
+   * -Dember.test.scram=true} (the build runs the contract tests once so).
+   */
+  public static boolean scram() {
+    return Boolean.getBoolean("ember.test.scram");
+  }
+
+  private static java.nio.file.Path credentialsFile;
+
+  /** A credentials file made for this JVM, with the users {@code node} and {@code tester}. */
+  private static synchronized java.nio.file.Path credentials() {
+    try {
+      if (credentialsFile == null) {
+        credentialsFile = Files.createTempDirectory("ember-contract-scram").resolve("credentials");
+        for (String user : List.of("node", "tester")) {
+          io.ember.namenode.Credentials.addUser(credentialsFile, user, user + "-password");
+        }
+      }
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+    return credentialsFile;
+  }
+
+  /** Settings that authenticate as {@code user} with the password {@link #credentials} holds. */
+  private static Map<String, String> scramSettings(String user) {
+    return Map.of(
+        EmberKeys.SCRAM.name(),
+        "true",
+        EmberKeys.USER.name(),
+        user,
+        EmberKeys.PASSWORD.name(),
+        user + "-password");
   }
 
   private static java.nio.file.Path certificates;
@@ -111,15 +155,18 @@ public class EmberContract extends AbstractFSContract {
     if (cluster == null) {
       cluster = newCluster("256k", "256m");
       Runtime.getRuntime().addShutdownHook(new Thread(cluster::close));
-      if (tls()) {
-        requireTls(cluster);
+      if (tls() || scram()) {
+        requireSecured(cluster);
       }
     }
     return cluster;
   }
 
-  /** Fails unless the cluster refuses a plain client: a TLS run must not pass without TLS. */
-  private static void requireTls(MiniCluster cluster) {
+  /**
+   * Fails unless the cluster refuses a plain client: a secured run must not pass without its
+   * security.
+   */
+  private static void requireSecured(MiniCluster cluster) {
     try (io.ember.client.EmberClient plain =
         io.ember.client.EmberClient.connect(
             EmberConfig.defaults()
