@@ -67,8 +67,34 @@ final class LookupsAndTransfers {
     return new Figures(lookups, bytes / ((t1 - t0) / 1e3), bytes / ((t2 - t1) / 1e3));
   }
 
+  /**
+   * Adds the three figures of {@code measured} beside {@code baseline} to {@code table}, each label
+   * followed by {@code suffix}.
+   */
+  static void addRows(
+      Comparison table, String suffix, List<Figures> measured, List<Figures> baseline) {
+    table.add(
+        "lookups, 1 thread" + suffix,
+        "ops/s",
+        figure(measured, Figures::lookups),
+        figure(baseline, Figures::lookups),
+        "");
+    table.add(
+        "1 MiB writes" + suffix,
+        "MB/s",
+        figure(measured, Figures::writeMbps),
+        figure(baseline, Figures::writeMbps),
+        "");
+    table.add(
+        "1 MiB reads" + suffix,
+        "MB/s",
+        figure(measured, Figures::readMbps),
+        figure(baseline, Figures::readMbps),
+        "");
+  }
+
   /** One figure of every round. */
-  static double[] figure(List<Figures> rounds, ToDoubleFunction<Figures> figure) {
+  private static double[] figure(List<Figures> rounds, ToDoubleFunction<Figures> figure) {
     return rounds.stream().mapToDouble(figure).toArray();
   }
 }

@@ -21,8 +21,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
-import java.util.Map;
-import java.util.TreeMap;
 import java.util.concurrent.Callable;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
@@ -46,13 +44,6 @@ public final class MetricsBench implements Callable<Integer> {
   private static final int OP = LookupsAndTransfers.OP;
 
   @Option(
-      names = "--size",
-      defaultValue = "128m",
-      description =
-          "bytes written and then read per round, in 1 MiB operations (default ${DEFAULT-VALUE})")
-  String size;
-
-  @Option(
       names = "--scrape-interval",
       defaultValue = "1s",
       description =
@@ -62,17 +53,7 @@ public final class MetricsBench implements Callable<Integer> {
 
   @CommandLine.Mixin RoundOptions round;
 
-  @Option(
-      names = "--warmup",
-      defaultValue = "10",
-      description = "seconds of unmeasured rounds per mode first (default ${DEFAULT-VALUE})")
-  int warmupSeconds;
-
-  @Option(
-      names = {"-D", "--set"},
-      paramLabel = "KEY=VALUE",
-      description = "an Ember setting for both clusters and their clients (repeatable)")
-  Map<String, String> settings = new TreeMap<>();
+  @CommandLine.Mixin ClusterModeOptions modes;
 
   @CommandLine.Mixin ReportOption report;
 
@@ -186,14 +167,9 @@ public final class MetricsBench implements Callable<Integer> {
   public Integer call() throws Exception {
     PrintWriter out = spec.commandLine().getOut();
     progress = spec.commandLine().getErr();
-    bytes = ConfigKey.parseSize(size) / OP * OP;
+    bytes = modes.bytes(spec, round);
     Duration interval = ConfigKey.parseDuration(scrapeInterval);
-    if (round.rounds < 1 || round.seconds < 1 || warmupSeconds < 0 || bytes < OP) {
-      throw new CommandLine.ParameterException(
-          spec.commandLine(),
-          "--rounds and --seconds must be positive, --warmup not negative, --size at least 1m");
-    }
-    EmberConfig overrides = BenchCommand.settings(spec, settings);
+    EmberConfig overrides = BenchCommand.settings(spec, modes.settings);
     byte[] buf = new byte[OP];
     new java.util.Random(1).nextBytes(buf);
     List<Figures> on = new ArrayList<>();
@@ -205,7 +181,7 @@ public final class MetricsBench implements Callable<Integer> {
       BenchCommand.note(
           progress, "started two clusters of a name node and a DRAM data node: metrics on and off");
       for (Mode m : List.of(withMetrics, without)) {
-        long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(warmupSeconds);
+        long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(modes.warmupSeconds);
         int w = 0;
         while (System.nanoTime() < end) {
           BenchCommand.note(
@@ -230,24 +206,7 @@ public final class MetricsBench implements Callable<Integer> {
       scrapeFailures = withMetrics.scrapeFailures.get();
     }
     Comparison figures = new Comparison("metrics on", "metrics off", 3);
-    figures.add(
-        "lookups, 1 thread",
-        "ops/s",
-        LookupsAndTransfers.figure(on, Figures::lookups),
-        LookupsAndTransfers.figure(off, Figures::lookups),
-        "");
-    figures.add(
-        "1 MiB writes",
-        "MB/s",
-        LookupsAndTransfers.figure(on, Figures::writeMbps),
-        LookupsAndTransfers.figure(off, Figures::writeMbps),
-        "");
-    figures.add(
-        "1 MiB reads",
-        "MB/s",
-        LookupsAndTransfers.figure(on, Figures::readMbps),
-        LookupsAndTransfers.figure(off, Figures::readMbps),
-        "");
+    LookupsAndTransfers.addRows(figures, "", on, off);
     figures.print(out, "figure");
     String how =
         "ratio: the figure with ember.metrics.enabled=true against false, same run; medians of "

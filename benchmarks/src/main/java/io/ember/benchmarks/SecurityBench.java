@@ -26,7 +26,6 @@ import java.util.concurrent.Callable;
 import java.util.concurrent.TimeUnit;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
-import picocli.CommandLine.Option;
 
 /**
  * {@code ember bench security}: what security costs. Three clusters run side by side: without
@@ -42,26 +41,9 @@ import picocli.CommandLine.Option;
         "Benchmark lookups and 1 MiB writes and reads without security, with password users"
             + " (SCRAM, with permissions and block tokens) and with mutual TLS.")
 public final class SecurityBench implements Callable<Integer> {
-  @Option(
-      names = "--size",
-      defaultValue = "128m",
-      description =
-          "bytes written and then read per round, in 1 MiB operations (default ${DEFAULT-VALUE})")
-  String size;
-
   @CommandLine.Mixin RoundOptions round;
 
-  @Option(
-      names = "--warmup",
-      defaultValue = "10",
-      description = "seconds of unmeasured rounds per mode first (default ${DEFAULT-VALUE})")
-  int warmupSeconds;
-
-  @Option(
-      names = {"-D", "--set"},
-      paramLabel = "KEY=VALUE",
-      description = "an Ember setting for every cluster and its client (repeatable)")
-  Map<String, String> settings = new TreeMap<>();
+  @CommandLine.Mixin ClusterModeOptions modes;
 
   @CommandLine.Mixin ReportOption report;
 
@@ -101,21 +83,13 @@ public final class SecurityBench implements Callable<Integer> {
   public Integer call() throws Exception {
     PrintWriter out = spec.commandLine().getOut();
     PrintWriter progress = spec.commandLine().getErr();
-    long bytes = ConfigKey.parseSize(size) / LookupsAndTransfers.OP * LookupsAndTransfers.OP;
-    if (round.rounds < 1
-        || round.seconds < 1
-        || warmupSeconds < 0
-        || bytes < LookupsAndTransfers.OP) {
-      throw new CommandLine.ParameterException(
-          spec.commandLine(),
-          "--rounds and --seconds must be positive, --warmup not negative, --size at least 1m");
-    }
-    EmberConfig overrides = BenchCommand.settings(spec, settings);
+    long bytes = modes.bytes(spec, round);
+    EmberConfig overrides = BenchCommand.settings(spec, modes.settings);
     Path dir = Files.createTempDirectory("ember-bench-security");
     byte[] buf = new byte[LookupsAndTransfers.OP];
     new java.util.Random(1).nextBytes(buf);
     Map<String, List<Figures>> figures = new TreeMap<>();
-    List<Mode> modes = new ArrayList<>();
+    List<Mode> clusters = new ArrayList<>();
     try {
       // Credentials and certificates of the bench's own: a node identity and an ordinary user.
       Path credentials = dir.resolve("credentials");
@@ -130,8 +104,8 @@ public final class SecurityBench implements Callable<Integer> {
               .with(NameNodeKeys.CREDENTIALS, credentials.toString());
       EmberConfig tls =
           overrides.with(EmberKeys.TLS, "true").with(EmberKeys.TLS_CA, ca.caFile().toString());
-      modes.add(Mode.start("off", bytes, overrides, EmberConfig.defaults()));
-      modes.add(
+      clusters.add(Mode.start("off", bytes, overrides, EmberConfig.defaults()));
+      clusters.add(
           Mode.start(
               "scram",
               bytes,
@@ -139,7 +113,7 @@ public final class SecurityBench implements Callable<Integer> {
               EmberConfig.defaults()
                   .with(EmberKeys.USER, "bench")
                   .with(EmberKeys.PASSWORD, "bench-password")));
-      modes.add(
+      clusters.add(
           Mode.start(
               "tls",
               bytes,
@@ -152,9 +126,9 @@ public final class SecurityBench implements Callable<Integer> {
           progress,
           "started three clusters of a name node and a DRAM data node: security off, password"
               + " users (SCRAM) and mutual TLS; the client is an ordinary user");
-      for (Mode m : modes) {
+      for (Mode m : clusters) {
         figures.put(m.name(), new ArrayList<>());
-        long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(warmupSeconds);
+        long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(modes.warmupSeconds);
         int w = 0;
         while (System.nanoTime() < end) {
           Figures f = LookupsAndTransfers.measure(m.client(), LOOKED_UP, buf, bytes, 1);
@@ -162,7 +136,7 @@ public final class SecurityBench implements Callable<Integer> {
         }
       }
       for (int r = 0; r < round.rounds; r++) {
-        List<Mode> order = new ArrayList<>(modes);
+        List<Mode> order = new ArrayList<>(clusters);
         Collections.rotate(order, r);
         for (Mode m : order) {
           Figures f = LookupsAndTransfers.measure(m.client(), LOOKED_UP, buf, bytes, round.seconds);
@@ -174,7 +148,7 @@ public final class SecurityBench implements Callable<Integer> {
         }
       }
     } finally {
-      for (Mode m : modes) {
+      for (Mode m : clusters) {
         m.close();
       }
       deleteTree(dir);
@@ -183,25 +157,7 @@ public final class SecurityBench implements Callable<Integer> {
     List<Figures> off = figures.get("off");
     for (String mode : List.of("scram", "tls")) {
       String label = mode.equals("scram") ? "password users (SCRAM)" : "mutual TLS";
-      List<Figures> on = figures.get(mode);
-      table.add(
-          "lookups, 1 thread, " + label,
-          "ops/s",
-          LookupsAndTransfers.figure(on, Figures::lookups),
-          LookupsAndTransfers.figure(off, Figures::lookups),
-          "");
-      table.add(
-          "1 MiB writes, " + label,
-          "MB/s",
-          LookupsAndTransfers.figure(on, Figures::writeMbps),
-          LookupsAndTransfers.figure(off, Figures::writeMbps),
-          "");
-      table.add(
-          "1 MiB reads, " + label,
-          "MB/s",
-          LookupsAndTransfers.figure(on, Figures::readMbps),
-          LookupsAndTransfers.figure(off, Figures::readMbps),
-          "");
+      LookupsAndTransfers.addRows(table, ", " + label, figures.get(mode), off);
     }
     table.print(out, "figure");
     String how =
