@@ -255,6 +255,62 @@ class BlockTokensTest {
   }
 
   @Test
+  void aClosedFilesWriteTokenLapsesAfterTheWriteLifetime() throws Exception {
+    try (MiniCluster cluster =
+            MiniCluster.builder()
+                .dramDatanodes(1)
+                .config(as("node").with(NameNodeKeys.BLOCK_TOKEN_WRITE_LIFETIME, "3s"))
+                .build();
+        EmberClient alice = cluster.newClient(as("alice"));
+        Raw raw = new Raw("alice")) {
+      // A writer's first block, asked for as the client library asks, and written by hand.
+      long asked = System.currentTimeMillis();
+      Messages.CreateResponse created =
+          raw.call(
+              cluster.namenodeAddress(),
+              MessageType.CREATE,
+              new Messages.CreateRequest(
+                  "/closed.bin",
+                  io.ember.protocol.NodeType.FILE,
+                  io.ember.protocol.StorageClass.DRAM,
+                  false,
+                  "raw-writer",
+                  true,
+                  false,
+                  0644),
+              Messages.CreateResponse::decode);
+      BlockLocation block = created.firstBlock();
+      assertEquals(BlockToken.READ | BlockToken.WRITE, block.token().modes());
+      assertTrue(
+          block.token().expiresMillis() <= System.currentTimeMillis() + 3_000
+              && block.token().expiresMillis() >= asked + 3_000,
+          "a write token holds for the write lifetime, not the 10h lifetime");
+      byte[] first = random(1000, 7);
+      raw.write(block, first);
+      raw.call(
+          cluster.namenodeAddress(),
+          MessageType.CLOSE_FILE,
+          new Messages.CloseFileRequest(created.status().id(), first.length),
+          io.ember.protocol.NodeStatus::decode);
+      // Once its write lifetime is over, the closed file's former writer changes nothing.
+      long end = System.nanoTime() + DEADLINE.toNanos();
+      while (System.currentTimeMillis() <= block.token().expiresMillis()) {
+        assertTrue(System.nanoTime() < end, "the token's expiry never came");
+        Thread.sleep(20);
+      }
+      String why = refused(ErrorCode.STALE_LOCATION, () -> raw.write(block, random(1000, 8)));
+      assertTrue(why.contains("expired"), why);
+      try (EmberInputStream in = alice.open("/closed.bin")) {
+        assertArrayEquals(first, in.readAllBytes(), "the closed file kept its bytes");
+      }
+      // Read tokens keep the full lifetime.
+      assertTrue(
+          alice.blockLocations("/closed.bin").get(0).token().expiresMillis()
+              > System.currentTimeMillis() + 3_600_000);
+    }
+  }
+
+  @Test
   void aWriterThatHoldsABlockLongerThanATokensLifetimeKeepsWriting() throws Exception {
     try (MiniCluster cluster =
             MiniCluster.builder()

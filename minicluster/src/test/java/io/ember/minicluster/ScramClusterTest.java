@@ -109,6 +109,13 @@ class ScramClusterTest {
     }
   }
 
+  /** One call to {@code server} on a connection that shows nothing; the answer's bytes. */
+  private static byte[] call(RpcClients raw, HostPort server, MessageType type, Message body)
+      throws io.ember.protocol.EmberException {
+    return Futures.await(
+        raw.get(server, "data node").thenCompose(c -> c.call(type, body, ByteBufUtil::getBytes)));
+  }
+
   @Test
   void aDataNodeServesOnlyWhatTheNameNodeGranted() throws Exception {
     byte[] data = random(300_000, 2);
@@ -123,45 +130,30 @@ class ScramClusterTest {
       assertFalse(mine.token().isNone(), "password clusters hand out block tokens");
       HostPort dn = HostPort.parse(mine.endpoint(), 0);
       // The data connection is not authenticated: the token is what the data node checks.
-      byte[] got =
-          Futures.await(
-              raw.get(dn, "data node")
-                  .thenCompose(
-                      c ->
-                          c.call(
-                              MessageType.BLOCK_READ,
-                              Messages.BlockReadRequest.of(mine, 0, 1000),
-                              ByteBufUtil::getBytes)));
-      assertArrayEquals(java.util.Arrays.copyOf(data, 1000), got, "the path works with a token");
+      assertArrayEquals(
+          java.util.Arrays.copyOf(data, 1000),
+          call(raw, dn, MessageType.BLOCK_READ, Messages.BlockReadRequest.of(mine, 0, 1000)),
+          "the path works with a token");
       String why =
           TlsUsers.refused(
               ErrorCode.PERMISSION_DENIED,
               () ->
-                  Futures.await(
-                      raw.get(dn, "data node")
-                          .thenCompose(
-                              c ->
-                                  c.call(
-                                      MessageType.BLOCK_READ,
-                                      Messages.BlockReadRequest.of(
-                                          mine.withToken(BlockToken.NONE), 0, 1000),
-                                      ByteBufUtil::getBytes))));
+                  call(
+                      raw,
+                      dn,
+                      MessageType.BLOCK_READ,
+                      Messages.BlockReadRequest.of(mine.withToken(BlockToken.NONE), 0, 1000)));
       assertTrue(why.contains("without a block token"), why);
       why =
           TlsUsers.refused(
               ErrorCode.PERMISSION_DENIED,
               () ->
-                  Futures.await(
-                      raw.get(dn, "data node")
-                          .thenCompose(
-                              c ->
-                                  c.call(
-                                      MessageType.BLOCK_WRITE,
-                                      Messages.BlockWriteRequest.of(
-                                          mine,
-                                          0,
-                                          io.netty.buffer.Unpooled.wrappedBuffer(new byte[3])),
-                                      ResponseDecoder.EMPTY))));
+                  call(
+                      raw,
+                      dn,
+                      MessageType.BLOCK_WRITE,
+                      Messages.BlockWriteRequest.of(
+                          mine, 0, io.netty.buffer.Unpooled.wrappedBuffer(new byte[3]))));
       assertTrue(why.contains("grants reading only"), why);
       assertArrayEquals(data, TestFiles.readAll(alice, "/secret.bin"), "nothing changed");
     }

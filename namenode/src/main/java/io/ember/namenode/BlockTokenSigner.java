@@ -19,6 +19,7 @@ import java.util.function.LongSupplier;
  */
 final class BlockTokenSigner {
   private final long lifetimeMillis;
+  private final long writeLifetimeMillis;
   private final LongSupplier clock;
   private final SecureRandom random = new SecureRandom();
 
@@ -32,8 +33,13 @@ final class BlockTokenSigner {
   private byte[] nextSecret;
   private int nextId;
 
-  BlockTokenSigner(Duration lifetime, LongSupplier wallClockMillis) {
+  /**
+   * @param writeLifetime how long a token that grants writing holds, at most: a closed file's
+   *     former writer can change its bytes until then
+   */
+  BlockTokenSigner(Duration lifetime, Duration writeLifetime, LongSupplier wallClockMillis) {
     this.lifetimeMillis = lifetime.toMillis();
+    this.writeLifetimeMillis = Math.min(lifetimeMillis, writeLifetime.toMillis());
     this.clock = wallClockMillis;
     // Ids a name node that restarted hands out are unlikely to name one of its predecessor's.
     this.nextId = 1 + random.nextInt(Integer.MAX_VALUE / 2);
@@ -84,6 +90,12 @@ final class BlockTokenSigner {
       secret = currentSecret;
     }
     return location.withToken(
-        BlockToken.sign(keyId, secret, location, modes, now + lifetimeMillis, identity));
+        BlockToken.sign(
+            keyId,
+            secret,
+            location,
+            modes,
+            now + ((modes & BlockToken.WRITE) != 0 ? writeLifetimeMillis : lifetimeMillis),
+            identity));
   }
 }

@@ -187,7 +187,9 @@ public final class NameNode implements AutoCloseable {
     tokens =
         authenticated
             ? new BlockTokenSigner(
-                config.get(NameNodeKeys.BLOCK_TOKEN_LIFETIME), System::currentTimeMillis)
+                config.get(NameNodeKeys.BLOCK_TOKEN_LIFETIME),
+                config.get(NameNodeKeys.BLOCK_TOKEN_WRITE_LIFETIME),
+                System::currentTimeMillis)
             : null;
     java.util.Set<String> nodes = new java.util.HashSet<>();
     if (EmberKeys.secured(config)) {

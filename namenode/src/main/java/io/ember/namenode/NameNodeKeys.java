@@ -208,9 +208,9 @@ public final class NameNodeKeys {
               + " certificate's and the super-users");
 
   /**
-   * How long a block token holds (under TLS), and how often the key that signs them changes. A
-   * reader whose token expired asks for its locations again; a writer holding one block longer than
-   * this fails.
+   * How long a block token holds (under TLS or SCRAM), and how often the key that signs them
+   * changes. A reader whose token expired asks for its locations again; a writer asks for its block
+   * again half way to its token's expiry.
    */
   public static final ConfigKey<Duration> BLOCK_TOKEN_LIFETIME =
       ConfigKey.ofDuration(
@@ -219,6 +219,20 @@ public final class NameNodeKeys {
           Duration.ofMillis(100),
           Duration.ofDays(7),
           "how long a block token holds, and how often its signing key changes (under TLS)");
+
+  /**
+   * How long a token that grants writing holds, at most: data nodes do not learn that a file was
+   * closed, so this bounds how long its former writer could still change its bytes. Writers ask for
+   * a fresh token half way to its expiry, one call per block each half of this.
+   */
+  public static final ConfigKey<Duration> BLOCK_TOKEN_WRITE_LIFETIME =
+      ConfigKey.ofDuration(
+          "ember.security.block-token.write-lifetime",
+          "10m",
+          Duration.ofMillis(100),
+          Duration.ofDays(7),
+          "how long a block token that grants writing holds at most (a closed file's former"
+              + " writer can change it until then); writers renew theirs half way");
 
   /**
    * Whether the name node connects to the address a registering data node advertises (its RPC port,
@@ -287,6 +301,7 @@ public final class NameNodeKeys {
           ROOT_PERMISSION,
           DATANODE_IDENTITIES,
           BLOCK_TOKEN_LIFETIME,
+          BLOCK_TOKEN_WRITE_LIFETIME,
           DELEGATION_TOKEN_RENEW_INTERVAL,
           DELEGATION_TOKEN_MAX_LIFETIME,
           DELEGATION_KEY_UPDATE_INTERVAL);
