@@ -577,20 +577,24 @@ class EmberCliTest {
     assertTrue(Files.readString(dir.resolve("alice.pem")).endsWith(ca), "the chain ends at the CA");
   }
 
+  /** {@code ember security add-user NAME} into {@code credentials}, the password from a file. */
+  private static Result addUser(String name, Path credentials, Path password) {
+    return run(
+        "security",
+        "add-user",
+        name,
+        "--credentials",
+        credentials.toString(),
+        "--password-file",
+        password.toString());
+  }
+
   @Test
   void securityAddUserWritesVerifiersThatAPasswordClusterTakes(@TempDir Path tmp) throws Exception {
     Path credentials = tmp.resolve("conf").resolve("credentials");
     Path password = tmp.resolve("alice.pw");
     Files.writeString(password, "correct horse\n");
-    Result added =
-        run(
-            "security",
-            "add-user",
-            "alice",
-            "--credentials",
-            credentials.toString(),
-            "--password-file",
-            password.toString());
+    Result added = addUser("alice", credentials, password);
     assertEquals(0, added.code(), added.err());
     assertTrue(added.out().contains("added alice"), added.out());
     String file = Files.readString(credentials);
@@ -602,40 +606,14 @@ class EmberCliTest {
             Files.getPosixFilePermissions(credentials)));
     Path nodePassword = tmp.resolve("node.pw");
     Files.writeString(nodePassword, "node secret\n");
-    assertEquals(
-        0,
-        run(
-                "security",
-                "add-user",
-                "node",
-                "--credentials",
-                credentials.toString(),
-                "--password-file",
-                nodePassword.toString())
-            .code());
+    assertEquals(0, addUser("node", credentials, nodePassword).code());
     // Refused before anything is written: a name that cannot be a user, an empty password.
-    Result badName =
-        run(
-            "security",
-            "add-user",
-            "a:b",
-            "--credentials",
-            credentials.toString(),
-            "--password-file",
-            password.toString());
+    Result badName = addUser("a:b", credentials, password);
     assertEquals(1, badName.code());
     assertTrue(badName.err().contains("cannot be a user name"), badName.err());
     Path empty = tmp.resolve("empty.pw");
     Files.writeString(empty, "\n");
-    Result noPassword =
-        run(
-            "security",
-            "add-user",
-            "bob",
-            "--credentials",
-            credentials.toString(),
-            "--password-file",
-            empty.toString());
+    Result noPassword = addUser("bob", credentials, empty);
     assertTrue(
         noPassword.code() != 0 && noPassword.err().contains("no password"), noPassword.err());
     assertFalse(Files.readString(credentials).contains("bob "), "nothing written for bob");
@@ -672,15 +650,7 @@ class EmberCliTest {
       // A changed password takes effect without a restart; the old one is then one line.
       Path changed = tmp.resolve("new.pw");
       Files.writeString(changed, "battery staple\n");
-      Result change =
-          run(
-              "security",
-              "add-user",
-              "alice",
-              "--credentials",
-              credentials.toString(),
-              "--password-file",
-              changed.toString());
+      Result change = addUser("alice", credentials, changed);
       assertTrue(change.out().contains("changed the password of alice"), change.out());
       Result old = asAlice.apply("ls /");
       assertEquals(1, old.code());

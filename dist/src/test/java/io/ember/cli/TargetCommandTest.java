@@ -18,6 +18,7 @@ import java.net.InetAddress;
 import java.net.ServerSocket;
 import java.nio.ByteBuffer;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.Random;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Pattern;
@@ -42,14 +43,17 @@ class TargetCommandTest {
     processes.close();
   }
 
+  /** {@code ember target} on a free loopback port, with {@code options}. */
+  private Process onLoopback(Path log, String... options) throws Exception {
+    List<String> args =
+        new java.util.ArrayList<>(List.of("target", "--bind", "127.0.0.1", "--port", "0"));
+    args.addAll(List.of(options));
+    return processes.start(log, args.toArray(new String[0]));
+  }
+
   private Process target(Path log, Path file) throws Exception {
-    return processes.start(
+    return onLoopback(
         log,
-        "target",
-        "--bind",
-        "127.0.0.1",
-        "--port",
-        "0",
         "--nqn",
         "nqn.2026-11.io.ember:target-test",
         "--namespace",
@@ -139,17 +143,7 @@ class TargetCommandTest {
    * {@code ember target} on loopback with a 16 MiB namespace, admitting the hosts of {@code hosts}.
    */
   private Process startWithHostsFile(Path log, Path hosts) throws Exception {
-    return processes.start(
-        log,
-        "target",
-        "--bind",
-        "127.0.0.1",
-        "--port",
-        "0",
-        "--namespace",
-        "memory:16m",
-        "--hosts-file",
-        hosts.toString());
+    return onLoopback(log, "--namespace", "memory:16m", "--hosts-file", hosts.toString());
   }
 
   @Test
