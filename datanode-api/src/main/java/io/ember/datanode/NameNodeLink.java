@@ -68,6 +68,9 @@ public final class NameNodeLink implements AutoCloseable {
    * The keys the name node signs block tokens with, by id, as its last registration or heartbeat
    * answer named them (none on a cluster without TLS).
    */
+  /** The greeting whose exchange masked the block keys; null when they come in the clear. */
+  private final io.ember.protocol.Greeting.Password unmasker;
+
   private volatile java.util.Map<Integer, io.ember.protocol.BlockKey> blockKeys =
       java.util.Map.of();
 
@@ -171,12 +174,18 @@ public final class NameNodeLink implements AutoCloseable {
     this.registration = registration;
     this.trimmer = trimmer;
     this.healthy = healthy;
-    this.connections = new RpcClients(config, "datanode-namenode", 1);
     io.ember.protocol.Greeting greeting = EmberKeys.greeting(config);
+    this.connections = new RpcClients(config, "datanode-namenode", 1);
     if (greeting != null) {
       // A data node with a password proves it as each name node connection opens.
       connections.greet(namenode, greeting);
     }
+    // Without TLS, the name node masks its block keys with what the password exchange agreed.
+    this.unmasker =
+        greeting instanceof io.ember.protocol.Greeting.Password password
+                && !EmberKeys.secured(config)
+            ? password
+            : null;
     Duration interval = config.get(EmberKeys.HEARTBEAT_INTERVAL);
     this.intervalMillis = interval.toMillis();
     this.lifeCycle = new LifeCycle(name + " link");
@@ -328,8 +337,9 @@ public final class NameNodeLink implements AutoCloseable {
         byId.put(k.id(), k);
       }
     }
+    byte[] wrap = unmasker == null ? null : unmasker.blockKeyWrap();
     for (io.ember.protocol.BlockKey k : keys) {
-      byId.put(k.id(), k);
+      byId.put(k.id(), wrap == null ? k : k.masked(wrap));
     }
     blockKeys = java.util.Map.copyOf(byId);
   }

@@ -212,6 +212,66 @@ class ScramClusterTest {
     }
   }
 
+  @Test
+  void blockKeysCrossAPlainConnectionMaskedWithTheDataNodesPassword() throws Exception {
+    try (MiniCluster cluster = cluster();
+        EmberClient alice = cluster.newClient(as("alice", "alice-secret"));
+        RpcClients rpc = new RpcClients(EmberConfig.defaults(), "test");
+        // Something at the address the registration names, for the name node's reachability check.
+        RpcServer endpoint =
+            new RpcServer("endpoint", EmberConfig.defaults(), (ch, type, in) -> Message.EMPTY)) {
+      int endpointPort = endpoint.start("127.0.0.1", 0).getPort();
+      try (EmberOutputStream out = alice.create("/f", CreateOptions.DEFAULT)) {
+        out.write(random(1000, 4));
+      }
+      BlockLocation granted = alice.blockLocations("/f").get(0);
+      BlockToken token = granted.token();
+      // A data node user registers, as a data node does, and reads the keys off the plain wire.
+      Greeting.Password node = Greeting.scram("node", "node-secret");
+      rpc.greet(cluster.namenodeAddress(), node);
+      Messages.RegisterResponse registered =
+          Futures.await(
+              rpc.get(cluster.namenodeAddress(), "name node")
+                  .thenCompose(
+                      c ->
+                          c.call(
+                              MessageType.REGISTER_DATANODE,
+                              new Messages.RegisterRequest(
+                                  io.ember.protocol.StorageClass.DRAM,
+                                  "dram",
+                                  "127.0.0.1:" + endpointPort,
+                                  64L << 20,
+                                  false),
+                              Messages.RegisterResponse::decode)));
+      io.ember.protocol.BlockKey onWire =
+          registered.blockKeys().stream()
+              .filter(k -> k.id() == token.keyId())
+              .findFirst()
+              .orElseThrow(() -> new AssertionError("no key " + token.keyId() + " handed out"));
+      // What an eavesdropper reads signs nothing; unmasked with the password's key it signs.
+      assertFalse(
+          token.signs(
+              onWire.secret(),
+              granted.blockId(),
+              granted.generation(),
+              granted.incarnation(),
+              granted.address(),
+              ""),
+          "a key read off the wire signs alice's token");
+      assertTrue(
+          token.signs(
+              onWire.masked(node.blockKeyWrap()).secret(),
+              granted.blockId(),
+              granted.generation(),
+              granted.incarnation(),
+              granted.address(),
+              ""),
+          "the data node's unmasked key signs alice's token");
+      // And the real data node unmasks its own: alice reads through it.
+      assertEquals(1000, TestFiles.readAll(alice, "/f").length);
+    }
+  }
+
   /** Runs an exchange as {@code greeting} does, keeping the client's two messages. */
   private static List<String> recordExchange(RpcClient c, String user, String password)
       throws Exception {

@@ -956,7 +956,25 @@ public final class NameNode implements AutoCloseable {
       return registered;
     }
     return new Messages.RegisterResponse(
-        registered.datanodeId(), registered.blockSize(), registered.blockCount(), tokens.keys());
+        registered.datanodeId(),
+        registered.blockSize(),
+        registered.blockCount(),
+        blockKeysFor(channel));
+  }
+
+  /**
+   * The block keys as {@code channel}'s data node may see them: as they are over TLS, masked with
+   * the data node's password ({@link io.ember.protocol.BlockKey#masked}) on a connection that only
+   * SCRAM authenticated, where anyone on the path would otherwise read keys that sign any token.
+   */
+  private List<io.ember.protocol.BlockKey> blockKeysFor(Channel channel) {
+    List<io.ember.protocol.BlockKey> keys = tokens.keys();
+    io.ember.protocol.Scram.Server exchange = channel.attr(SCRAM_EXCHANGE).get();
+    byte[] wrap = exchange == null ? null : exchange.blockKeyWrap();
+    if (wrap == null || channel.pipeline().get(io.netty.handler.ssl.SslHandler.class) != null) {
+      return keys;
+    }
+    return keys.stream().map(k -> k.masked(wrap)).toList();
   }
 
   /**
@@ -1319,7 +1337,7 @@ public final class NameNode implements AutoCloseable {
           Messages.HeartbeatResponse answer =
               new Messages.HeartbeatResponse(
                   state.heartbeat(r.datanodeId(), r.trimmed()),
-                  tokens == null ? List.of() : tokens.keys());
+                  tokens == null ? List.of() : blockKeysFor(channel));
           // A node whose connection closed may heartbeat on its new one: that is its connection
           // now.
           datanodeConnections.put(r.datanodeId(), channel);

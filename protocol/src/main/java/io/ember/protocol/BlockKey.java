@@ -5,8 +5,9 @@ import java.util.ArrayList;
 import java.util.List;
 
 /**
- * A key the name node signs block tokens with, as it hands it to its data nodes (over their TLS
- * connection) in registration and heartbeat answers.
+ * A key the name node signs block tokens with, as it hands it to its data nodes in registration and
+ * heartbeat answers: in the clear over TLS, {@linkplain #masked masked} over a connection that only
+ * a password exchange (SCRAM) authenticated, which anyone on the path could read.
  *
  * @param id the key's number, never 0
  * @param expiresMillis after this no token it signed holds, milliseconds since the epoch
@@ -28,6 +29,32 @@ public record BlockKey(int id, long expiresMillis, byte[] secret) {
   @Override
   public byte[] secret() {
     return secret.clone();
+  }
+
+  /**
+   * This key with its secret masked for a connection that is not encrypted: XORed with
+   * HMAC-SHA256({@code wrapKey}, "ember block key" ‖ id ‖ expiry). The wrap key comes from a
+   * password exchange ({@link Scram.Client#blockKeyWrap}, {@link Scram.Server#blockKeyWrap}), so
+   * only the name node and the data node that proved its password can work the pad out, and an
+   * eavesdropper learns nothing that signs a token. Masking again with the same wrap key gives the
+   * key back.
+   */
+  public BlockKey masked(byte[] wrapKey) {
+    byte[] pad;
+    try {
+      javax.crypto.Mac mac = javax.crypto.Mac.getInstance("HmacSHA256");
+      mac.init(new javax.crypto.spec.SecretKeySpec(wrapKey, "HmacSHA256"));
+      mac.update("ember block key".getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+      mac.update(java.nio.ByteBuffer.allocate(12).putInt(id).putLong(expiresMillis).array());
+      pad = mac.doFinal();
+    } catch (java.security.GeneralSecurityException e) {
+      throw new IllegalStateException("HmacSHA256 is missing from this JDK", e);
+    }
+    byte[] out = new byte[SECRET_BYTES];
+    for (int i = 0; i < SECRET_BYTES; i++) {
+      out[i] = (byte) (secret[i] ^ pad[i]);
+    }
+    return new BlockKey(id, expiresMillis, out);
   }
 
   /** Writes a list of keys. */

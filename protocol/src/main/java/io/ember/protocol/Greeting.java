@@ -34,35 +34,64 @@ public interface Greeting {
    * Proves {@code user}'s password with SCRAM-SHA-256 ({@link MessageType#SCRAM_FIRST}, then {@link
    * MessageType#SCRAM_LAST}), and checks that the server proves it holds the user's verifier.
    */
-  static Greeting scram(String user, String password) {
-    Scram.SaltedPasswords salted = new Scram.SaltedPasswords();
-    ResponseDecoder<String> text =
-        in -> Wire.readString(in, "SCRAM message", Scram.MAX_MESSAGE_BYTES);
-    return exchange -> {
+  static Password scram(String user, String password) {
+    return new Password(user, password);
+  }
+
+  /**
+   * A SCRAM-SHA-256 greeting, which also keeps what the last exchange agreed to unmask block keys
+   * with ({@link #blockKeyWrap}).
+   */
+  final class Password implements Greeting {
+    private final String user;
+    private final String password;
+    private final Scram.SaltedPasswords salted = new Scram.SaltedPasswords();
+    private volatile byte[] blockKeyWrap;
+
+    private Password(String user, String password) {
+      this.user = user;
+      this.password = password;
+    }
+
+    @Override
+    public CompletableFuture<Void> greet(Exchange exchange) {
+      ResponseDecoder<String> text =
+          in -> Wire.readString(in, "SCRAM message", Scram.MAX_MESSAGE_BYTES);
       Scram.Client client = new Scram.Client(user, password, salted);
       String first = client.first();
       return exchange
           .call(MessageType.SCRAM_FIRST, out -> Wire.writeString(out, first), text)
-          .thenCompose(
+          // The iterated hash takes milliseconds: not on the connection's event loop.
+          .thenApplyAsync(
               serverFirst -> {
-                String last;
                 try {
-                  last = client.last(serverFirst);
+                  return client.last(serverFirst);
                 } catch (EmberException e) {
-                  return CompletableFuture.failedFuture(e);
+                  throw new java.util.concurrent.CompletionException(e);
                 }
-                return exchange.call(
-                    MessageType.SCRAM_LAST, out -> Wire.writeString(out, last), text);
               })
+          .thenCompose(
+              last ->
+                  exchange.call(MessageType.SCRAM_LAST, out -> Wire.writeString(out, last), text))
           .thenCompose(
               serverLast -> {
                 try {
                   client.check(serverLast);
+                  blockKeyWrap = client.blockKeyWrap();
                   return CompletableFuture.completedFuture(null);
                 } catch (EmberException e) {
                   return CompletableFuture.failedFuture(e);
                 }
               });
-    };
+    }
+
+    /**
+     * The key block keys come masked with ({@link BlockKey#masked}) on a connection this greeting
+     * authenticated without TLS; null until an exchange has passed.
+     */
+    public byte[] blockKeyWrap() {
+      byte[] wrap = blockKeyWrap;
+      return wrap == null ? null : wrap.clone();
+    }
   }
 }

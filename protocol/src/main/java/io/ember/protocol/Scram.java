@@ -30,7 +30,7 @@ public final class Scram {
   public static final int DEFAULT_ITERATIONS = 4096;
 
   /** Beyond this a verifier is refused: a hostile server could make clients spin on it. */
-  public static final int MAX_ITERATIONS = 1 << 20;
+  public static final int MAX_ITERATIONS = 1 << 16;
 
   /** The longest message either side takes: names, nonces and proofs fit many times over. */
   public static final int MAX_MESSAGE_BYTES = 2048;
@@ -177,6 +177,8 @@ public final class Scram {
     private final Function<Verifier, byte[]> saltedCache;
     private String firstBare;
     private byte[] expectedServerSignature;
+    private byte[] storedKey;
+    private byte[] blockKeyWrap;
 
     /**
      * A client that authenticates as {@code user} with {@code password}.
@@ -241,7 +243,8 @@ public final class Scram {
       byte[] authMessage =
           (firstBare + "," + serverFirst + "," + withoutProof).getBytes(StandardCharsets.UTF_8);
       byte[] clientKey = clientKey(salted);
-      byte[] signature = hmac(sha256(clientKey), authMessage);
+      storedKey = sha256(clientKey);
+      byte[] signature = hmac(storedKey, authMessage);
       byte[] proof = new byte[clientKey.length];
       for (int i = 0; i < proof.length; i++) {
         proof[i] = (byte) (clientKey[i] ^ signature[i]);
@@ -276,6 +279,15 @@ public final class Scram {
         throw refused(
             "it could not prove that it holds " + user + "'s verifier: it is not this cluster's");
       }
+      blockKeyWrap = wrapKeyOf(storedKey);
+    }
+
+    /**
+     * The key {@link BlockKey#masked} masks block keys with on this user's connections, once {@link
+     * #check} has passed; null before. The server works out the same from the verifier.
+     */
+    public byte[] blockKeyWrap() {
+      return blockKeyWrap == null ? null : blockKeyWrap.clone();
     }
 
     private EmberException refused(String why) {
@@ -325,6 +337,7 @@ public final class Scram {
     private String clientFirstBare;
     private String serverFirst;
     private boolean done;
+    private byte[] blockKeyWrap;
 
     /**
      * @param verifiers a user's verifier, or null when there is no such user
@@ -365,8 +378,10 @@ public final class Scram {
         throw failed("the first message is not n=USER,r=NONCE");
       }
       String name = unescape(f[0].substring(2));
-      if (name == null || name.isEmpty()) {
-        throw failed("the user name is empty or badly escaped");
+      if (name == null || !validUser(name)) {
+        // Checked before the name reaches a log line or an answer.
+        throw failed(
+            "the user name is empty, badly escaped, or has spaces, control characters or ':'");
       }
       user = name;
       Verifier v = verifiers.apply(name);
@@ -429,7 +444,17 @@ public final class Scram {
       if (!known || !MessageDigest.isEqual(sha256(clientKey), verifier.storedKey())) {
         throw wrongPassword();
       }
+      blockKeyWrap = wrapKeyOf(verifier.storedKey());
       return "v=" + base64(hmac(verifier.serverKey(), authMessage));
+    }
+
+    /**
+     * The key {@link BlockKey#masked} masks block keys with for the user this exchange proved, once
+     * {@link #last} has passed; null before. Only the holders of the user's password or verifier
+     * can work it out.
+     */
+    public byte[] blockKeyWrap() {
+      return blockKeyWrap == null ? null : blockKeyWrap.clone();
     }
 
     private Verifier madeUp(String name) {
@@ -454,6 +479,10 @@ public final class Scram {
     private static EmberException failed(String why) {
       return new EmberException(ErrorCode.UNAUTHENTICATED, MECHANISM + " exchange refused: " + why);
     }
+  }
+
+  private static byte[] wrapKeyOf(byte[] storedKey) {
+    return hmac(storedKey, "ember block keys");
   }
 
   /** A fresh random nonce: 18 random bytes in base64 (no commas). */

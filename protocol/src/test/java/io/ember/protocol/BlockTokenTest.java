@@ -61,4 +61,22 @@ class BlockTokenTest {
     assertThrows(MalformedFrameException.class, () -> BlockToken.decode(cut));
     assertFalse(new BlockKey(1, 5, SECRET).toString().contains("0123"), "keys never print");
   }
+
+  @Test
+  void aMaskedKeyComesBackOnlyWithTheSameWrapKey() {
+    BlockKey key = new BlockKey(4, 123_456L, SECRET);
+    byte[] wrap = new byte[32];
+    wrap[0] = 7;
+    BlockKey masked = key.masked(wrap);
+    assertFalse(Arrays.equals(SECRET, masked.secret()), "masking changes the secret");
+    assertEquals(4, masked.id());
+    assertEquals(123_456L, masked.expiresMillis());
+    assertEquals(key, masked.masked(wrap), "masking twice gives the key back");
+    byte[] otherWrap = wrap.clone();
+    otherWrap[31] ^= 1;
+    assertFalse(Arrays.equals(SECRET, masked.masked(otherWrap).secret()), "another password's");
+    // The pad depends on the key's id: two keys with one secret do not mask alike.
+    assertFalse(
+        Arrays.equals(masked.secret(), new BlockKey(5, 123_456L, SECRET).masked(wrap).secret()));
+  }
 }

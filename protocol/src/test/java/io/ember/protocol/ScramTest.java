@@ -1,7 +1,10 @@
 package io.ember.protocol;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -80,8 +83,28 @@ class ScramTest {
   @Test
   void theRightPasswordAuthenticatesBothWays() throws Exception {
     Scram.Server server = server();
-    exchange(new Scram.Client("alice", "right", null), server);
+    Scram.Client client = new Scram.Client("alice", "right", null);
+    assertNull(client.blockKeyWrap(), "nothing agreed before the exchange");
+    exchange(client, server);
     assertEquals("alice", server.user());
+    // Both ends agree on the key that masks block keys, and it is not something sent.
+    assertArrayEquals(server.blockKeyWrap(), client.blockKeyWrap());
+    // The same verifier on the next connection: the same key, as the data node's stays good.
+    var verifiers = Map.of("alice", Scram.Verifier.of("right", 4096));
+    Scram.Client first = new Scram.Client("alice", "right", null);
+    exchange(first, new Scram.Server(verifiers::get, SECRET));
+    Scram.Client second = new Scram.Client("alice", "right", null);
+    exchange(second, new Scram.Server(verifiers::get, SECRET));
+    assertArrayEquals(first.blockKeyWrap(), second.blockKeyWrap(), "one per verifier");
+  }
+
+  @Test
+  void controlCharactersInAUserNameAreRefusedBeforeTheyReachALog() {
+    EmberException e =
+        assertThrows(
+            EmberException.class, () -> server().first("n,,n=eve\nFAKE LOG LINE,r=abcdefghijkl"));
+    assertEquals(ErrorCode.UNAUTHENTICATED, e.code());
+    assertFalse(e.getMessage().contains("FAKE"), e.getMessage());
   }
 
   @Test
