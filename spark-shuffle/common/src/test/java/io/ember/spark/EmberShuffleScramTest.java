@@ -148,11 +148,18 @@ class EmberShuffleScramTest {
           assertEquals("spark", written.get(0).status().owner(), "written as the driver's user");
         }
         // The application ends: the driver cancels the token, and a process holding it is out.
-        driver.cleanupApplication();
         EmberConfig withToken =
             EmberConfig.defaults()
                 .with(EmberKeys.SCRAM, "true")
+                .with(EmberKeys.USER, "")
+                .with(EmberKeys.PASSWORD, "")
                 .with(EmberKeys.DELEGATION_TOKEN, token);
+        // Until then the token is good.
+        String root = handed.get(EmberShuffleDataIO.ROOT_KEY);
+        try (EmberClient holder = cluster.newClient(withToken)) {
+          assertEquals("spark", holder.lookup(root).owner());
+        }
+        driver.cleanupApplication();
         EmberException cancelled =
             assertThrows(EmberException.class, () -> cluster.newClient(withToken).lookup("/"));
         assertEquals(ErrorCode.UNAUTHENTICATED, cancelled.code(), cancelled.getMessage());
