@@ -155,6 +155,32 @@ class ScramClusterTest {
                       Messages.BlockWriteRequest.of(
                           mine, 0, io.netty.buffer.Unpooled.wrappedBuffer(new byte[3]))));
       assertTrue(why.contains("grants reading only"), why);
+      // A token for another block, or one with a bit changed, grants nothing.
+      try (EmberOutputStream out = alice.create("/other.bin", CreateOptions.DEFAULT)) {
+        out.write(new byte[1000]);
+      }
+      BlockLocation other = alice.blockLocations("/other.bin").get(0);
+      TlsUsers.refused(
+          ErrorCode.PERMISSION_DENIED,
+          () ->
+              call(
+                  raw,
+                  dn,
+                  MessageType.BLOCK_READ,
+                  Messages.BlockReadRequest.of(mine.withToken(other.token()), 0, 1000)));
+      byte[] flipped = mine.token().mac();
+      flipped[0] ^= 1;
+      BlockToken altered =
+          new BlockToken(
+              mine.token().keyId(), mine.token().expiresMillis(), mine.token().modes(), flipped);
+      TlsUsers.refused(
+          ErrorCode.PERMISSION_DENIED,
+          () ->
+              call(
+                  raw,
+                  dn,
+                  MessageType.BLOCK_READ,
+                  Messages.BlockReadRequest.of(mine.withToken(altered), 0, 1000)));
       assertArrayEquals(data, TestFiles.readAll(alice, "/secret.bin"), "nothing changed");
     }
   }
@@ -345,6 +371,51 @@ class ScramClusterTest {
       replay.close();
       cut.close();
       garbled.close();
+    }
+  }
+
+  @Test
+  void nothingElseIsServedInTheMiddleOfAnExchange() throws Exception {
+    try (MiniCluster cluster = cluster();
+        EmberClient alice = cluster.newClient(as("alice", "alice-secret"));
+        RpcClients rpc = new RpcClients(EmberConfig.defaults(), "test")) {
+      DelegationToken token = alice.getDelegationToken("");
+      HostPort nn = cluster.namenodeAddress();
+      RpcClient c = Futures.await(rpc.open(nn, "name node"));
+      say(c, MessageType.SCRAM_FIRST, "n,,n=alice,r=abcdefghijklmnop");
+      // Begun but not finished: no request is served, and a token does not finish it either.
+      TlsUsers.refused(
+          ErrorCode.UNAUTHENTICATED,
+          () ->
+              Futures.await(
+                  c.call(
+                      MessageType.LOOKUP, new Messages.PathRequest("/"), ResponseDecoder.EMPTY)));
+      String why =
+          TlsUsers.refused(
+              ErrorCode.INVALID_ARGUMENT,
+              () ->
+                  Futures.await(
+                      c.call(
+                          MessageType.AUTHENTICATE,
+                          new Messages.TokenMessage(token.encode()),
+                          ResponseDecoder.EMPTY)));
+      assertTrue(why.contains("began a password exchange"), why);
+      TlsUsers.refused(
+          ErrorCode.UNAUTHENTICATED,
+          () ->
+              Futures.await(
+                  c.call(
+                      MessageType.LOOKUP, new Messages.PathRequest("/"), ResponseDecoder.EMPTY)));
+      c.close();
+      // A connection a token authenticated takes no password exchange.
+      RpcClient byToken = Futures.await(rpc.open(nn, "name node"));
+      Futures.await(Greeting.token(token).greet(byToken));
+      why =
+          TlsUsers.refused(
+              ErrorCode.UNAUTHENTICATED,
+              () -> say(byToken, MessageType.SCRAM_FIRST, "n,,n=bob,r=abcdefghijklmnop"));
+      assertTrue(why.contains("one password exchange per connection"), why);
+      byToken.close();
     }
   }
 

@@ -356,6 +356,24 @@ class TlsTest {
     assertTrue(
         server.getMessage().contains("ember.security.tls.key does not belong to"),
         server.getMessage());
+    // A key of another kind than the certificate's is named as such.
+    java.security.KeyPairGenerator rsa = java.security.KeyPairGenerator.getInstance("RSA");
+    rsa.initialize(2048);
+    java.nio.file.Path rsaKey = tmp.resolve("rsa-" + engine + ".key");
+    java.nio.file.Files.writeString(
+        rsaKey,
+        "-----BEGIN PRIVATE KEY-----\n"
+            + java.util.Base64.getMimeEncoder(64, new byte[] {'\n'})
+                .encodeToString(rsa.generateKeyPair().getPrivate().getEncoded())
+            + "\n-----END PRIVATE KEY-----\n");
+    EmberException otherKind =
+        assertThrows(
+            EmberException.class,
+            () -> server(tls(ca, "node").with(EmberKeys.TLS_KEY, rsaKey.toString())));
+    assertTrue(
+        otherKind.getMessage().contains("does not belong to")
+            && otherKind.getMessage().contains("RSA key, EC certificate"),
+        otherKind.getMessage());
 
     Counting service = new Counting();
     RpcServer real = new RpcServer("test server", tls(ca, "node"), service);

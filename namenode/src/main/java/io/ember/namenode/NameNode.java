@@ -1256,11 +1256,14 @@ public final class NameNode implements AutoCloseable {
             return Message.EMPTY; // every caller is let through already
           }
           if (io.ember.protocol.Tls.peerIdentity(channel) != null
-              || channel.attr(CALLER).get() != null) {
+              || channel.attr(CALLER).get() != null
+              || channel.attr(SCRAM_EXCHANGE).get() != null) {
+            // A token does not finish or replace a password exchange begun on this connection.
             throw new EmberException(
                 ErrorCode.INVALID_ARGUMENT,
-                "this connection is authenticated already: a delegation token is for a client"
-                    + " without a certificate or password, once per connection");
+                "this connection is authenticated already, or began a password exchange: a"
+                    + " delegation token is for a client without a certificate or password, once"
+                    + " per connection");
           }
           Caller caller = state.authenticate(token);
           channel.attr(BY_DELEGATION).set(token);

@@ -229,10 +229,13 @@ public final class NameNodeKeys {
       ConfigKey.ofDuration(
           "ember.security.block-token.write-lifetime",
           "10m",
-          Duration.ofMillis(100),
+          // Writers renew half way, and at most once a second.
+          Duration.ofSeconds(2),
           Duration.ofDays(7),
           "how long a block token that grants writing holds at most (a closed file's former"
-              + " writer can change it until then); writers renew theirs half way");
+              + " writer can change it until then); writers renew theirs half way, and data nodes"
+              + " judge expiry by their own clocks, so keep those well within it of the name"
+              + " node's");
 
   /**
    * Whether the name node connects to the address a registering data node advertises (its RPC port,

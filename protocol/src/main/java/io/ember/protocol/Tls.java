@@ -174,6 +174,7 @@ public final class Tls {
   private static void checkKeyBelongsToCertificate(File cert, File key) throws EmberException {
     java.security.PrivateKey privateKey;
     java.security.PublicKey publicKey;
+    String otherKind = null;
     try {
       String pem =
           java.nio.file.Files.readString(key.toPath(), java.nio.charset.StandardCharsets.US_ASCII);
@@ -190,13 +191,26 @@ public final class Tls {
       }
       publicKey = first.getPublicKey();
       byte[] der = java.util.Base64.getMimeDecoder().decode(m.group(1));
-      privateKey =
-          java.security.KeyFactory.getInstance(publicKey.getAlgorithm())
-              .generatePrivate(new java.security.spec.PKCS8EncodedKeySpec(der));
+      try {
+        privateKey =
+            java.security.KeyFactory.getInstance(publicKey.getAlgorithm())
+                .generatePrivate(new java.security.spec.PKCS8EncodedKeySpec(der));
+      } catch (java.security.spec.InvalidKeySpecException notThisKind) {
+        // An RSA key beside an EC certificate, say: as much a mismatch as another EC key.
+        otherKind = kindOf(der);
+        if (otherKind == null) {
+          return;
+        }
+        privateKey = null;
+      }
     } catch (java.io.IOException
         | java.security.GeneralSecurityException
         | IllegalArgumentException unreadable) {
       return; // The engine names what it cannot read.
+    }
+    if (otherKind != null) {
+      throw keyMismatch(
+          cert, key, otherKind + " key, " + publicKey.getAlgorithm() + " certificate");
     }
     String algorithm =
         switch (publicKey.getAlgorithm()) {
@@ -224,17 +238,36 @@ public final class Tls {
       matches = false;
     }
     if (!matches) {
-      throw new EmberException(
-          ErrorCode.INVALID_ARGUMENT,
-          EmberKeys.TLS_KEY.name()
-              + " does not belong to the certificate in "
-              + EmberKeys.TLS_CERTIFICATE.name()
-              + " ("
-              + key
-              + " is not the key of "
-              + cert
-              + "): name the key that was made with this certificate");
+      throw keyMismatch(cert, key, null);
     }
+  }
+
+  /** The algorithm of a PKCS#8 key, or null when none of the usual ones reads it. */
+  private static String kindOf(byte[] der) {
+    for (String kind : java.util.List.of("RSA", "EC", "Ed25519", "Ed448")) {
+      try {
+        java.security.KeyFactory.getInstance(kind)
+            .generatePrivate(new java.security.spec.PKCS8EncodedKeySpec(der));
+        return kind;
+      } catch (java.security.GeneralSecurityException notThisOne) {
+        // the next
+      }
+    }
+    return null;
+  }
+
+  private static EmberException keyMismatch(File cert, File key, String kinds) {
+    return new EmberException(
+        ErrorCode.INVALID_ARGUMENT,
+        EmberKeys.TLS_KEY.name()
+            + " does not belong to the certificate in "
+            + EmberKeys.TLS_CERTIFICATE.name()
+            + " ("
+            + key
+            + " is not the key of "
+            + cert
+            + (kinds == null ? "" : "; " + kinds)
+            + "): name the key that was made with this certificate");
   }
 
   private static File file(EmberConfig config, ConfigKey<String> key) throws EmberException {

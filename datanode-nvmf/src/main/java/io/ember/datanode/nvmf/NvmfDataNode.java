@@ -93,11 +93,13 @@ public final class NvmfDataNode implements DataNode {
     try {
       String target = config.get(NvmfDataNodeKeys.TARGET);
       namenodeAddress = config.get(EmberKeys.NAMENODE_ADDRESS);
-      if (EmberKeys.secured(config)) {
+      if (EmberKeys.authenticates(config)) {
         LOG.warn(
-            "{} secures this node's calls to the name node, not the NVMe/TCP data between clients"
-                + " and the target: keep the target on a network only the cluster reaches",
-            EmberKeys.TLS.name());
+            "{} and {} secure this node's calls to the name node, not the NVMe/TCP data between"
+                + " clients and the target (which has DH-HMAC-CHAP for hosts instead): keep the"
+                + " target on a network only the cluster reaches",
+            EmberKeys.TLS.name(),
+            EmberKeys.SCRAM.name());
       }
       metrics = new ServerMetrics(config.get(EmberKeys.METRICS_ENABLED));
       options =
