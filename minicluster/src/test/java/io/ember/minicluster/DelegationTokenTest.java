@@ -234,7 +234,7 @@ class DelegationTokenTest {
                                     c.call(
                                         io.ember.protocol.MessageType.BLOCK_LENGTH,
                                         new io.ember.protocol.Messages.BlockLengthRequest(
-                                            1, 1, 0, 0),
+                                            1, 1, 0, 0, io.ember.protocol.BlockToken.NONE),
                                         io.ember.protocol.ResponseDecoder.EMPTY))));
         assertTrue(why.contains("only to callers with a certificate"), why);
       }

@@ -186,6 +186,47 @@ class ScramClusterTest {
   }
 
   @Test
+  void onlyTheNameNodeLearnsWhatASlotHolds() throws Exception {
+    byte[] written = random(2 * 65536 + 100, 5);
+    try (MiniCluster cluster =
+            MiniCluster.builder()
+                .dramDatanodes(1)
+                .blockSize("64k")
+                .config(
+                    as("node", "node-secret")
+                        .with(NameNodeKeys.CREDENTIALS, credentials.toString())
+                        .with(NameNodeKeys.LEASE_TIMEOUT, "6s"))
+                .build();
+        EmberClient reader = cluster.newClient(as("alice", "alice-secret"));
+        RpcClients raw = new RpcClients(EmberConfig.defaults(), "raw")) {
+      // Lease recovery asks the data node with a token only the name node signs.
+      String path = LeaseTest.writeAndDieBeforeReporting(cluster, reader, written);
+      LeaseTest.awaitClosed(reader, path);
+      assertEquals(written.length, reader.lookup(path).length());
+      assertArrayEquals(written, TestFiles.readAll(reader, path));
+      // Anyone else asks in vain, with no token or with a reader's.
+      BlockLocation b = reader.blockLocations(path).get(0);
+      HostPort dn = HostPort.parse(b.endpoint(), 0);
+      for (BlockToken shown : List.of(BlockToken.NONE, flipped(b.token()))) {
+        TlsUsers.refused(
+            ErrorCode.PERMISSION_DENIED,
+            () ->
+                call(
+                    raw,
+                    dn,
+                    MessageType.BLOCK_LENGTH,
+                    Messages.BlockLengthRequest.of(b.withToken(shown))));
+      }
+    }
+  }
+
+  private static BlockToken flipped(BlockToken t) {
+    byte[] mac = t.mac();
+    mac[0] ^= 1;
+    return new BlockToken(t.keyId(), t.expiresMillis(), t.modes(), mac);
+  }
+
+  @Test
   void wrongPasswordsUnknownUsersAndClientsWithoutOneAreRefused() throws Exception {
     try (MiniCluster cluster = cluster()) {
       String wrong =

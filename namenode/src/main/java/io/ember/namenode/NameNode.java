@@ -370,7 +370,9 @@ public final class NameNode implements AutoCloseable {
             c ->
                 c.call(
                     MessageType.BLOCK_LENGTH,
-                    Messages.BlockLengthRequest.of(block),
+                    // Under passwords only, a read token is how the data node knows who asks.
+                    Messages.BlockLengthRequest.of(
+                        tokens == null ? block : tokens.sign(block, BlockToken.READ, "")),
                     Messages.BlockLengthResponse::decode))
         .thenApply(r -> OptionalLong.of(r.length()))
         .whenComplete(

@@ -928,12 +928,16 @@ public final class Messages {
    * whose writer's lease expired. Refused, like {@link BlockReadRequest}, by a data node whose
    * contents are not {@code incarnation}, or whose block there is of a newer generation.
    */
-  public record BlockLengthRequest(long incarnation, long blockId, long generation, long address)
+  public record BlockLengthRequest(
+      long incarnation, long blockId, long generation, long address, BlockToken token)
       implements Message {
-    /** The length of {@code block}. */
+    /**
+     * The length of {@code block}, shown with its token: on a cluster of password users, where the
+     * name node shows a data node no certificate, the token is what says the name node asks.
+     */
     public static BlockLengthRequest of(BlockLocation block) {
       return new BlockLengthRequest(
-          block.incarnation(), block.blockId(), block.generation(), block.address());
+          block.incarnation(), block.blockId(), block.generation(), block.address(), block.token());
     }
 
     @Override
@@ -942,6 +946,7 @@ public final class Messages {
       out.writeLong(blockId);
       out.writeLong(generation);
       out.writeLong(address);
+      token.encode(out);
     }
 
     /** Reads the body. */
@@ -950,8 +955,9 @@ public final class Messages {
       long blockId = Wire.readLong(in, "block id");
       long generation = Wire.readLong(in, "generation");
       long address = Wire.readLong(in, "address", 0, Long.MAX_VALUE);
+      BlockToken token = BlockToken.decode(in);
       Wire.expectEnd(in, "BLOCK_LENGTH");
-      return new BlockLengthRequest(incarnation, blockId, generation, address);
+      return new BlockLengthRequest(incarnation, blockId, generation, address, token);
     }
   }
 

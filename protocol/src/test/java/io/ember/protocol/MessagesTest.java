@@ -207,7 +207,8 @@ class MessagesTest {
             (Decoder) Messages.BlockReadRequest::decode
           },
           new Object[] {
-            new Messages.BlockLengthRequest(-3L, 17, 9, 4096),
+            new Messages.BlockLengthRequest(
+                -3L, 17, 9, 4096, new BlockToken(7, 99L, BlockToken.READ, new byte[32])),
             (Decoder) Messages.BlockLengthRequest::decode
           },
           new Object[] {

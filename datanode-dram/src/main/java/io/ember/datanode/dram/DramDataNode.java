@@ -841,16 +841,25 @@ public final class DramDataNode implements DataNode {
         case BLOCK_LENGTH:
           {
             Messages.BlockLengthRequest r = Messages.BlockLengthRequest.decode(in);
-            // Without TLS (passwords only) the name node shows no certificate here, and the
-            // length is answered as on a cluster without security.
+            // The name node asks, at lease recovery; nobody else has any business learning what
+            // a slot holds. Under TLS it shows its certificate; under passwords only, a token
+            // only it can sign.
             if (tlsOn && io.ember.protocol.Tls.peerIdentity(channel) == null) {
-              // The name node asks, at lease recovery; a client without a certificate (one that
-              // holds only tokens) has no business learning what a slot holds.
               throw new EmberException(
                   ErrorCode.PERMISSION_DENIED,
                   describe + " answers BLOCK_LENGTH only to callers with a certificate");
             }
             checkServes(r.incarnation());
+            if (!tlsOn) {
+              checkToken(
+                  channel,
+                  r.token(),
+                  r.incarnation(),
+                  r.blockId(),
+                  r.generation(),
+                  r.address(),
+                  io.ember.protocol.BlockToken.READ);
+            }
             BlockGenerations g = generations(r.incarnation());
             synchronized (g.lockFor(r.address())) {
               return new Messages.BlockLengthResponse(
