@@ -227,6 +227,43 @@ class ScramClusterTest {
   }
 
   @Test
+  void overTlsAClientWithoutACertificateProvesAPassword() throws Exception {
+    TlsUsers tls = TlsUsers.issue(tmp.resolve("ca"));
+    EmberConfig server =
+        tls.as("node")
+            .with(EmberKeys.SCRAM, "true")
+            .with(NameNodeKeys.CREDENTIALS, credentials.toString());
+    // Encrypted, the servers proven by certificate, the client by its password.
+    java.util.function.BiFunction<String, String, EmberConfig> passwordOverTls =
+        (user, password) ->
+            as(user, password)
+                .with(EmberKeys.TLS, "true")
+                .with(EmberKeys.TLS_CA, tls.as("node").get(EmberKeys.TLS_CA))
+                .with(EmberKeys.TLS_CERTIFICATE, "")
+                .with(EmberKeys.TLS_KEY, "");
+    byte[] data = random(300_000, 6);
+    try (MiniCluster cluster = MiniCluster.builder().dramDatanodes(1).config(server).build();
+        EmberClient alice = cluster.newClient(passwordOverTls.apply("alice", "alice-secret"))) {
+      try (EmberOutputStream out =
+          alice.create("/mine", CreateOptions.DEFAULT.withPermission(0600))) {
+        out.write(data);
+      }
+      assertEquals("alice", alice.lookup("/mine").owner());
+      assertArrayEquals(data, TestFiles.readAll(alice, "/mine"));
+      String why =
+          TlsUsers.refused(
+              ErrorCode.UNAUTHENTICATED,
+              () -> cluster.newClient(passwordOverTls.apply("alice", "wrong")).lookup("/"));
+      assertTrue(why.contains("unknown user or wrong password"), why);
+      TlsUsers.refused(
+          ErrorCode.PERMISSION_DENIED,
+          () ->
+              TestFiles.readAll(
+                  cluster.newClient(passwordOverTls.apply("bob", "bob-secret")), "/mine"));
+    }
+  }
+
+  @Test
   void wrongPasswordsUnknownUsersAndClientsWithoutOneAreRefused() throws Exception {
     try (MiniCluster cluster = cluster()) {
       String wrong =
