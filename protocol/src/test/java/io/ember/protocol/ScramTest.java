@@ -152,6 +152,40 @@ class ScramTest {
   }
 
   @Test
+  void aClientRefusesAServerFirstMessageThatIsNotAnAnswer() throws Exception {
+    for (String bad :
+        new String[] {
+          "",
+          "r=",
+          "s=c2FsdA==,i=4096",
+          "r=NONCEmore,s=c2FsdA==", // no count
+          "r=NONCEmore,s=not base64!,i=4096",
+          "r=NONCEmore,s=,i=4096", // an empty salt
+          "r=NONCEmore,s=c2FsdA==,i=many",
+          "r=NONCEmore,s=c2FsdA==,i=1", // below RFC 7677's minimum
+          "r=NONCEmore,s=c2FsdA==,i=2000000000", // a hostile server's hours of hashing
+          "r=NONCE,s=c2FsdA==,i=4096", // the server added no nonce of its own
+          "r=OTHERmore,s=c2FsdA==,i=4096", // another exchange's nonce
+        }) {
+      Scram.Client client = new Scram.Client("alice", "right", "NONCE", null);
+      client.first();
+      EmberException e = assertThrows(EmberException.class, () -> client.last(bad), bad);
+      assertEquals(ErrorCode.UNAUTHENTICATED, e.code(), bad);
+      assertTrue(e.getMessage().startsWith("the server's SCRAM-SHA-256 exchange"), e.getMessage());
+    }
+    // A server's error answer, and a last message before any first.
+    Scram.Client client = new Scram.Client("alice", "right", "NONCE", null);
+    client.first();
+    client.last("r=NONCEmore,s=c2FsdA==,i=4096");
+    EmberException refused =
+        assertThrows(EmberException.class, () -> client.check("e=other-error"));
+    assertTrue(refused.getMessage().contains("it refused: other-error"), refused.getMessage());
+    assertThrows(
+        IllegalStateException.class,
+        () -> new Scram.Client("alice", "right", "NONCE", null).check("v=AAAA"));
+  }
+
+  @Test
   void truncatedOrMalformedMessagesAreRefused() throws Exception {
     for (String bad :
         new String[] {"", "n,,", "n,,n=alice", "y,,n=alice,r=0123456789", "p=x,,n=a"}) {
