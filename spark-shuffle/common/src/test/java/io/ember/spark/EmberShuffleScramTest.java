@@ -15,15 +15,11 @@ import io.ember.protocol.EmberKeys;
 import io.ember.protocol.ErrorCode;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.ArrayList;
-import java.util.List;
 import java.util.Map;
 import org.apache.spark.SparkConf;
-import org.apache.spark.api.java.JavaSparkContext;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
-import scala.Tuple2;
 
 /**
  * The shuffle on a cluster of password users (SCRAM-SHA-256, no TLS): a job whose driver and
@@ -78,30 +74,7 @@ class EmberShuffleScramTest {
                           EmberConfig.defaults().with(EmberKeys.NAMENODE_ADDRESS, namenode))
                       .lookup("/"));
       assertEquals(ErrorCode.UNAUTHENTICATED, refused.code(), refused.getMessage());
-      Path sparkHome = SparkTestConf.prepareLocalClusters();
-      try {
-        SparkConf c = SparkTestConf.localCluster("ember-shuffle-scram-test", sparkHome, 2);
-        SparkTestConf.withEmberShuffle(c, namenode);
-        c.set(EmberShuffleConf.FALLBACK_POLICY, "never");
-        sparkUser().forEach((k, v) -> c.set("spark.ember.conf." + k, v));
-        List<Integer> data = new ArrayList<>();
-        for (int i = 0; i < 20_000; i++) {
-          data.add(i);
-        }
-        try (JavaSparkContext sc = new JavaSparkContext(c)) {
-          Map<Integer, Integer> counts =
-              sc.parallelize(data, 4)
-                  .mapToPair(i -> new Tuple2<>(i % 100, 1))
-                  .reduceByKey(Integer::sum, 3)
-                  .collectAsMap();
-          assertEquals(100, counts.size());
-          for (int k = 0; k < 100; k++) {
-            assertEquals(200, counts.get(k), "count of key " + k);
-          }
-        }
-      } finally {
-        SparkTestConf.forgetLocalClusters();
-      }
+      SparkTestConf.countThroughEmberOnly("ember-shuffle-scram-test", namenode, sparkUser());
     }
   }
 

@@ -108,4 +108,38 @@ final class SparkTestConf {
         .set(EmberShuffleManager.PLUGIN_KEY, EmberShuffleDataIO.class.getName())
         .set(EmberShuffleConf.NAMENODE, namenode);
   }
+
+  /**
+   * Runs a job on two executor JVMs of a local cluster that shuffles 20,000 numbers through Ember
+   * at {@code namenode}, with {@code emberSettings} as {@code spark.ember.conf.*} and no fallback
+   * to Spark's own shuffle, and checks every count.
+   */
+  static void countThroughEmberOnly(
+      String appName, String namenode, java.util.Map<String, String> emberSettings)
+      throws IOException {
+    Path sparkHome = prepareLocalClusters();
+    try {
+      SparkConf c = withEmberShuffle(localCluster(appName, sparkHome, 2), namenode);
+      c.set(EmberShuffleConf.FALLBACK_POLICY, "never");
+      emberSettings.forEach((k, v) -> c.set("spark.ember.conf." + k, v));
+      java.util.List<Integer> data = new java.util.ArrayList<>();
+      for (int i = 0; i < 20_000; i++) {
+        data.add(i);
+      }
+      try (org.apache.spark.api.java.JavaSparkContext sc =
+          new org.apache.spark.api.java.JavaSparkContext(c)) {
+        java.util.Map<Integer, Integer> counts =
+            sc.parallelize(data, 4)
+                .mapToPair(i -> new scala.Tuple2<>(i % 100, 1))
+                .reduceByKey(Integer::sum, 3)
+                .collectAsMap();
+        org.junit.jupiter.api.Assertions.assertEquals(100, counts.size());
+        for (int k = 0; k < 100; k++) {
+          org.junit.jupiter.api.Assertions.assertEquals(200, counts.get(k), "count of key " + k);
+        }
+      }
+    } finally {
+      forgetLocalClusters();
+    }
+  }
 }
