@@ -64,13 +64,13 @@ public final class NameNodeLink implements AutoCloseable {
 
   private volatile int blockSize;
 
-  /**
-   * The keys the name node signs block tokens with, by id, as its last registration or heartbeat
-   * answer named them (none on a cluster without TLS).
-   */
   /** The greeting whose exchange masked the block keys; null when they come in the clear. */
   private final io.ember.protocol.Greeting.Password unmasker;
 
+  /**
+   * The keys the name node signs block tokens with, by id, as its last registration or heartbeat
+   * answer named them (none on a cluster without TLS or SCRAM).
+   */
   private volatile java.util.Map<Integer, io.ember.protocol.BlockKey> blockKeys =
       java.util.Map.of();
 

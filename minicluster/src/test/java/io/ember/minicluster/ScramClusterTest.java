@@ -116,6 +116,12 @@ class ScramClusterTest {
         raw.get(server, "data node").thenCompose(c -> c.call(type, body, ByteBufUtil::getBytes)));
   }
 
+  /** One call to data node {@code dn} that it must refuse as not permitted; says why. */
+  private static String refusedByDataNode(
+      RpcClients raw, HostPort dn, MessageType type, Message body) {
+    return TlsUsers.refused(ErrorCode.PERMISSION_DENIED, () -> call(raw, dn, type, body));
+  }
+
   @Test
   void aDataNodeServesOnlyWhatTheNameNodeGranted() throws Exception {
     byte[] data = random(300_000, 2);
@@ -135,52 +141,40 @@ class ScramClusterTest {
           call(raw, dn, MessageType.BLOCK_READ, Messages.BlockReadRequest.of(mine, 0, 1000)),
           "the path works with a token");
       String why =
-          TlsUsers.refused(
-              ErrorCode.PERMISSION_DENIED,
-              () ->
-                  call(
-                      raw,
-                      dn,
-                      MessageType.BLOCK_READ,
-                      Messages.BlockReadRequest.of(mine.withToken(BlockToken.NONE), 0, 1000)));
+          refusedByDataNode(
+              raw,
+              dn,
+              MessageType.BLOCK_READ,
+              Messages.BlockReadRequest.of(mine.withToken(BlockToken.NONE), 0, 1000));
       assertTrue(why.contains("without a block token"), why);
       why =
-          TlsUsers.refused(
-              ErrorCode.PERMISSION_DENIED,
-              () ->
-                  call(
-                      raw,
-                      dn,
-                      MessageType.BLOCK_WRITE,
-                      Messages.BlockWriteRequest.of(
-                          mine, 0, io.netty.buffer.Unpooled.wrappedBuffer(new byte[3]))));
+          refusedByDataNode(
+              raw,
+              dn,
+              MessageType.BLOCK_WRITE,
+              Messages.BlockWriteRequest.of(
+                  mine, 0, io.netty.buffer.Unpooled.wrappedBuffer(new byte[3])));
       assertTrue(why.contains("grants reading only"), why);
       // A token for another block, or one with a bit changed, grants nothing.
       try (EmberOutputStream out = alice.create("/other.bin", CreateOptions.DEFAULT)) {
         out.write(new byte[1000]);
       }
       BlockLocation other = alice.blockLocations("/other.bin").get(0);
-      TlsUsers.refused(
-          ErrorCode.PERMISSION_DENIED,
-          () ->
-              call(
-                  raw,
-                  dn,
-                  MessageType.BLOCK_READ,
-                  Messages.BlockReadRequest.of(mine.withToken(other.token()), 0, 1000)));
+      refusedByDataNode(
+          raw,
+          dn,
+          MessageType.BLOCK_READ,
+          Messages.BlockReadRequest.of(mine.withToken(other.token()), 0, 1000));
       byte[] flipped = mine.token().mac();
       flipped[0] ^= 1;
       BlockToken altered =
           new BlockToken(
               mine.token().keyId(), mine.token().expiresMillis(), mine.token().modes(), flipped);
-      TlsUsers.refused(
-          ErrorCode.PERMISSION_DENIED,
-          () ->
-              call(
-                  raw,
-                  dn,
-                  MessageType.BLOCK_READ,
-                  Messages.BlockReadRequest.of(mine.withToken(altered), 0, 1000)));
+      refusedByDataNode(
+          raw,
+          dn,
+          MessageType.BLOCK_READ,
+          Messages.BlockReadRequest.of(mine.withToken(altered), 0, 1000));
       assertArrayEquals(data, TestFiles.readAll(alice, "/secret.bin"), "nothing changed");
     }
   }
@@ -204,19 +198,16 @@ class ScramClusterTest {
       LeaseTest.awaitClosed(reader, path);
       assertEquals(written.length, reader.lookup(path).length());
       assertArrayEquals(written, TestFiles.readAll(reader, path));
-      // Anyone else asks in vain, with no token or with a reader's.
+      // Anyone else asks in vain: with no token, an altered one, or a reader's good one.
       BlockLocation b = reader.blockLocations(path).get(0);
       HostPort dn = HostPort.parse(b.endpoint(), 0);
-      for (BlockToken shown : List.of(BlockToken.NONE, flipped(b.token()))) {
-        TlsUsers.refused(
-            ErrorCode.PERMISSION_DENIED,
-            () ->
-                call(
-                    raw,
-                    dn,
-                    MessageType.BLOCK_LENGTH,
-                    Messages.BlockLengthRequest.of(b.withToken(shown))));
+      for (BlockToken shown : List.of(BlockToken.NONE, flipped(b.token()), b.token())) {
+        refusedByDataNode(
+            raw, dn, MessageType.BLOCK_LENGTH, Messages.BlockLengthRequest.of(b.withToken(shown)));
       }
+      String why =
+          refusedByDataNode(raw, dn, MessageType.BLOCK_LENGTH, Messages.BlockLengthRequest.of(b));
+      assertTrue(why.contains("tells only the name node how much"), why);
     }
   }
 

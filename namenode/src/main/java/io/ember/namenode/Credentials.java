@@ -116,15 +116,15 @@ public final class Credentials {
       LOG.info("{} changed: {} users", file, fresh.users().size());
       warnIfOthersMayRead(file);
     } catch (EmberException e) {
-      LOG.error("keeping the {} users read before: {}", now.users().size(), e.getMessage());
       // Until the file changes again, do not read it on every authentication.
       try {
         BasicFileAttributes a = Files.readAttributes(file, BasicFileAttributes.class);
+        LOG.error("keeping the {} users read before: {}", now.users().size(), e.getMessage());
         loaded = new Loaded(now.users(), now.secret(), a);
       } catch (java.nio.file.NoSuchFileException gone) {
         admitNobody(now);
       } catch (IOException unreadable) {
-        // Looked at again next time.
+        LOG.error("keeping the {} users read before: {}", now.users().size(), e.getMessage());
       }
     } catch (java.nio.file.NoSuchFileException gone) {
       admitNobody(now);
@@ -226,6 +226,13 @@ public final class Credentials {
       }
     }
     if (secret == null) {
+      if (secretBefore == null) {
+        LOG.warn(
+            "{} has no {} line (add-user writes one): unknown users' made-up salts change when the"
+                + " name node restarts, which tells them from real ones to whoever watches",
+            file,
+            UNKNOWN_USERS);
+      }
       secret = secretBefore != null ? secretBefore : newSecret();
     }
     return new Loaded(Map.copyOf(users), secret, attributes);
@@ -287,12 +294,29 @@ public final class Credentials {
             lockFile,
             java.nio.file.StandardOpenOption.CREATE,
             java.nio.file.StandardOpenOption.WRITE)) {
-      java.nio.channels.FileLock held = lock.lock();
+      try {
+        Files.setPosixFilePermissions(lockFile, PosixFilePermissions.fromString("rw-------"));
+        if (Files.exists(file)) {
+          // Whoever may change the file may take the lock next time, whoever ran this first.
+          Files.setOwner(lockFile, Files.getOwner(file));
+        }
+      } catch (UnsupportedOperationException | IOException notOurs) {
+        // Another's lock file, or no POSIX owners: it locks all the same.
+      }
+      java.nio.channels.FileLock held;
+      try {
+        held = lock.lock();
+      } catch (java.nio.channels.OverlappingFileLockException sameProcess) {
+        throw new EmberException(
+            ErrorCode.INTERNAL, "another add-user in this process is changing " + file + " now");
+      }
       try {
         return addUserLocked(file, dir, user, password);
       } finally {
         held.release();
       }
+    } catch (EmberException e) {
+      throw e;
     } catch (IOException e) {
       throw new EmberException(
           ErrorCode.INTERNAL, "cannot lock " + lockFile + " to change " + file + " (" + e + ")", e);
@@ -315,7 +339,7 @@ public final class Credentials {
             ErrorCode.INVALID_ARGUMENT, "cannot read " + file + " (" + e + ")", e);
       }
     }
-    if (lines.stream().noneMatch(l -> l.strip().startsWith(UNKNOWN_USERS + " "))) {
+    if (lines.stream().noneMatch(l -> l.strip().split("\\s+", -1)[0].equals(UNKNOWN_USERS))) {
       lines.add(0, UNKNOWN_USERS + " " + java.util.Base64.getEncoder().encodeToString(newSecret()));
     }
     String entry = user + " " + Scram.Verifier.of(password, Scram.DEFAULT_ITERATIONS).encode();
@@ -339,8 +363,12 @@ public final class Credentials {
             // Run as root for a name node that runs as its own user, the new file must stay that
             // user's, or the name node could no longer read it.
             Files.setOwner(temp, before.owner());
-            Files.getFileAttributeView(temp, java.nio.file.attribute.PosixFileAttributeView.class)
-                .setGroup(before.group());
+            try {
+              Files.getFileAttributeView(temp, java.nio.file.attribute.PosixFileAttributeView.class)
+                  .setGroup(before.group());
+            } catch (IOException notAMember) {
+              // The file is owner-only: its group grants nothing.
+            }
           }
         } catch (UnsupportedOperationException notPosix) {
           // Owner-only is what the temp file is made with where POSIX modes are not.

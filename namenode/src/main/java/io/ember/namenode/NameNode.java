@@ -370,9 +370,10 @@ public final class NameNode implements AutoCloseable {
             c ->
                 c.call(
                     MessageType.BLOCK_LENGTH,
-                    // Under passwords only, a read token is how the data node knows who asks.
+                    // Under passwords only, a token of a mode no client is granted is how the data
+                    // node knows the name node asks.
                     Messages.BlockLengthRequest.of(
-                        tokens == null ? block : tokens.sign(block, BlockToken.READ, "")),
+                        tokens == null ? block : tokens.sign(block, BlockToken.LENGTH, "")),
                     Messages.BlockLengthResponse::decode))
         .thenApply(r -> OptionalLong.of(r.length()))
         .whenComplete(
@@ -969,12 +970,18 @@ public final class NameNode implements AutoCloseable {
    * the data node's password ({@link io.ember.protocol.BlockKey#masked}) on a connection that only
    * SCRAM authenticated, where anyone on the path would otherwise read keys that sign any token.
    */
-  private List<io.ember.protocol.BlockKey> blockKeysFor(Channel channel) {
+  private List<io.ember.protocol.BlockKey> blockKeysFor(Channel channel) throws EmberException {
     List<io.ember.protocol.BlockKey> keys = tokens.keys();
+    if (channel.pipeline().get(io.netty.handler.ssl.SslHandler.class) != null) {
+      return keys;
+    }
     io.ember.protocol.Scram.Server exchange = channel.attr(SCRAM_EXCHANGE).get();
     byte[] wrap = exchange == null ? null : exchange.blockKeyWrap();
-    if (wrap == null || channel.pipeline().get(io.netty.handler.ssl.SslHandler.class) != null) {
-      return keys;
+    if (wrap == null) {
+      // Nothing to mask them with: they would cross the wire as they are.
+      throw new EmberException(
+          ErrorCode.PERMISSION_DENIED,
+          "block token keys go only to a data node that proved a password or runs TLS");
     }
     return keys.stream().map(k -> k.masked(wrap)).toList();
   }

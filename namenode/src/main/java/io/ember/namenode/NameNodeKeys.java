@@ -196,7 +196,8 @@ public final class NameNodeKeys {
 
   /**
    * Identities (besides the name node's own and the super-users) that may act as data nodes under
-   * TLS: register, heartbeat, report blocks, and so receive the keys block tokens are signed with.
+   * TLS (certificate names) or SCRAM (user names): register, heartbeat, report blocks, and so
+   * receive the keys block tokens are signed with.
    */
   public static final ConfigKey<String> DATANODE_IDENTITIES =
       ConfigKey.ofString(
@@ -218,7 +219,7 @@ public final class NameNodeKeys {
           "10h",
           Duration.ofMillis(100),
           Duration.ofDays(7),
-          "how long a block token holds, and how often its signing key changes (under TLS)");
+          "how long a block token holds, and how often its signing key changes (under TLS or SCRAM)");
 
   /**
    * How long a token that grants writing holds, at most: data nodes do not learn that a file was

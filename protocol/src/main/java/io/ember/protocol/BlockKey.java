@@ -35,9 +35,10 @@ public record BlockKey(int id, long expiresMillis, byte[] secret) {
    * This key with its secret masked for a connection that is not encrypted: XORed with
    * HMAC-SHA256({@code wrapKey}, "ember block key" ‖ id ‖ expiry). The wrap key comes from a
    * password exchange ({@link Scram.Client#blockKeyWrap}, {@link Scram.Server#blockKeyWrap}), so
-   * only the name node and the data node that proved its password can work the pad out, and an
-   * eavesdropper learns nothing that signs a token. Masking again with the same wrap key gives the
-   * key back.
+   * only the name node and the data node that proved its password can work the pad out: an
+   * eavesdropper learns nothing that signs a token unless it guesses that password from a recorded
+   * exchange (SCRAM's verifiers are iterated hashes, not proof against weak passwords). Masking
+   * again with the same wrap key gives the key back.
    */
   public BlockKey masked(byte[] wrapKey) {
     byte[] pad;

@@ -19,7 +19,7 @@ import javax.crypto.spec.SecretKeySpec;
  *
  * @param keyId the signing key ({@code 0}: no token, on a cluster without TLS)
  * @param expiresMillis when it stops holding, milliseconds since the epoch
- * @param modes {@link #READ} and {@link #WRITE} bits
+ * @param modes {@link #READ}, {@link #WRITE} and {@link #LENGTH} bits
  * @param mac the HMAC, {@link #MAC_BYTES} long (empty for no token)
  */
 @SuppressWarnings("ArrayRecordComponent") // copied in and out, compared by content
@@ -29,6 +29,13 @@ public record BlockToken(int keyId, long expiresMillis, int modes, byte[] mac) {
 
   /** Access to write the block. */
   public static final int WRITE = 2;
+
+  /**
+   * The name node's own: to ask how much the block holds (BLOCK_LENGTH, at lease recovery). Never
+   * granted to a client, so a data node that shows no certificate to check can tell the name node
+   * from a reader.
+   */
+  public static final int LENGTH = 4;
 
   /** Length of the HMAC-SHA256. */
   public static final int MAC_BYTES = 32;
@@ -69,8 +76,9 @@ public record BlockToken(int keyId, long expiresMillis, int modes, byte[] mac) {
     int keyId = Wire.readInt(in, "block token key");
     long expires = Wire.readLong(in, "block token expiry");
     int modes = Wire.readByte(in, "block token modes") & 0xff;
-    if (modes > (READ | WRITE)) {
-      throw new MalformedFrameException("block token modes " + modes + " are not read or write");
+    if (modes > (READ | WRITE | LENGTH)) {
+      throw new MalformedFrameException(
+          "block token modes " + modes + " are not read, write or length");
     }
     if (in.readableBytes() < MAC_BYTES) {
       throw new MalformedFrameException("block token MAC cut short");

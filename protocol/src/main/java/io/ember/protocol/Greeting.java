@@ -61,14 +61,22 @@ public interface Greeting {
       String first = client.first();
       return exchange
           .call(MessageType.SCRAM_FIRST, out -> Wire.writeString(out, first), text)
-          // The iterated hash takes milliseconds: not on the connection's event loop.
-          .thenApplyAsync(
+          .thenCompose(
               serverFirst -> {
-                try {
-                  return client.last(serverFirst);
-                } catch (EmberException e) {
-                  throw new java.util.concurrent.CompletionException(e);
-                }
+                java.util.function.Supplier<String> proof =
+                    () -> {
+                      try {
+                        return client.last(serverFirst);
+                      } catch (EmberException e) {
+                        throw new java.util.concurrent.CompletionException(e);
+                      }
+                    };
+                // The iterated hash takes milliseconds: not on an event loop, where it would hold
+                // up every other connection's traffic. A direct connection's caller computes it.
+                return Thread.currentThread()
+                        instanceof io.netty.util.concurrent.FastThreadLocalThread
+                    ? CompletableFuture.supplyAsync(proof)
+                    : CompletableFuture.completedFuture(proof.get());
               })
           .thenCompose(
               last ->
@@ -87,7 +95,8 @@ public interface Greeting {
 
     /**
      * The key block keys come masked with ({@link BlockKey#masked}) on a connection this greeting
-     * authenticated without TLS; null until an exchange has passed.
+     * authenticated without TLS; null until an exchange has passed. It depends only on the user's
+     * verifier, so every connection this greeting opens agrees on it until the password changes.
      */
     public byte[] blockKeyWrap() {
       byte[] wrap = blockKeyWrap;

@@ -55,7 +55,7 @@ class BlockTokenTest {
     assertTrue(BlockToken.decode(buf).isNone());
     buf.clear();
     t.encode(buf);
-    buf.setByte(12, 4); // modes: neither read nor write
+    buf.setByte(12, 8); // modes: none of read, write or length
     assertThrows(MalformedFrameException.class, () -> BlockToken.decode(buf));
     ByteBuf cut = Unpooled.wrappedBuffer(Arrays.copyOf(new byte[BlockToken.BYTES], 20));
     assertThrows(MalformedFrameException.class, () -> BlockToken.decode(cut));

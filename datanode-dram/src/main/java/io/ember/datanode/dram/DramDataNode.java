@@ -487,6 +487,11 @@ public final class DramDataNode implements DataNode {
           "the block token for " + block + " expired: ask the name node again");
     }
     if ((token.modes() & mode) == 0) {
+      if (mode == io.ember.protocol.BlockToken.LENGTH) {
+        throw new EmberException(
+            ErrorCode.PERMISSION_DENIED,
+            describe + " tells only the name node how much " + block + " holds");
+      }
       throw new EmberException(
           ErrorCode.PERMISSION_DENIED,
           describe
@@ -842,8 +847,8 @@ public final class DramDataNode implements DataNode {
           {
             Messages.BlockLengthRequest r = Messages.BlockLengthRequest.decode(in);
             // The name node asks, at lease recovery; nobody else has any business learning what
-            // a slot holds. Under TLS it shows its certificate; under passwords only, a token
-            // only it can sign.
+            // a slot holds. Under TLS it shows its certificate; under passwords only, a token of
+            // a mode only it is given.
             if (tlsOn && io.ember.protocol.Tls.peerIdentity(channel) == null) {
               throw new EmberException(
                   ErrorCode.PERMISSION_DENIED,
@@ -858,7 +863,7 @@ public final class DramDataNode implements DataNode {
                   r.blockId(),
                   r.generation(),
                   r.address(),
-                  io.ember.protocol.BlockToken.READ);
+                  io.ember.protocol.BlockToken.LENGTH);
             }
             BlockGenerations g = generations(r.incarnation());
             synchronized (g.lockFor(r.address())) {
