@@ -217,7 +217,8 @@ public final class NameNodeKeys {
       ConfigKey.ofDuration(
           "ember.security.block-token.lifetime",
           "10h",
-          Duration.ofMillis(100),
+          // Writers renew half way, and at most once a second.
+          Duration.ofSeconds(2),
           Duration.ofDays(7),
           "how long a block token holds, and how often its signing key changes (under TLS or SCRAM)");
 
