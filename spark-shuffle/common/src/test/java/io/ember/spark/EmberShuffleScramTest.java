@@ -99,16 +99,8 @@ class EmberShuffleScramTest {
       assertTrue(token != null && !token.isEmpty(), "the driver hands its executors a token");
       assertFalse(handed.toString().contains("spark-secret"), "the password is not handed on");
       driver.registerShuffle(0);
-      var executor = new EmberShuffleDataIO(executorConf).executor();
       try {
-        executor.initializeExecutor("scram-token-test", "1", handed);
-        var writer = executor.createMapOutputWriter(0, 7L, 2);
-        for (int p = 0; p < 2; p++) {
-          try (java.io.OutputStream out = writer.getPartitionWriter(p).openStream()) {
-            out.write(new byte[1000 + p]);
-          }
-        }
-        writer.commitAllPartitions(new long[0]);
+        SparkTestConf.writeOneMapOutput(executorConf, "scram-token-test", handed);
         EmberConfig asSpark =
             EmberConfig.defaults()
                 .with(EmberKeys.SCRAM, "true")

@@ -90,16 +90,8 @@ class EmberShuffleTlsTest {
       String token = handed.get(EmberShuffleDataIO.TOKEN_KEY);
       assertTrue(token != null && !token.isEmpty(), "the driver hands its executors a token");
       driver.registerShuffle(0);
-      var executor = new EmberShuffleDataIO(executorConf).executor();
       try {
-        executor.initializeExecutor("token-test", "1", handed);
-        var writer = executor.createMapOutputWriter(0, 7L, 2);
-        for (int p = 0; p < 2; p++) {
-          try (java.io.OutputStream out = writer.getPartitionWriter(p).openStream()) {
-            out.write(new byte[1000 + p]);
-          }
-        }
-        writer.commitAllPartitions(new long[0]);
+        SparkTestConf.writeOneMapOutput(executorConf, "token-test", handed);
         try (EmberClient spark = cluster.newClient(EmberConfig.of(tls(ca, "spark")))) {
           String dir = handed.get(EmberShuffleDataIO.ROOT_KEY) + "/0";
           var written = spark.list(dir);

@@ -142,4 +142,22 @@ final class SparkTestConf {
       forgetLocalClusters();
     }
   }
+
+  /**
+   * Starts an executor of {@code executorConf} with what the driver {@code handed} it, and writes
+   * map 7 of shuffle 0 (two partitions of 1000 and 1001 bytes) through it, as a task would.
+   */
+  static void writeOneMapOutput(
+      SparkConf executorConf, String appId, java.util.Map<String, String> handed)
+      throws IOException {
+    var executor = new EmberShuffleDataIO(executorConf).executor();
+    executor.initializeExecutor(appId, "1", handed);
+    var writer = executor.createMapOutputWriter(0, 7L, 2);
+    for (int p = 0; p < 2; p++) {
+      try (java.io.OutputStream out = writer.getPartitionWriter(p).openStream()) {
+        out.write(new byte[1000 + p]);
+      }
+    }
+    writer.commitAllPartitions(new long[0]);
+  }
 }
