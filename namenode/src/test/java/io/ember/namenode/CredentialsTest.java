@@ -113,4 +113,23 @@ class CredentialsTest {
     assertFalse(before.get(1).equals(after.get(1)), "alice's verifier is new");
     assertArrayEquals(Credentials.load(file).secret(), Credentials.load(file).secret());
   }
+
+  @Test
+  void addUserKeepsTheFilesOwner() throws Exception {
+    Path file = tmp.resolve("credentials");
+    Credentials.addUser(file, "alice", "a");
+    // As root for a name node that runs as its own user: the file must stay that user's.
+    java.nio.file.attribute.UserPrincipal nobody = null;
+    try {
+      nobody = file.getFileSystem().getUserPrincipalLookupService().lookupPrincipalByName("nobody");
+      Files.setOwner(file, nobody);
+    } catch (java.io.IOException notRoot) {
+      org.junit.jupiter.api.Assumptions.assumeTrue(
+          false, "this test gives a file to user nobody, which only root may: " + notRoot);
+    }
+    Credentials.addUser(file, "bob", "b");
+    assertEquals(nobody, Files.getOwner(file));
+    assertEquals("rw-------", PosixFilePermissions.toString(Files.getPosixFilePermissions(file)));
+    assertNotNull(Credentials.load(file).verifier("bob"));
+  }
 }
