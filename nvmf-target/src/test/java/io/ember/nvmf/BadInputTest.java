@@ -267,6 +267,102 @@ class BadInputTest {
     }
   }
 
+  /**
+   * A write whose data comes by R2T and fails its data digest is refused with a transient transport
+   * error and lands nothing, whether the data came in one H2CData PDU (handed on without a copy of
+   * its own) or in two; the same write with good digests then lands.
+   */
+  @Test
+  void h2cDataWithABadDigestLandsNothing() throws Exception {
+    int slba = 1000;
+    for (int pdus = 1; pdus <= 2; pdus++) {
+      int len = 8192 * pdus; // MAXH2CDATA is 8 KiB
+      try (RawHost admin = raw();
+          RawHost h = raw()) {
+        admin.handshake();
+        RawHost.Frame ac = admin.connect(NQN, RAW_HOST, 0, 0xFFFF, 0);
+        assertEquals(0, RawHost.responseStatus(ac), "admin Connect");
+        assertEquals(0, admin.enable(), "CC.EN");
+        h.send(RawHost.icReq(false, true));
+        assertEquals(2, h.read().b().get(11) & 3, "data digest granted");
+        h.send(
+            capsuleWithDigest(
+                RawHost.connectSqe(1, 0), RawHost.connectData(NQN, RAW_HOST, ac.u16(8))));
+        assertEquals(0, RawHost.responseStatus(h.read()), "I/O Connect");
+        byte[] before = readBack(slba, len);
+        byte[] data = new byte[len];
+        new Random(pdus).nextBytes(data);
+
+        int status = writeByR2t(h, 20, slba, data, pdus, true);
+        assertEquals(Nvme.SC_TRANSIENT_TRANSPORT, status & 0xFF, pdus + " PDU(s): SC");
+        assertEquals(0, (status >> 8) & 7, pdus + " PDU(s): SCT");
+        assertArrayEquals(before, readBack(slba, len), pdus + " PDU(s): nothing landed");
+
+        assertEquals(0, writeByR2t(h, 21, slba, data, pdus, false), pdus + " PDU(s), good");
+        assertArrayEquals(data, readBack(slba, len), pdus + " PDU(s): the good write landed");
+      }
+    }
+  }
+
+  private static byte[] capsuleWithDigest(Sqe sqe, byte[] data) {
+    byte[] pdu = new byte[72 + data.length + 4];
+    RawHost.le(pdu)
+        .put((byte) 4)
+        .put((byte) Pdu.F_DDGST)
+        .put((byte) 72)
+        .put((byte) 72)
+        .putInt(pdu.length)
+        .put(sqe.array())
+        .put(data)
+        .putInt(RawHost.crc(data, 0, data.length));
+    return pdu;
+  }
+
+  /**
+   * Writes {@code data} at {@code slba} of the memory namespace on I/O queue {@code h}, answering
+   * the R2T with {@code pdus} H2CData PDUs, the last one's digest wrong if {@code corrupt}; returns
+   * the completion's status.
+   */
+  private static int writeByR2t(
+      RawHost h, int cid, int slba, byte[] data, int pdus, boolean corrupt) throws IOException {
+    h.send(
+        RawHost.capsule(
+            io(Nvme.IO_WRITE, cid, MEMORY_NS, slba, data.length / 512)
+                .sgl(0, data.length, Nvme.SGL_TRANSPORT),
+            null));
+    RawHost.Frame r2t = h.read();
+    assertEquals(Pdu.T_R2T, r2t.type(), "R2T");
+    int each = data.length / pdus;
+    for (int i = 0; i < pdus; i++) {
+      boolean last = i == pdus - 1;
+      int crc = RawHost.crc(data, i * each, each) ^ (corrupt && last ? 1 : 0);
+      byte[] pdu = new byte[24 + each + 4];
+      RawHost.le(pdu)
+          .put((byte) Pdu.T_H2C_DATA)
+          .put((byte) (Pdu.F_DDGST | (last ? Pdu.F_LAST_PDU : 0)))
+          .put((byte) 24)
+          .put((byte) 24)
+          .putInt(pdu.length)
+          .putShort((short) cid)
+          .putShort((short) r2t.u16(10))
+          .putInt(i * each)
+          .putInt(each)
+          .putInt(0)
+          .put(data, i * each, each)
+          .putInt(crc);
+      h.send(pdu);
+    }
+    return RawHost.responseStatus(h.read());
+  }
+
+  private byte[] readBack(int slba, int len) throws Exception {
+    ByteBuffer back = ByteBuffer.allocateDirect(len);
+    good.ioQueue(0).read(MEMORY_NS, slba, back).get(10, TimeUnit.SECONDS);
+    byte[] got = new byte[len];
+    back.get(got);
+    return got;
+  }
+
   @Test
   void h2cDataForUnknownCommandIsFatal() throws Exception {
     try (RawHost h = raw()) {

@@ -128,23 +128,33 @@ public final class RawHost implements AutoCloseable {
    */
   public Frame connect(String nqn, String hostNqn, int qid, int cntlid, int kato)
       throws IOException {
+    send(capsule(connectSqe(qid, kato), connectData(nqn, hostNqn, cntlid)));
+    return read();
+  }
+
+  /**
+   * A Fabrics Connect command for queue {@code qid} with 32 entries; its data is in the capsule.
+   */
+  public static Sqe connectSqe(int qid, int kato) {
+    return new Sqe()
+        .opcode(Nvme.FABRICS)
+        .flags(Nvme.PSDT_SGL)
+        .cid(1)
+        .fctype(Nvme.FCTYPE_CONNECT)
+        .shortAt(42, qid)
+        .shortAt(44, 31)
+        .intAt(48, kato)
+        .sgl(0, 1024, Nvme.SGL_INCAPSULE);
+  }
+
+  /** Fabrics Connect's 1024 bytes of data, with a zero host identifier. */
+  public static byte[] connectData(String nqn, String hostNqn, int cntlid) {
     byte[] data = new byte[1024];
     ByteBuffer d = ByteBuffer.wrap(data).order(ByteOrder.LITTLE_ENDIAN);
     d.putShort(16, (short) cntlid);
     d.put(256, nqn.getBytes(StandardCharsets.US_ASCII));
     d.put(512, hostNqn.getBytes(StandardCharsets.US_ASCII));
-    Sqe sqe =
-        new Sqe()
-            .opcode(Nvme.FABRICS)
-            .flags(Nvme.PSDT_SGL)
-            .cid(1)
-            .fctype(Nvme.FCTYPE_CONNECT)
-            .shortAt(42, qid)
-            .shortAt(44, 31)
-            .intAt(48, kato)
-            .sgl(0, 1024, Nvme.SGL_INCAPSULE);
-    send(capsule(sqe, data));
-    return read();
+    return data;
   }
 
   /**

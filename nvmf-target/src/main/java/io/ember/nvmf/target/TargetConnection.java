@@ -97,15 +97,20 @@ final class TargetConnection extends ChannelInboundHandlerAdapter {
   private static final class Pending {
     final int cid;
     final int len;
-    final ByteBuf buf;
     final DataAction action;
+
+    /**
+     * Gathers the data when it comes in more than one PDU; null until then, because a transfer that
+     * fits one PDU (the host's usual way, up to MAXH2CDATA) is handed on as the PDU's own slice.
+     */
+    ByteBuf buf;
+
     int received;
     boolean digestError;
 
-    Pending(int cid, int len, ByteBuf buf, DataAction action) {
+    Pending(int cid, int len, DataAction action) {
       this.cid = cid;
       this.len = len;
-      this.buf = buf;
       this.action = action;
     }
   }
@@ -178,7 +183,9 @@ final class TargetConnection extends ChannelInboundHandlerAdapter {
   public void channelInactive(ChannelHandlerContext ctx) {
     dead = true;
     for (Pending p : pending.values()) {
-      p.buf.release();
+      if (p.buf != null) {
+        p.buf.release();
+      }
     }
     pending.clear();
     if (ctrl != null) {
@@ -373,7 +380,7 @@ final class TargetConnection extends ChannelInboundHandlerAdapter {
         fail(cid, Nvme.SC_INVALID_FIELD);
         return;
       }
-      Pending p = new Pending(cid, (int) len, ch.alloc().directBuffer((int) len), action);
+      Pending p = new Pending(cid, (int) len, action);
       pending.put(cid, p);
       out.r2t(cid, cid, 0, (int) len);
       batcher.flushSoon();
@@ -433,13 +440,24 @@ final class TargetConnection extends ChannelInboundHandlerAdapter {
     if (!d.dataDigestOk()) {
       p.digestError = true;
     }
-    p.buf.writeBytes(d.data(), d.data().readerIndex(), d.datal());
+    boolean whole = p.received == 0 && d.datal() == p.len;
+    if (!whole) {
+      if (p.buf == null) {
+        p.buf = ch.alloc().directBuffer(p.len);
+      }
+      p.buf.writeBytes(d.data(), d.data().readerIndex(), d.datal());
+    }
     p.received += d.datal();
     if (p.received == p.len) {
       pending.remove(d.ttag());
       if (p.digestError) {
-        p.buf.release();
+        if (p.buf != null) {
+          p.buf.release();
+        }
         respond(p.cid, Nvme.status(Nvme.SCT_GENERIC, Nvme.SC_TRANSIENT_TRANSPORT, false), 0, 0);
+      } else if (whole) {
+        // Handed on without a copy into a buffer of our own: the action owns this reference.
+        p.action.run(d.data().retainedSlice(d.data().readerIndex(), d.datal()));
       } else {
         p.action.run(p.buf);
       }

@@ -48,6 +48,10 @@ public final class PduFrameDecoder extends ByteToMessageDecoder {
     this.controllerSide = controllerSide;
     this.maxCapsuleData = maxCapsuleData;
     this.maxDataPdu = maxDataPdu;
+    // A data PDU larger than one socket read (128 KiB against Netty's 64 KiB reads) would be copied
+    // whole into a merged buffer before it is decoded; gathering the reads' buffers as components
+    // hands the data on as it came from the socket.
+    setCumulator(COMPOSITE_CUMULATOR);
   }
 
   /**
