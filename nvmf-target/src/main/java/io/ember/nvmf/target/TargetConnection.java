@@ -12,7 +12,6 @@ import io.ember.nvmf.tcp.PduFrameDecoder;
 import io.ember.nvmf.tcp.PduWriter;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
-import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.channel.socket.SocketChannel;
@@ -182,6 +181,7 @@ final class TargetConnection extends ChannelInboundHandlerAdapter {
   @Override
   public void channelInactive(ChannelHandlerContext ctx) {
     dead = true;
+    out.discard();
     for (Pending p : pending.values()) {
       if (p.buf != null) {
         p.buf.release();
@@ -216,7 +216,7 @@ final class TargetConnection extends ChannelInboundHandlerAdapter {
     dead = true;
     LOG.info("terminating connection from {}: {}", ch.remoteAddress(), msg);
     out.termReq(Pdu.T_C2H_TERM, fes, fei, header);
-    ch.writeAndFlush(Unpooled.EMPTY_BUFFER).addListener(ChannelFutureListener.CLOSE);
+    out.flushThenClose();
   }
 
   private void onIcReq(Pdu.IcReq r) {
@@ -696,8 +696,7 @@ final class TargetConnection extends ChannelInboundHandlerAdapter {
         ch.remoteAddress(),
         auth.failure());
     dead = true;
-    batcher.flushSoon();
-    ch.writeAndFlush(Unpooled.EMPTY_BUFFER).addListener(ChannelFutureListener.CLOSE);
+    out.flushThenClose();
   }
 
   private void authExpired() {

@@ -147,7 +147,7 @@ class PduFuzzTest {
         }
       }
     }
-    ByteBuf all = PduRoundTripTest.drain(ch);
+    ByteBuf all = PduRoundTripTest.drain(w, ch);
     ch.finishAndReleaseAll();
     return all;
   }

@@ -4,23 +4,40 @@ import io.ember.nvmf.spec.Cqe;
 import io.ember.nvmf.spec.Sqe;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
+import io.netty.buffer.Unpooled;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelFuture;
+import io.netty.channel.ChannelFutureListener;
 
 /**
- * Encodes PDUs onto a channel without flushing. Data is written as the caller's buffer itself
- * (header, data and digest go out as separate buffers in one gather write), so payloads are never
- * copied here. Every method that takes a {@code data} buffer takes ownership of one reference to
+ * Encodes PDUs onto a channel without flushing. Data is written as the caller's buffer itself, so
+ * payloads are never copied here; headers and header-only PDUs are gathered into one buffer that
+ * goes out before the next data buffer or at {@link #flush()}, so nothing reaches the channel until
+ * one of those. Every method that takes a {@code data} buffer takes ownership of one reference to
  * it.
  *
  * <p>One instance per connection; use it only from the channel's event loop.
  */
 public final class PduWriter {
+  /** Size of each buffer that gathers small PDUs between flushes. */
+  private static final int GATHER_BYTES = 4096;
+
   private final Channel ch;
   private final ByteBufAllocator alloc;
   private boolean hdgst;
   private boolean ddgst;
   private int dataAlign = 4;
+
+  /**
+   * PDU bytes not yet handed to the channel. Headers, and PDUs that are all header (responses,
+   * R2Ts, commands without data), are gathered here and go to the channel as one buffer at the next
+   * flush or before the next data buffer: at queue depth 32 that is one allocation and one outbound
+   * entry per batch instead of one per PDU. Null between flushes.
+   */
+  private ByteBuf gathered;
+
+  /** The first byte of {@link #gathered} not yet handed to the channel. */
+  private int gatheredFrom;
 
   /**
    * @param ch the connection to write to
@@ -46,67 +63,86 @@ public final class PduWriter {
 
   /** Flushes everything written so far. */
   public void flush() {
+    handOver();
+    release();
     ch.flush();
+  }
+
+  /**
+   * Flushes what was written, then closes the channel once it is on the wire (a TermReq before the
+   * connection ends).
+   */
+  public void flushThenClose() {
+    handOver();
+    release();
+    ch.writeAndFlush(Unpooled.EMPTY_BUFFER).addListener(ChannelFutureListener.CLOSE);
+  }
+
+  /**
+   * Drops what was written and not flushed; for a connection that closed, whose pending bytes can
+   * no longer go anywhere.
+   */
+  public void discard() {
+    release();
   }
 
   /** ICReq: PFV 0, the given HPDA, digests wanted and MAXR2T (0's based). */
   public void icReq(int hpda, boolean hd, boolean dd, int maxr2t) {
-    ByteBuf b = alloc.buffer(128);
+    ByteBuf b = room(128);
     b.writeByte(Pdu.T_ICREQ).writeByte(0).writeByte(128).writeByte(0).writeIntLE(128);
     b.writeShortLE(0).writeByte(hpda).writeByte((hd ? 1 : 0) | (dd ? 2 : 0)).writeIntLE(maxr2t);
-    b.writeZero(128 - b.writerIndex());
-    write(b);
+    b.writeZero(112);
   }
 
   /** ICResp: PFV 0, CPDA, digests granted and MAXH2CDATA. */
   public void icResp(int cpda, boolean hd, boolean dd, int maxh2cdata) {
-    ByteBuf b = alloc.buffer(128);
+    ByteBuf b = room(128);
     b.writeByte(Pdu.T_ICRESP).writeByte(0).writeByte(128).writeByte(0).writeIntLE(128);
     b.writeShortLE(0).writeByte(cpda).writeByte((hd ? 1 : 0) | (dd ? 2 : 0)).writeIntLE(maxh2cdata);
-    b.writeZero(128 - b.writerIndex());
-    write(b);
+    b.writeZero(112);
   }
 
   /** H2CTermReq or C2HTermReq echoing up to 128 bytes of the offending header. Never digested. */
   public void termReq(int type, int fes, int fei, byte[] header) {
     int n = header == null ? 0 : Math.min(128, header.length);
-    ByteBuf b = alloc.buffer(24 + n);
+    ByteBuf b = room(24 + n);
     b.writeByte(type).writeByte(0).writeByte(24).writeByte(0).writeIntLE(24 + n);
     b.writeShortLE(fes).writeIntLE(fei).writeZero(10);
     if (n > 0) {
       b.writeBytes(header, 0, n);
     }
-    write(b);
   }
 
   /** Command capsule; {@code data} (may be null) is the in-capsule data. */
   public void capsuleCmd(Sqe sqe, ByteBuf data) {
-    ByteBuf h = header(Pdu.T_CAPSULE_CMD, 0, 72, data);
-    h.writeBytes(sqe.array());
-    finish(h, 72, data);
+    int at = header(Pdu.T_CAPSULE_CMD, 0, 72, data);
+    gathered.writeBytes(sqe.array());
+    finish(at, 72, data);
   }
 
   /** Response capsule. */
   public void capsuleResp(Cqe cqe) {
-    ByteBuf h = header(Pdu.T_CAPSULE_RESP, 0, 24, null);
-    h.writeIntLE(cqe.dw0())
+    int at = header(Pdu.T_CAPSULE_RESP, 0, 24, null);
+    gathered
+        .writeIntLE(cqe.dw0())
         .writeIntLE(cqe.dw1())
         .writeShortLE(cqe.sqhd())
         .writeShortLE(cqe.sqid())
         .writeShortLE(cqe.cid())
         .writeShortLE(cqe.status() << 1);
-    finish(h, 24, null);
+    finish(at, 24, null);
   }
 
   /** H2CData carrying {@code data} for bytes {@code datao..} of command {@code cccid}. */
   public void h2cData(int cccid, int ttag, int datao, ByteBuf data, boolean last) {
-    ByteBuf h = header(Pdu.T_H2C_DATA, last ? Pdu.F_LAST_PDU : 0, 24, data);
-    h.writeShortLE(cccid)
+    int at = header(Pdu.T_H2C_DATA, last ? Pdu.F_LAST_PDU : 0, 24, data);
+    gathered
+        .writeShortLE(cccid)
         .writeShortLE(ttag)
         .writeIntLE(datao)
         .writeIntLE(data.readableBytes())
         .writeIntLE(0);
-    finish(h, 24, data);
+    finish(at, 24, data);
   }
 
   /**
@@ -115,20 +151,21 @@ public final class PduWriter {
    */
   public void c2hData(int cccid, int datao, ByteBuf data, boolean last, boolean success) {
     int flags = (last ? Pdu.F_LAST_PDU : 0) | (success ? Pdu.F_SUCCESS : 0);
-    ByteBuf h = header(Pdu.T_C2H_DATA, flags, 24, data);
-    h.writeShortLE(cccid)
+    int at = header(Pdu.T_C2H_DATA, flags, 24, data);
+    gathered
+        .writeShortLE(cccid)
         .writeShortLE(0)
         .writeIntLE(datao)
         .writeIntLE(data.readableBytes())
         .writeIntLE(0);
-    finish(h, 24, data);
+    finish(at, 24, data);
   }
 
   /** R2T asking for {@code r2tl} bytes at {@code r2to}. */
   public void r2t(int cccid, int ttag, int r2to, int r2tl) {
-    ByteBuf h = header(Pdu.T_R2T, 0, 24, null);
-    h.writeShortLE(cccid).writeShortLE(ttag).writeIntLE(r2to).writeIntLE(r2tl).writeIntLE(0);
-    finish(h, 24, null);
+    int at = header(Pdu.T_R2T, 0, 24, null);
+    gathered.writeShortLE(cccid).writeShortLE(ttag).writeIntLE(r2to).writeIntLE(r2tl).writeIntLE(0);
+    finish(at, 24, null);
   }
 
   /**
@@ -141,6 +178,33 @@ public final class PduWriter {
     ChannelFuture unused = ch.write(b, ch.voidPromise());
   }
 
+  /** Room for {@code n} more gathered bytes, in a new buffer when the current one is full. */
+  private ByteBuf room(int n) {
+    if (gathered != null && gathered.writableBytes() >= n) {
+      return gathered;
+    }
+    handOver();
+    release();
+    gathered = alloc.directBuffer(Math.max(GATHER_BYTES, n));
+    return gathered;
+  }
+
+  /** Hands the gathered bytes not yet written to the channel, as a view of the buffer. */
+  private void handOver() {
+    if (gathered != null && gathered.writerIndex() > gatheredFrom) {
+      write(gathered.retainedSlice(gatheredFrom, gathered.writerIndex() - gatheredFrom));
+      gatheredFrom = gathered.writerIndex();
+    }
+  }
+
+  private void release() {
+    if (gathered != null) {
+      gathered.release();
+      gathered = null;
+      gatheredFrom = 0;
+    }
+  }
+
   private int pdo(int hlen, ByteBuf data) {
     if (data == null || !data.isReadable()) {
       return 0;
@@ -149,7 +213,8 @@ public final class PduWriter {
     return (start + dataAlign - 1) / dataAlign * dataAlign;
   }
 
-  private ByteBuf header(int type, int flags, int hlen, ByteBuf data) {
+  /** Writes a PDU's common header into the gathered bytes and returns where the PDU starts. */
+  private int header(int type, int flags, int hlen, ByteBuf data) {
     boolean hasData = data != null && data.isReadable();
     int pdo = pdo(hlen, data);
     int headerBytes = hasData ? pdo : hlen + (hdgst ? 4 : 0);
@@ -157,32 +222,32 @@ public final class PduWriter {
     if (pdo > 255 || plen > Integer.MAX_VALUE) {
       throw new IllegalArgumentException("PDU too large: PDO " + pdo + ", PLEN " + plen);
     }
-    ByteBuf h = alloc.buffer(headerBytes);
+    // The data digest that may follow the data is gathered after it, so leave it room too.
+    ByteBuf h = room(headerBytes + 4);
+    int at = h.writerIndex();
     int f = flags | (hdgst ? Pdu.F_HDGST : 0) | (hasData && ddgst ? Pdu.F_DDGST : 0);
     h.writeByte(type).writeByte(f).writeByte(hlen).writeByte(pdo).writeIntLE((int) plen);
-    return h;
+    return at;
   }
 
-  private void finish(ByteBuf h, int hlen, ByteBuf data) {
+  private void finish(int at, int hlen, ByteBuf data) {
+    ByteBuf h = gathered;
     if (hdgst) {
-      h.writeIntLE(Crc32c.of(h, 0, hlen));
+      h.writeIntLE(Crc32c.of(h, at, hlen));
     }
-    boolean hasData = data != null && data.isReadable();
-    if (hasData) {
-      h.writeZero(pdo(hlen, data) - h.writerIndex());
-    }
-    write(h);
     if (data == null) {
       return;
     }
-    if (!hasData) {
+    if (!data.isReadable()) {
       data.release();
       return;
     }
+    h.writeZero(at + pdo(hlen, data) - h.writerIndex());
     int crc = ddgst ? Crc32c.of(data, data.readerIndex(), data.readableBytes()) : 0;
+    handOver();
     write(data);
     if (ddgst) {
-      write(alloc.buffer(4).writeIntLE(crc));
+      h.writeIntLE(crc);
     }
   }
 }

@@ -496,6 +496,9 @@ final class TcpQueue extends CommandQueue {
 
     @Override
     public void channelInactive(ChannelHandlerContext ctx) {
+      if (out != null) {
+        out.discard();
+      }
       NvmfException e = new NvmfException("connection to " + where + " closed by the target");
       icResp.completeExceptionally(e);
       fail(e);

@@ -27,7 +27,8 @@ import org.junit.jupiter.params.provider.CsvSource;
 @ExtendWith(LeakCheck.class)
 class PduRoundTripTest {
   /** Everything written to {@code ch} so far, as one buffer (caller releases). */
-  static ByteBuf drain(EmbeddedChannel ch) {
+  static ByteBuf drain(PduWriter w, EmbeddedChannel ch) {
+    w.flush();
     ch.flushOutbound();
     ByteBuf all = Unpooled.buffer();
     ByteBuf b;
@@ -56,7 +57,7 @@ class PduRoundTripTest {
     PduWriter w = new PduWriter(ch);
     PduFrameDecoder dec = new PduFrameDecoder(true, 8192, 65536);
     w.icReq(5, hd, dd, 3);
-    ByteBuf in = drain(ch);
+    ByteBuf in = drain(w, ch);
     try {
       Pdu.IcReq ic = (Pdu.IcReq) dec.decodeOne(in);
       assertEquals(new Pdu.IcReq(0, 5, hd, dd, 3), ic);
@@ -71,7 +72,7 @@ class PduRoundTripTest {
       w.capsuleCmd(new Sqe(sqeBytes.clone()), null);
       w.h2cData(17, 33, 4096, Unpooled.wrappedBuffer(data, 0, 1000), true);
       w.termReq(Pdu.T_H2C_TERM, 2, 77, new byte[] {1, 2, 3});
-      in.writeBytes(drain(ch).touch("written"));
+      in.writeBytes(drain(w, ch).touch("written"));
       Pdu.CapsuleCmd c1 = (Pdu.CapsuleCmd) dec.decodeOne(in);
       assertArrayEquals(sqeBytes, c1.sqe().array());
       assertArrayEquals(data, bytes(c1.data()));
@@ -106,7 +107,7 @@ class PduRoundTripTest {
     PduWriter w = new PduWriter(ch);
     PduFrameDecoder dec = new PduFrameDecoder(false, 0, 1 << 20);
     w.icResp(0, hd, dd, 131072);
-    ByteBuf in = drain(ch);
+    ByteBuf in = drain(w, ch);
     try {
       assertEquals(new Pdu.IcResp(0, 0, hd, dd, 131072), dec.decodeOne(in));
       dec.digests(hd, dd);
@@ -117,7 +118,7 @@ class PduRoundTripTest {
       w.c2hData(99, 512, Unpooled.wrappedBuffer(data), true, true);
       w.r2t(3, 4, 8192, 16384);
       w.termReq(Pdu.T_C2H_TERM, 1, 3, new byte[128]);
-      in.writeBytes(drain(ch));
+      in.writeBytes(drain(w, ch));
       assertEquals(
           new Cqe(0x12345678, 0x9abcdef0, 7, 1, 99, 0x4080),
           ((Pdu.CapsuleResp) dec.decodeOne(in)).cqe());
@@ -144,13 +145,13 @@ class PduRoundTripTest {
     PduWriter w = new PduWriter(ch);
     PduFrameDecoder dec = new PduFrameDecoder(true, 8192, 65536);
     w.icReq(0, false, true, 0);
-    ByteBuf in = drain(ch);
+    ByteBuf in = drain(w, ch);
     try {
       dec.decodeOne(in);
       dec.digests(false, true);
       w.negotiated(false, true, 0);
       w.capsuleCmd(new Sqe(), Unpooled.wrappedBuffer(new byte[4096]));
-      in.writeBytes(drain(ch));
+      in.writeBytes(drain(w, ch));
       in.setByte(in.readerIndex() + corruptAt, in.getByte(in.readerIndex() + corruptAt) ^ 0x10);
       Pdu.CapsuleCmd c = (Pdu.CapsuleCmd) dec.decodeOne(in);
       assertFalse(c.dataDigestOk());
@@ -168,13 +169,13 @@ class PduRoundTripTest {
     PduWriter w = new PduWriter(ch);
     PduFrameDecoder dec = new PduFrameDecoder(true, 8192, 65536);
     w.icReq(0, true, false, 0);
-    ByteBuf in = drain(ch);
+    ByteBuf in = drain(w, ch);
     try {
       dec.decodeOne(in);
       dec.digests(true, false);
       w.negotiated(true, false, 0);
       w.capsuleCmd(new Sqe(), null);
-      in.writeBytes(drain(ch));
+      in.writeBytes(drain(w, ch));
       int at = in.readerIndex() + corruptAt;
       in.setByte(at, in.getByte(at) ^ (corruptAt == 0 ? 0 : 0x01));
       if (corruptAt == 0) {
