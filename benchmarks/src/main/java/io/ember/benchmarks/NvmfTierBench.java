@@ -14,10 +14,14 @@ import io.ember.nvmf.NvmfHostOptions;
 import io.ember.nvmf.NvmfQueue;
 import io.ember.nvmf.NvmfUri;
 import io.ember.protocol.ConfigKey;
+import io.ember.protocol.EmberException;
 import io.ember.protocol.EmberKeys;
+import io.ember.protocol.Messages.ClassUsage;
 import io.ember.protocol.StorageClass;
+import java.io.IOException;
 import java.io.PrintWriter;
 import java.nio.ByteBuffer;
+import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.Locale;
 import java.util.Random;
@@ -85,6 +89,46 @@ public final class NvmfTierBench implements Callable<Integer> {
   private static final int SMALL = 4096;
   private static final int DEPTH = 8;
 
+  /** How long a round waits for the blocks the last one freed. */
+  private static final Duration FREE_WAIT = Duration.ofMinutes(2);
+
+  private static long freeNvmfBlocks(EmberClient client) throws EmberException {
+    return client.df().stream()
+        .filter(u -> StorageClass.NVMF.equals(u.storageClass()))
+        .mapToLong(ClassUsage::freeBlocks)
+        .sum();
+  }
+
+  /**
+   * Waits until the NVMf tier has {@code blocks} free again. A deleted file's NVMf blocks come back
+   * only once the data node has deallocated them on the target and a short delay has passed, so a
+   * round that wrote most of the tier cannot start right after the last one deleted its files.
+   */
+  private static void awaitFreeNvmfBlocks(EmberClient client, long blocks, PrintWriter progress)
+      throws IOException, InterruptedException {
+    long deadline = System.nanoTime() + FREE_WAIT.toNanos();
+    boolean told = false;
+    for (long free = freeNvmfBlocks(client); free < blocks; free = freeNvmfBlocks(client)) {
+      if (System.nanoTime() - deadline > 0) {
+        throw new IOException(
+            "the NVMf tier has "
+                + free
+                + " of its "
+                + blocks
+                + " blocks free "
+                + FREE_WAIT.toSeconds()
+                + " s after the bench deleted its files; are the data node's heartbeats reaching"
+                + " the name node?");
+      }
+      if (!told) {
+        progress.println("bench: waiting for the deleted files' blocks to be deallocated...");
+        progress.flush();
+        told = true;
+      }
+      Thread.sleep(100);
+    }
+  }
+
   @Override
   public Integer call() throws Exception {
     PrintWriter out = spec.commandLine().getOut();
@@ -141,6 +185,7 @@ public final class NvmfTierBench implements Callable<Integer> {
         ByteBuffer small = ByteBuffer.allocateDirect(SMALL);
         Random rnd = new Random(2);
         long warmupEnd = System.nanoTime() + warmupSeconds * 1_000_000_000L;
+        long freeAtStart = freeNvmfBlocks(client);
         for (int round = -1; round < rounds; round++) {
           // Round -1 repeats until the warm-up time is over; its figures are dropped.
           if (round == -1 && System.nanoTime() > warmupEnd && warmupSeconds > 0) {
@@ -265,6 +310,7 @@ public final class NvmfTierBench implements Callable<Integer> {
             }
           }
           client.delete(path + "-4k", false);
+          awaitFreeNvmfBlocks(client, freeAtStart, progress);
           r[2][slot] = ops / (bareRead / 1e9);
           r[3][slot] = ops / (bareWrite / 1e9);
           r[6][slot] = ops / (emberRead / 1e9);

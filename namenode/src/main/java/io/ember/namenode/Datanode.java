@@ -126,6 +126,14 @@ final class Datanode {
     return blockCount - nextFresh + freed.size() + cooledCount(nowNanos);
   }
 
+  /**
+   * Freed blocks not yet free again: waiting to be deallocated on the storage, being deallocated,
+   * or cooling after it.
+   */
+  long returningBlocks(long nowNanos) {
+    return toTrim.size() + trimming.size() + cooling.size() - cooledCount(nowNanos);
+  }
+
   /** Cooling blocks whose delay has passed: free, though not yet moved to {@link #freed}. */
   private long cooledCount(long now) {
     long cooled = 0;

@@ -859,11 +859,18 @@ final class NameNodeState {
       }
     }
     StringBuilder names = new StringBuilder();
+    long returning = 0;
+    long now = clock.getAsLong();
     for (int i = 0; i < tried.size(); i++) {
       names
           .append(i == 0 ? "" : i == tried.size() - 1 ? " or " : ", ")
           .append(tried.get(i).displayName());
+      for (Datanode dn : liveByClass.getOrDefault(tried.get(i), List.of())) {
+        returning += dn.returningBlocks(now);
+      }
     }
+    // Blocks of deleted files on storage that is deallocated first come back only after the data
+    // node has done it: say so, or a user who just deleted files sees a full tier and no reason.
     throw new EmberException(
         ErrorCode.NO_CAPACITY,
         "no "
@@ -874,7 +881,13 @@ final class NameNodeState {
             + index
             + " of "
             + path
-            + ")");
+            + ")"
+            + (returning == 0
+                ? ""
+                : "; "
+                    + returning
+                    + (returning == 1 ? " freed block is" : " freed blocks are")
+                    + " still being deallocated and will be free within seconds"));
   }
 
   private BlockLocation location(Inode.File file, int index) {

@@ -356,7 +356,14 @@ class NameNodeStateTest {
     long b = nn.allocateBlock(f.id(), 1).address() / BS;
     nn.delete("/f", false);
     NodeStatus g = nn.create("/g", NodeType.FILE, StorageClass.NVMF, false);
-    assertCode(ErrorCode.NO_CAPACITY, () -> nn.allocateBlock(g.id(), 0));
+    EmberException full = assertThrows(EmberException.class, () -> nn.allocateBlock(g.id(), 0));
+    assertEquals(ErrorCode.NO_CAPACITY, full.code());
+    // A user who just deleted files learns why the tier is still full, and that it will not stay
+    // so.
+    assertEquals(
+        "no NVMf capacity left for 4 KiB (block 0 of /g); 2 freed blocks are still being"
+            + " deallocated and will be free within seconds",
+        full.getMessage());
     assertEquals(0, usage(StorageClass.NVMF).freeBlocks());
     List<Long> toTrim = nn.heartbeat(dn, List.of());
     assertEquals(Set.of(a, b), new HashSet<>(toTrim));
@@ -369,6 +376,13 @@ class NameNodeStateTest {
     clock.addAndGet(BlockLocation.UNCHECKED_REUSE_DELAY.toNanos());
     assertEquals(1, usage(StorageClass.NVMF).freeBlocks());
     assertEquals(a, nn.allocateBlock(g.id(), 0).address() / BS);
+    EmberException oneLeft = assertThrows(EmberException.class, () -> nn.allocateBlock(g.id(), 1));
+    assertTrue(
+        oneLeft
+            .getMessage()
+            .endsWith(
+                "; 1 freed block is still being deallocated and will be free" + " within seconds"),
+        oneLeft.getMessage());
   }
 
   @Test
