@@ -283,12 +283,7 @@ class BadInputTest {
         RawHost.Frame ac = admin.connect(NQN, RAW_HOST, 0, 0xFFFF, 0);
         assertEquals(0, RawHost.responseStatus(ac), "admin Connect");
         assertEquals(0, admin.enable(), "CC.EN");
-        h.send(RawHost.icReq(false, true));
-        assertEquals(2, h.read().b().get(11) & 3, "data digest granted");
-        h.send(
-            capsuleWithDigest(
-                RawHost.connectSqe(1, 0), RawHost.connectData(NQN, RAW_HOST, ac.u16(8))));
-        assertEquals(0, RawHost.responseStatus(h.read()), "I/O Connect");
+        assertEquals(0, h.connectIo(NQN, RAW_HOST, ac.u16(8), true), "I/O Connect");
         byte[] before = readBack(slba, len);
         byte[] data = new byte[len];
         new Random(pdus).nextBytes(data);
@@ -304,27 +299,13 @@ class BadInputTest {
     }
   }
 
-  private static byte[] capsuleWithDigest(Sqe sqe, byte[] data) {
-    byte[] pdu = new byte[72 + data.length + 4];
-    RawHost.le(pdu)
-        .put((byte) 4)
-        .put((byte) Pdu.F_DDGST)
-        .put((byte) 72)
-        .put((byte) 72)
-        .putInt(pdu.length)
-        .put(sqe.array())
-        .put(data)
-        .putInt(RawHost.crc(data, 0, data.length));
-    return pdu;
-  }
-
   /**
-   * Writes {@code data} at {@code slba} of the memory namespace on I/O queue {@code h}, answering
-   * the R2T with {@code pdus} H2CData PDUs, the last one's digest wrong if {@code corrupt}; returns
-   * the completion's status.
+   * Writes {@code data} at {@code slba} of namespace 1 (512-byte blocks) on I/O queue {@code h},
+   * which has data digests on, answering the R2T with {@code pdus} H2CData PDUs, the last one's
+   * digest wrong if {@code corrupt}; returns the completion's status.
    */
-  private static int writeByR2t(
-      RawHost h, int cid, int slba, byte[] data, int pdus, boolean corrupt) throws IOException {
+  static int writeByR2t(RawHost h, int cid, int slba, byte[] data, int pdus, boolean corrupt)
+      throws IOException {
     h.send(
         RawHost.capsule(
             io(Nvme.IO_WRITE, cid, MEMORY_NS, slba, data.length / 512)

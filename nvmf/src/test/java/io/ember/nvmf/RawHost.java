@@ -133,6 +133,44 @@ public final class RawHost implements AutoCloseable {
   }
 
   /**
+   * Opens this connection as I/O queue 1 of controller {@code cntlid}: ICReq, asking for data
+   * digests if {@code dataDigest}, and Connect; returns Connect's status.
+   *
+   * @throws IOException when the target answers with something else, or does not grant the digest
+   */
+  public int connectIo(String nqn, String hostNqn, int cntlid, boolean dataDigest)
+      throws IOException {
+    send(icReq(false, dataDigest));
+    Frame ic = read();
+    if (ic.type() != 1) {
+      throw new IOException("expected ICResp, got type " + ic.type());
+    }
+    if (dataDigest && (ic.b().get(11) & 2) == 0) {
+      throw new IOException("the target did not grant data digests");
+    }
+    maxH2CData = ic.i32(12);
+    Sqe sqe = connectSqe(1, 0);
+    byte[] data = connectData(nqn, hostNqn, cntlid);
+    send(dataDigest ? capsuleWithDataDigest(sqe, data) : capsule(sqe, data));
+    return responseStatus(read());
+  }
+
+  /** A CapsuleCmd PDU with in-capsule data and its data digest. */
+  public static byte[] capsuleWithDataDigest(Sqe sqe, byte[] data) {
+    byte[] pdu = new byte[72 + data.length + 4];
+    le(pdu)
+        .put((byte) 4)
+        .put((byte) 2) // DDGSTF
+        .put((byte) 72)
+        .put((byte) 72)
+        .putInt(pdu.length)
+        .put(sqe.array())
+        .put(data)
+        .putInt(crc(data, 0, data.length));
+    return pdu;
+  }
+
+  /**
    * A Fabrics Connect command for queue {@code qid} with 32 entries; its data is in the capsule.
    */
   public static Sqe connectSqe(int qid, int kato) {

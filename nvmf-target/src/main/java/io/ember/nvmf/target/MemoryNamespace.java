@@ -106,6 +106,17 @@ public final class MemoryNamespace implements Namespace {
   }
 
   @Override
+  public ByteBuffer window(long offset, int len) {
+    int first = (int) (offset & (CHUNK - 1));
+    if (len <= 0 || first + len > CHUNK) {
+      return null;
+    }
+    ByteBuffer w = chunk((int) (offset >>> CHUNK_SHIFT)).duplicate();
+    w.position(first).limit(first + len);
+    return w.slice();
+  }
+
+  @Override
   public void write(long offset, ByteBuf src) {
     int idx = src.readerIndex();
     long pos = offset;

@@ -3,6 +3,7 @@ package io.ember.nvmf.target;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
 import java.io.IOException;
+import java.nio.ByteBuffer;
 
 /**
  * Storage behind one namespace of the embedded target. Offsets and lengths are in bytes and always
@@ -38,6 +39,15 @@ public interface Namespace extends AutoCloseable {
    * @throws IOException when the storage fails; the target answers with a media error status
    */
   void write(long offset, ByteBuf src) throws IOException;
+
+  /**
+   * The memory where {@code len} bytes from {@code offset} are kept, for a write's data to be
+   * received into straight from the socket: a buffer of exactly {@code len} bytes from position 0,
+   * or null where the storage has no such memory (the default) or the range is not in one piece.
+   */
+  default ByteBuffer window(long offset, int len) {
+    return null;
+  }
 
   /** Makes completed writes durable. */
   void flush() throws IOException;

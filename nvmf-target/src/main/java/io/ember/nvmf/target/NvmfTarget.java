@@ -60,6 +60,9 @@ public final class NvmfTarget implements AutoCloseable {
 
   private Channel server;
 
+  /** Bytes of host writes received straight into namespace memory (see {@link #bytesLanded()}). */
+  final java.util.concurrent.atomic.LongAdder landed = new java.util.concurrent.atomic.LongAdder();
+
   private NvmfTarget(Builder b) {
     this.bindHost = b.host;
     this.bindPort = b.port;
@@ -167,6 +170,16 @@ public final class NvmfTarget implements AutoCloseable {
   /** Served subsystems, by NQN. */
   public Map<String, Subsystem> subsystems() {
     return Map.copyOf(subsystems);
+  }
+
+  /**
+   * Bytes of host writes that the socket received straight into a namespace's memory, with no copy
+   * in between: data of at least {@link io.ember.nvmf.tcp.PduFrameDecoder#MIN_LANDING_BYTES} in one
+   * H2CData PDU, to a memory namespace, on a connection without data digests. Other writes are
+   * copied into the namespace once they have arrived.
+   */
+  public long bytesLanded() {
+    return landed.sum();
   }
 
   /** Number of live controllers (admin queues connected), for tests and monitoring. */

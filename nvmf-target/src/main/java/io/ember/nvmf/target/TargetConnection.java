@@ -19,6 +19,7 @@ import io.netty.handler.codec.DecoderException;
 import io.netty.util.collection.IntObjectHashMap;
 import io.netty.util.concurrent.ScheduledFuture;
 import java.io.IOException;
+import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.UUID;
 import java.util.concurrent.RejectedExecutionException;
@@ -53,6 +54,12 @@ final class TargetConnection extends ChannelInboundHandlerAdapter {
   private final PduWriter out;
   private final IntObjectHashMap<Pending> pending = new IntObjectHashMap<>();
 
+  /**
+   * Data digests were negotiated: a write's data is then checked whole before any of it reaches the
+   * namespace, so it neither lands from the socket nor is placed PDU by PDU.
+   */
+  private boolean dataDigests;
+
   /** I/O commands received and not yet answered, by command id: for the controller's stats. */
   private final IntObjectHashMap<Timing> timings = new IntObjectHashMap<>();
 
@@ -84,7 +91,34 @@ final class TargetConnection extends ChannelInboundHandlerAdapter {
 
   static void install(NvmfTarget t, SocketChannel ch) {
     PduFrameDecoder d = new PduFrameDecoder(true, ADMIN_IN_CAPSULE, t.maxH2CData);
-    ch.pipeline().addLast("pdu", d).addLast("target", new TargetConnection(t, ch, d));
+    TargetConnection c = new TargetConnection(t, ch, d);
+    d.landData(ch, c::landingFor);
+    ch.pipeline().addLast("pdu", d).addLast("target", c);
+  }
+
+  /**
+   * Where the data of an H2CData PDU may land straight from the socket: the namespace memory of the
+   * write it answers, where the namespace keeps its bytes in memory. Everything {@link #onData}
+   * checks is checked here first, so a PDU whose data landed is one it accepts.
+   */
+  private ByteBuffer landingFor(int cccid, int ttag, int datao, int datal) {
+    Pending p = pending.get(ttag);
+    if (dead
+        || p == null
+        || p.landing == null
+        || p.failure != null
+        || p.cid != cccid
+        || datao != p.received
+        || (long) datao + datal > p.len
+        || datal > t.maxH2CData) {
+      return null;
+    }
+    ByteBuffer memory = p.landing.ns().window(p.landing.offset() + datao, datal);
+    if (memory != null) {
+      p.landingNow = true;
+      t.landed.add(datal);
+    }
+    return memory;
   }
 
   /** Receives the data of a host-to-controller transfer; owns (must release) {@code data}. */
@@ -92,11 +126,26 @@ final class TargetConnection extends ChannelInboundHandlerAdapter {
     void run(ByteBuf data);
   }
 
+  /**
+   * Where a write's data goes, PDU by PDU as it arrives (straight from the socket where the
+   * namespace allows), and what completes the write once all of it is there.
+   */
+  private record Landing(Namespace ns, long offset, Runnable whenLanded) {}
+
   /** A command waiting for H2CData after our R2T. */
   private static final class Pending {
     final int cid;
     final int len;
     final DataAction action;
+
+    /** Null where the data cannot land straight from the socket. */
+    final Landing landing;
+
+    /** The H2CData PDU now arriving lands in {@link #landing}'s memory straight from the socket. */
+    boolean landingNow;
+
+    /** Why placing an earlier PDU's data failed; the write then ends with a media error. */
+    Exception failure;
 
     /**
      * Gathers the data when it comes in more than one PDU; null until then, because a transfer that
@@ -107,10 +156,11 @@ final class TargetConnection extends ChannelInboundHandlerAdapter {
     int received;
     boolean digestError;
 
-    Pending(int cid, int len, DataAction action) {
+    Pending(int cid, int len, DataAction action, Landing landing) {
       this.cid = cid;
       this.len = len;
       this.action = action;
+      this.landing = landing;
     }
   }
 
@@ -235,6 +285,7 @@ final class TargetConnection extends ChannelInboundHandlerAdapter {
     out.icResp(0, r.hdgst(), r.ddgst(), t.maxH2CData);
     out.flush();
     decoder.digests(r.hdgst(), r.ddgst());
+    dataDigests = r.ddgst();
     out.negotiated(r.hdgst(), r.ddgst(), r.hpda());
   }
 
@@ -359,6 +410,14 @@ final class TargetConnection extends ChannelInboundHandlerAdapter {
    * R2T (Transport SGL Data Block), then hands it to {@code action}.
    */
   private void withData(Sqe s, ByteBuf capsuleData, DataAction action) {
+    withData(s, capsuleData, action, null);
+  }
+
+  /**
+   * As above; with a {@code landing}, data sent by R2T is placed in its namespace PDU by PDU (see
+   * {@link #placeData}) instead of reaching {@code action}.
+   */
+  private void withData(Sqe s, ByteBuf capsuleData, DataAction action, Landing landing) {
     int cid = s.cid();
     long len = s.sglLength();
     int id = s.sglId();
@@ -380,7 +439,7 @@ final class TargetConnection extends ChannelInboundHandlerAdapter {
         fail(cid, Nvme.SC_INVALID_FIELD);
         return;
       }
-      Pending p = new Pending(cid, (int) len, action);
+      Pending p = new Pending(cid, (int) len, action, landing);
       pending.put(cid, p);
       out.r2t(cid, cid, 0, (int) len);
       batcher.flushSoon();
@@ -437,6 +496,10 @@ final class TargetConnection extends ChannelInboundHandlerAdapter {
           new byte[0]);
       return;
     }
+    if (p.landing != null) {
+      placeData(p, d);
+      return;
+    }
     if (!d.dataDigestOk()) {
       p.digestError = true;
     }
@@ -461,6 +524,34 @@ final class TargetConnection extends ChannelInboundHandlerAdapter {
       } else {
         p.action.run(p.buf);
       }
+    }
+  }
+
+  /**
+   * Puts a write's data in its namespace PDU by PDU, as it arrives: this PDU's landed there
+   * straight from the socket (see {@link #landingFor}), or is copied there now. Writes get a
+   * landing only on connections without data digests and for namespaces that do not block.
+   */
+  private void placeData(Pending p, Pdu.H2CData d) {
+    if (p.landingNow) {
+      p.landingNow = false;
+    } else if (p.failure == null) {
+      try {
+        p.landing.ns().write(p.landing.offset() + d.datao(), d.data());
+      } catch (IOException | RuntimeException e) {
+        p.failure = e;
+      }
+    }
+    p.received += d.datal();
+    if (p.received < p.len) {
+      return;
+    }
+    pending.remove(p.cid);
+    if (p.failure == null) {
+      p.landing.whenLanded().run();
+    } else {
+      LOG.warn("namespace I/O failed: {}", p.failure.toString());
+      fail(p.cid, Nvme.SCT_MEDIA, 0x80);
     }
   }
 
@@ -1214,7 +1305,22 @@ final class TargetConnection extends ChannelInboundHandlerAdapter {
                           if (fua) {
                             ns.flush(); // Force Unit Access: durable before completion
                           }
-                        }));
+                        }),
+                dataDigests || ns.blocking()
+                    ? null
+                    : new Landing(
+                        ns,
+                        off,
+                        () ->
+                            runIo(
+                                ns,
+                                cid,
+                                0x80,
+                                () -> {
+                                  if (fua) {
+                                    ns.flush();
+                                  }
+                                })));
           }
           return;
         }

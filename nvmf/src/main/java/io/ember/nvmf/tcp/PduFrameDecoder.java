@@ -3,8 +3,15 @@ package io.ember.nvmf.tcp;
 import io.ember.nvmf.spec.Cqe;
 import io.ember.nvmf.spec.Sqe;
 import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufAllocator;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelConfig;
 import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.RecvByteBufAllocator;
 import io.netty.handler.codec.ByteToMessageDecoder;
+import io.netty.util.UncheckedBooleanSupplier;
+import java.nio.ByteBuffer;
 import java.util.List;
 
 /**
@@ -31,7 +38,47 @@ public final class PduFrameDecoder extends ByteToMessageDecoder {
    */
   private static final int MAX_PAD = 128;
 
+  /**
+   * H2CData PDUs with less data than this are decoded whole even where they could land: their bytes
+   * come in a socket read or two, and a copy of them costs less than the reads landing takes.
+   */
+  public static final int MIN_LANDING_BYTES = 32 << 10;
+
+  /**
+   * Says where the data of a host-to-controller data PDU may be received straight from the socket:
+   * memory of exactly {@code datal} bytes (from its position 0) where the data belongs, or null to
+   * decode the PDU as usual. Called on the channel's event loop, once the PDU's header has arrived
+   * and checked (fields and header digest) and before its data has all arrived. Once it returns
+   * memory, the data's bytes go there and nowhere else, and the PDU is then delivered with an empty
+   * {@code data} buffer; if the connection ends first, part of the memory may hold part of them.
+   */
+  public interface DataLanding {
+    ByteBuffer destination(int cccid, int ttag, int datao, int datal);
+  }
+
   private final boolean controllerSide;
+
+  private DataLanding landing;
+
+  /** While data lands: the PDU to deliver once it has, its memory, and the bytes there so far. */
+  private Pdu.H2CData landingPdu;
+
+  private ByteBuffer landingMemory;
+  private int landed;
+
+  /** The last receive buffer handed out for landing data, to know it when it comes back. */
+  private ByteBuf handedOut;
+
+  /** The PDU at the start of the buffer was offered to {@link #landing} and declined. */
+  private boolean declined;
+
+  /**
+   * Data just landed, and the next socket read takes only a PDU header: when another landing PDU
+   * follows (a stream of large writes), all of its data then lands, none of it read along with the
+   * header and copied.
+   */
+  private boolean headerNext;
+
   private boolean hdgst;
   private boolean ddgst;
   private boolean icDone;
@@ -71,6 +118,19 @@ public final class PduFrameDecoder extends ByteToMessageDecoder {
     this.maxDataPdu = maxDataPdu;
   }
 
+  /**
+   * Lets {@code landing} take the data of large H2CData PDUs straight from the socket (target side,
+   * without data digests, which would have to be checked before the data may land): the channel's
+   * next socket reads are then handed the destination's memory as their buffer, each no larger than
+   * the bytes still to come, so the kernel copies the data there and the next PDU's bytes never
+   * land. Call before the channel reads.
+   */
+  public void landData(Channel ch, DataLanding landing) {
+    this.landing = landing;
+    RecvByteBufAllocator usual = ch.config().getRecvByteBufAllocator();
+    ch.config().setRecvByteBufAllocator(new IntoLanding(usual, this));
+  }
+
   @Override
   protected void decode(ChannelHandlerContext ctx, ByteBuf in, List<Object> out) {
     if (failed) {
@@ -78,8 +138,12 @@ public final class PduFrameDecoder extends ByteToMessageDecoder {
       return;
     }
     try {
+      if (landing != null && !declined && startLanding(in)) {
+        return;
+      }
       Pdu pdu = decodeOne(in);
       if (pdu != null) {
+        declined = false;
         out.add(pdu);
       }
     } catch (PduException e) {
@@ -112,6 +176,131 @@ public final class PduFrameDecoder extends ByteToMessageDecoder {
     // the frame needs no reference count of its own: one atomic update less per PDU.
     ByteBuf frame = in.readSlice((int) plen);
     return parse(frame, type, frame.getUnsignedByte(1), hlen, pdo, (int) plen);
+  }
+
+  /**
+   * Offers an H2CData PDU whose header has arrived and whose data has not all arrived to {@link
+   * #landing}; if it takes the data, moves the bytes already here into its memory and returns true.
+   */
+  private boolean startLanding(ByteBuf in) {
+    int r = in.readerIndex();
+    if (ddgst || in.readableBytes() < 24 || in.getUnsignedByte(r) != Pdu.T_H2C_DATA) {
+      return false;
+    }
+    int hlen = in.getUnsignedByte(r + 2);
+    int pdo = in.getUnsignedByte(r + 3);
+    long plen = in.getUnsignedIntLE(r + 4);
+    checkCommonHeader(in, r, Pdu.T_H2C_DATA, hlen, pdo, plen);
+    if (in.readableBytes() >= plen || in.readableBytes() < pdo) {
+      return false; // whole already (decoded as usual), or the header not yet
+    }
+    declined = true; // whatever follows, this PDU is not offered again
+    int hd = hd(Pdu.T_H2C_DATA);
+    if (hd != 0 && Crc32c.of(in, r, hlen) != in.getIntLE(r + hlen)) {
+      return false; // decodeOne reports it once the PDU is whole
+    }
+    int datao = in.getIntLE(r + 12);
+    int datal = in.getIntLE(r + 16);
+    if (datao < 0 || datal != plen - pdo || datal < MIN_LANDING_BYTES) {
+      return false;
+    }
+    int cccid = in.getUnsignedShortLE(r + 8);
+    int ttag = in.getUnsignedShortLE(r + 10);
+    ByteBuffer memory = landing.destination(cccid, ttag, datao, datal);
+    if (memory == null) {
+      return false;
+    }
+    boolean last = (in.getUnsignedByte(r + 1) & Pdu.F_LAST_PDU) != 0;
+    landingPdu = new Pdu.H2CData(cccid, ttag, datao, datal, last, Unpooled.EMPTY_BUFFER, true);
+    in.skipBytes(pdo);
+    landed = in.readableBytes();
+    ByteBuffer start = memory.duplicate();
+    start.position(0).limit(landed);
+    in.readBytes(start);
+    landingMemory = memory;
+    return true;
+  }
+
+  /** The destination's memory from its first byte not yet received, for the next socket read. */
+  private ByteBuf landingBuffer() {
+    ByteBuffer rest = landingMemory.duplicate();
+    rest.limit(landingPdu.datal()).position(landed);
+    handedOut = Unpooled.wrappedBuffer(rest.slice()).clear();
+    return handedOut;
+  }
+
+  @Override
+  public void channelRead(ChannelHandlerContext ctx, Object msg) throws Exception {
+    if (landingPdu == null || msg != handedOut) {
+      super.channelRead(ctx, msg);
+      return;
+    }
+    ByteBuf got = (ByteBuf) msg;
+    landed += got.readableBytes();
+    got.release();
+    handedOut = null;
+    if (landed == landingPdu.datal()) {
+      Pdu.H2CData done = landingPdu;
+      landingPdu = null;
+      landingMemory = null;
+      declined = false;
+      headerNext = true;
+      ctx.fireChannelRead(done);
+    }
+  }
+
+  /**
+   * The connection's receive buffers: the usual ones, except while data lands, when each read gets
+   * the destination's memory for the rest of that data and no more.
+   */
+  private static final class IntoLanding implements RecvByteBufAllocator {
+    private final RecvByteBufAllocator usual;
+    private final PduFrameDecoder decoder;
+
+    IntoLanding(RecvByteBufAllocator usual, PduFrameDecoder decoder) {
+      this.usual = usual;
+      this.decoder = decoder;
+    }
+
+    @Override
+    @SuppressWarnings("deprecation") // Netty's interface still returns the deprecated type
+    public Handle newHandle() {
+      return new IntoLandingHandle((ExtendedHandle) usual.newHandle(), decoder);
+    }
+  }
+
+  private static final class IntoLandingHandle extends RecvByteBufAllocator.DelegatingHandle
+      implements RecvByteBufAllocator.ExtendedHandle {
+    private final RecvByteBufAllocator.ExtendedHandle usual;
+    private final PduFrameDecoder decoder;
+
+    IntoLandingHandle(RecvByteBufAllocator.ExtendedHandle usual, PduFrameDecoder decoder) {
+      super(usual);
+      this.usual = usual;
+      this.decoder = decoder;
+    }
+
+    @Override
+    public ByteBuf allocate(ByteBufAllocator alloc) {
+      if (decoder.landingPdu != null) {
+        return decoder.landingBuffer();
+      }
+      if (decoder.headerNext) {
+        decoder.headerNext = false;
+        return alloc.ioBuffer(24 + decoder.hd(Pdu.T_H2C_DATA));
+      }
+      return usual.allocate(alloc);
+    }
+
+    @Override
+    public void reset(ChannelConfig config) {
+      usual.reset(config);
+    }
+
+    @Override
+    public boolean continueReading(UncheckedBooleanSupplier maybeMoreDataSupplier) {
+      return usual.continueReading(maybeMoreDataSupplier);
+    }
   }
 
   private static PduException bad(int fes, int fei, String msg, ByteBuf in, int r) {
