@@ -184,7 +184,14 @@ public final class FileNamespace implements Namespace {
   public void write(long offset, ByteBuf src) throws IOException {
     int len = src.readableBytes();
     if (!direct) {
-      writeFully(src.nioBuffer(src.readerIndex(), len), offset);
+      // A PDU's data may span several socket reads' buffers: write each, rather than have
+      // nioBuffer() merge them into a copy first.
+      long pos = offset;
+      for (ByteBuffer part : src.nioBuffers(src.readerIndex(), len)) {
+        int n = part.remaining();
+        writeFully(part, pos);
+        pos += n;
+      }
       return;
     }
     try (Bounce b = bounce(len)) {

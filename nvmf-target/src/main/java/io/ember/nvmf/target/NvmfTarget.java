@@ -176,7 +176,8 @@ public final class NvmfTarget implements AutoCloseable {
    * Bytes of host writes that the socket received straight into a namespace's memory, with no copy
    * in between: data of at least {@link io.ember.nvmf.tcp.PduFrameDecoder#MIN_LANDING_BYTES} in one
    * H2CData PDU, to a memory namespace, on a connection without data digests. Other writes are
-   * copied into the namespace once they have arrived.
+   * copied into the namespace as they arrive. Counted when a PDU's data starts landing, so a
+   * connection that ends in the middle of one counts all of its bytes.
    */
   public long bytesLanded() {
     return landed.sum();

@@ -114,10 +114,20 @@ final class TargetConnection extends ChannelInboundHandlerAdapter {
       return null;
     }
     ByteBuffer memory = p.landing.ns().window(p.landing.offset() + datao, datal);
-    if (memory != null) {
-      p.landingNow = true;
-      t.landed.add(datal);
+    if (memory == null) {
+      return null;
     }
+    if (!memory.isDirect() || memory.position() != 0 || memory.remaining() != datal) {
+      // A socket reads only into direct memory, and into exactly the data's bytes.
+      throw new IllegalStateException(
+          "namespace window for "
+              + datal
+              + " bytes is "
+              + memory
+              + ", not a direct buffer of them");
+    }
+    p.landingNow = true;
+    t.landed.add(datal);
     return memory;
   }
 
@@ -266,6 +276,7 @@ final class TargetConnection extends ChannelInboundHandlerAdapter {
     dead = true;
     LOG.info("terminating connection from {}: {}", ch.remoteAddress(), msg);
     out.termReq(Pdu.T_C2H_TERM, fes, fei, header);
+    decoder.discardInput();
     out.flushThenClose();
   }
 
@@ -538,7 +549,10 @@ final class TargetConnection extends ChannelInboundHandlerAdapter {
     } else if (p.failure == null) {
       try {
         p.landing.ns().write(p.landing.offset() + d.datao(), d.data());
-      } catch (IOException | RuntimeException e) {
+      } catch (IOException e) {
+        p.failure = e;
+      } catch (RuntimeException e) {
+        LOG.warn("namespace I/O failed unexpectedly", e);
         p.failure = e;
       }
     }
@@ -549,9 +563,11 @@ final class TargetConnection extends ChannelInboundHandlerAdapter {
     pending.remove(p.cid);
     if (p.failure == null) {
       p.landing.whenLanded().run();
-    } else {
+    } else if (p.failure instanceof IOException) {
       LOG.warn("namespace I/O failed: {}", p.failure.toString());
       fail(p.cid, Nvme.SCT_MEDIA, 0x80);
+    } else {
+      fail(p.cid, Nvme.SC_INTERNAL); // as runIo answers an unexpected failure
     }
   }
 
@@ -787,6 +803,7 @@ final class TargetConnection extends ChannelInboundHandlerAdapter {
         ch.remoteAddress(),
         auth.failure());
     dead = true;
+    decoder.discardInput();
     out.flushThenClose();
   }
 

@@ -131,6 +131,17 @@ public final class PduFrameDecoder extends ByteToMessageDecoder {
     ch.config().setRecvByteBufAllocator(new IntoLanding(usual, this));
   }
 
+  /**
+   * Discards all input from now on, a PDU's data landing included: for a connection that is being
+   * terminated, so that nothing it still sends reaches a namespace.
+   */
+  public void discardInput() {
+    failed = true;
+    landingPdu = null;
+    landingMemory = null;
+    headerNext = false;
+  }
+
   @Override
   protected void decode(ChannelHandlerContext ctx, ByteBuf in, List<Object> out) {
     if (failed) {
@@ -231,6 +242,11 @@ public final class PduFrameDecoder extends ByteToMessageDecoder {
 
   @Override
   public void channelRead(ChannelHandlerContext ctx, Object msg) throws Exception {
+    if (msg == handedOut && landingPdu == null) {
+      ((ByteBuf) msg).release(); // landed after discardInput: the bytes are dropped
+      handedOut = null;
+      return;
+    }
     if (landingPdu == null || msg != handedOut) {
       super.channelRead(ctx, msg);
       return;
