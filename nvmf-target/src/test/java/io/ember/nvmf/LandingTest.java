@@ -160,6 +160,28 @@ class LandingTest {
     assertArrayEquals(after, read((slba * BS) + LEN, BS), "the block after it, from another host");
   }
 
+  /** Padding between a PDU's header and its data (a PDO past the header) never lands. */
+  @Test
+  void paddingBeforeTheDataIsSkipped() throws Exception {
+    long slba = 6144;
+    byte[] data = new byte[LEN];
+    new Random(8).nextBytes(data);
+    try (RawHost admin = new RawHost("127.0.0.1", target.port());
+        RawHost io = new RawHost("127.0.0.1", target.port())) {
+      int ttag = openAndAskToWrite(admin, io, 11, slba);
+      byte[] pdu = h2cData(11, ttag, data, 8);
+      java.util.Arrays.fill(pdu, 24, 32, (byte) 0x5A);
+      long landedBefore = target.bytesLanded();
+      io.send(Arrays.copyOfRange(pdu, 0, 32 + 100));
+      awaitLanded(landedBefore + LEN);
+      io.send(Arrays.copyOfRange(pdu, 32 + 100, pdu.length));
+      RawHost.Frame f = io.read();
+      assertEquals(Pdu.T_CAPSULE_RESP, f.type(), "the write's completion");
+      assertEquals(0, RawHost.responseStatus(f), "the write's status");
+    }
+    assertArrayEquals(data, read(slba * BS, LEN), "the data, without the padding");
+  }
+
   /** A host that closes its connection in the middle of a landing PDU troubles no one else. */
   @Test
   void aHostGoneMidLandingLeavesTheTargetServing() throws Exception {
@@ -228,20 +250,26 @@ class LandingTest {
 
   /** One H2CData PDU carrying all of {@code data}, without digests. */
   private static byte[] h2cData(int cid, int ttag, byte[] data) {
+    return h2cData(cid, ttag, data, 0);
+  }
+
+  /** As above, with {@code pad} bytes between the header and the data (PDO 24 + pad). */
+  private static byte[] h2cData(int cid, int ttag, byte[] data, int pad) {
     assertTrue(data.length >= PduFrameDecoder.MIN_LANDING_BYTES, "large enough to land");
-    byte[] pdu = new byte[24 + data.length];
+    byte[] pdu = new byte[24 + pad + data.length];
     ByteBuffer b = ByteBuffer.wrap(pdu).order(java.nio.ByteOrder.LITTLE_ENDIAN);
     b.put((byte) Pdu.T_H2C_DATA)
         .put((byte) Pdu.F_LAST_PDU)
         .put((byte) 24)
-        .put((byte) 24)
+        .put((byte) (24 + pad))
         .putInt(pdu.length)
         .putShort((short) cid)
         .putShort((short) ttag)
         .putInt(0)
         .putInt(data.length)
         .putInt(0)
-        .put(data);
+        .position(24 + pad);
+    b.put(data);
     return pdu;
   }
 
