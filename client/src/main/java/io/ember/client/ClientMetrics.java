@@ -9,6 +9,7 @@ public final class ClientMetrics {
   final LongAdder blockWrites = new LongAdder();
   final LongAdder blockReads = new LongAdder();
   final LongAdder metadataCalls = new LongAdder();
+  final LongAdder leaseRenewals = new LongAdder();
   final LongAdder blockCacheHits = new LongAdder();
   final LongAdder blockCacheMisses = new LongAdder();
   private final LongAdder readModifyWriteSectors = new LongAdder();
@@ -43,9 +44,17 @@ public final class ClientMetrics {
     return blockReads.sum();
   }
 
-  /** Calls to the name node. */
+  /**
+   * Calls to the name node made by the client's operations; the lease renewals that run in the
+   * background while files are open for writing are counted apart, by {@link #leaseRenewals()}.
+   */
   public long metadataCalls() {
     return metadataCalls.sum();
+  }
+
+  /** Lease renewals sent to the name node for the files this client has open for writing. */
+  public long leaseRenewals() {
+    return leaseRenewals.sum();
   }
 
   /** Block locations found in the cache. */
@@ -70,6 +79,8 @@ public final class ClientMetrics {
         + blockReads()
         + ", metadata calls="
         + metadataCalls()
+        + ", lease renewals="
+        + leaseRenewals()
         + ", block cache hits="
         + blockCacheHits()
         + " misses="

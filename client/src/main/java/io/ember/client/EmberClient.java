@@ -740,9 +740,11 @@ public final class EmberClient implements AutoCloseable {
         for (EmberOutputStream out : writing.values()) {
           files.add(new Messages.WrittenLength(out.fileId(), out.acknowledged()));
         }
+        // Counted apart: a renewal runs on its own schedule, whatever the application is doing.
+        metrics.leaseRenewals.increment();
         Messages.RenewLeaseResponse r =
             await(
-                call(
+                send(
                     MessageType.RENEW_LEASE,
                     new Messages.RenewLeaseRequest(leaseHolder, files),
                     Messages.RenewLeaseResponse::decode));
@@ -906,6 +908,11 @@ public final class EmberClient implements AutoCloseable {
 
   private <T> CompletableFuture<T> call(MessageType type, Message body, ResponseDecoder<T> dec) {
     metrics.metadataCalls.increment();
+    return send(type, body, dec);
+  }
+
+  /** As {@link #call}, without counting the call among the operations' metadata calls. */
+  private <T> CompletableFuture<T> send(MessageType type, Message body, ResponseDecoder<T> dec) {
     if (direct != null && CALLER_WAITS.get()) {
       return direct.callOr(type, body, dec, () -> sharedCall(type, body, dec));
     }

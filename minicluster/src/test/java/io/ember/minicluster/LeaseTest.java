@@ -70,6 +70,28 @@ class LeaseTest {
     }
   }
 
+  /**
+   * Lease renewals run on their own schedule, so they are counted apart from the calls the
+   * application's operations make: a count of those does not grow while a file sits open.
+   */
+  @Test
+  void leaseRenewalsAreCountedApartFromTheOperationsCalls() throws Exception {
+    cluster = start("2s", "1m"); // renewals every half second
+    try (EmberClient c = cluster.newClient();
+        EmberOutputStream out = c.create("/renewed", CreateOptions.DEFAULT)) {
+      out.write(new byte[10]);
+      out.flush();
+      long calls = c.metrics().metadataCalls();
+      long renewals = c.metrics().leaseRenewals();
+      long deadline = System.nanoTime() + DEADLINE.toNanos();
+      while (c.metrics().leaseRenewals() < renewals + 2) {
+        assertTrue(System.nanoTime() < deadline, "no lease renewals: " + c.metrics());
+        Thread.sleep(10);
+      }
+      assertEquals(calls, c.metrics().metadataCalls(), "the operations' calls, open and idle");
+    }
+  }
+
   @Test
   void aWriteThatRunsOutOfCapacityLeavesNothingBehind() throws Exception {
     cluster = start("60s", "256k"); // four blocks

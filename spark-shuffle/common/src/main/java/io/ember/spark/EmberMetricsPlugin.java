@@ -20,7 +20,8 @@ import org.apache.spark.api.plugin.SparkPlugin;
  * <ul>
  *   <li>{@code bytesWritten}, {@code bytesRead}: bytes sent to and received from data nodes;
  *   <li>{@code blockWrites}, {@code blockReads}: the transfers that moved them;
- *   <li>{@code metadataCalls}: calls to the name node;
+ *   <li>{@code metadataCalls}: calls to the name node made by the shuffle's operations (the lease
+ *       renewals that run in the background while files are open are not among them);
  *   <li>{@code blockCacheHits}, {@code blockCacheMisses}: block locations found in the client's
  *       cache, or fetched;
  *   <li>{@code readModifyWriteSectors}: sectors an NVMf tier read, patched and wrote back for
