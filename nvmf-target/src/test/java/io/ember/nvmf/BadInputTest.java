@@ -98,7 +98,7 @@ class BadInputTest {
    * Reads the next PDU, asserts it is a C2HTermReq with {@code fes}/{@code fei}, and that the
    * target closes.
    */
-  private static void expectTerm(RawHost h, int fes, int fei) throws Exception {
+  static void expectTerm(RawHost h, int fes, int fei) throws Exception {
     RawHost.Frame f = h.read();
     assertEquals(Pdu.T_C2H_TERM, f.type(), "expected C2HTermReq");
     assertEquals(fes, f.u16(8), "FES");

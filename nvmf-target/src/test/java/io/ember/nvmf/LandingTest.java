@@ -202,6 +202,47 @@ class LandingTest {
     assertArrayEquals(next, read(slba * BS, LEN), "a later write over the same range");
   }
 
+  /**
+   * A PDU marked last before the transfer's end, or the PDU that ends it unmarked, is a PDU
+   * sequence error: the target ends the connection, and that PDU's bytes land nowhere. (A PDU
+   * before it that was right stays where it landed, as for any write that did not complete.)
+   */
+  @Test
+  void aWrongLastPduFlagEndsTheConnectionAndItsPduLandsNothing() throws Exception {
+    int half = LEN / 2; // each half is large enough to land
+    for (boolean markedEarly : new boolean[] {true, false}) {
+      long slba = markedEarly ? 10240 : 10496;
+      byte[] before = read(slba * BS, LEN);
+      byte[] data = new byte[LEN];
+      new Random(markedEarly ? 12 : 13).nextBytes(data);
+      long landedBefore = target.bytesLanded();
+      try (RawHost admin = new RawHost("127.0.0.1", target.port());
+          RawHost io = new RawHost("127.0.0.1", target.port())) {
+        int ttag = openAndAskToWrite(admin, io, 13, slba);
+        io.send(h2cData(13, ttag, 0, Arrays.copyOf(data, half), 0, markedEarly));
+        if (!markedEarly) {
+          io.send(h2cData(13, ttag, half, Arrays.copyOfRange(data, half, LEN), 0, false));
+        }
+        BadInputTest.expectTerm(io, Pdu.FES_PDU_SEQUENCE, 0);
+      }
+      byte[] after = read(slba * BS, LEN);
+      String how = markedEarly ? "first half marked last: " : "second half unmarked: ";
+      assertArrayEquals(
+          Arrays.copyOfRange(before, half, LEN),
+          Arrays.copyOfRange(after, half, LEN),
+          how + "nothing of the second half");
+      if (markedEarly) {
+        assertArrayEquals(
+            Arrays.copyOf(before, half), Arrays.copyOf(after, half), how + "nothing at all");
+        assertEquals(landedBefore, target.bytesLanded(), how + "bytes landed");
+      } else {
+        assertArrayEquals(
+            Arrays.copyOf(data, half), Arrays.copyOf(after, half), how + "the good first half");
+        assertEquals(landedBefore + half, target.bytesLanded(), how + "bytes landed");
+      }
+    }
+  }
+
   /** With data digests on, data is checked whole before it reaches the namespace: none lands. */
   @Test
   void withDataDigestsNothingLands() throws Exception {
@@ -250,22 +291,27 @@ class LandingTest {
 
   /** One H2CData PDU carrying all of {@code data}, without digests. */
   private static byte[] h2cData(int cid, int ttag, byte[] data) {
-    return h2cData(cid, ttag, data, 0);
+    return h2cData(cid, ttag, 0, data, 0, true);
   }
 
   /** As above, with {@code pad} bytes between the header and the data (PDO 24 + pad). */
   private static byte[] h2cData(int cid, int ttag, byte[] data, int pad) {
+    return h2cData(cid, ttag, 0, data, pad, true);
+  }
+
+  /** An H2CData PDU carrying {@code data} as the transfer's bytes from {@code datao}. */
+  private static byte[] h2cData(int cid, int ttag, int datao, byte[] data, int pad, boolean last) {
     assertTrue(data.length >= PduFrameDecoder.MIN_LANDING_BYTES, "large enough to land");
     byte[] pdu = new byte[24 + pad + data.length];
     ByteBuffer b = ByteBuffer.wrap(pdu).order(java.nio.ByteOrder.LITTLE_ENDIAN);
     b.put((byte) Pdu.T_H2C_DATA)
-        .put((byte) Pdu.F_LAST_PDU)
+        .put((byte) (last ? Pdu.F_LAST_PDU : 0))
         .put((byte) 24)
         .put((byte) (24 + pad))
         .putInt(pdu.length)
         .putShort((short) cid)
         .putShort((short) ttag)
-        .putInt(0)
+        .putInt(datao)
         .putInt(data.length)
         .putInt(0)
         .position(24 + pad);

@@ -101,7 +101,7 @@ final class TargetConnection extends ChannelInboundHandlerAdapter {
    * write it answers, where the namespace keeps its bytes in memory. Everything {@link #onData}
    * checks is checked here first, so a PDU whose data landed is one it accepts.
    */
-  private ByteBuffer landingFor(int cccid, int ttag, int datao, int datal) {
+  private ByteBuffer landingFor(int cccid, int ttag, int datao, int datal, boolean last) {
     Pending p = pending.get(ttag);
     if (dead
         || p == null
@@ -110,6 +110,7 @@ final class TargetConnection extends ChannelInboundHandlerAdapter {
         || p.cid != cccid
         || datao != p.received
         || (long) datao + datal > p.len
+        || last != ((long) datao + datal == p.len)
         || datal > t.maxH2CData) {
       return null;
     }
@@ -504,6 +505,26 @@ final class TargetConnection extends ChannelInboundHandlerAdapter {
               + p.received
               + " of "
               + p.len,
+          new byte[0]);
+      return;
+    }
+    if (d.last() != ((long) d.datao() + d.datal() == p.len)) {
+      // A host that marks the wrong PDU last has lost track of the transfer; FreeBSD's target
+      // refuses it the same way (Linux's and SPDK's hosts mark exactly the R2T's last PDU).
+      fatal(
+          Pdu.FES_PDU_SEQUENCE,
+          0,
+          "H2CData for bytes "
+              + d.datao()
+              + ".."
+              + ((long) d.datao() + d.datal())
+              + " of command "
+              + p.cid
+              + "'s "
+              + p.len
+              + (d.last()
+                  ? " is marked LAST_PDU, but more must follow"
+                  : " ends it without LAST_PDU"),
           new byte[0]);
       return;
     }

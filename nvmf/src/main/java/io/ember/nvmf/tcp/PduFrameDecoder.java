@@ -53,7 +53,7 @@ public final class PduFrameDecoder extends ByteToMessageDecoder {
    * {@code data} buffer; if the connection ends first, part of the memory may hold part of them.
    */
   public interface DataLanding {
-    ByteBuffer destination(int cccid, int ttag, int datao, int datal);
+    ByteBuffer destination(int cccid, int ttag, int datao, int datal, boolean last);
   }
 
   private final boolean controllerSide;
@@ -217,11 +217,11 @@ public final class PduFrameDecoder extends ByteToMessageDecoder {
     }
     int cccid = in.getUnsignedShortLE(r + 8);
     int ttag = in.getUnsignedShortLE(r + 10);
-    ByteBuffer memory = landing.destination(cccid, ttag, datao, datal);
+    boolean last = (in.getUnsignedByte(r + 1) & Pdu.F_LAST_PDU) != 0;
+    ByteBuffer memory = landing.destination(cccid, ttag, datao, datal, last);
     if (memory == null) {
       return false;
     }
-    boolean last = (in.getUnsignedByte(r + 1) & Pdu.F_LAST_PDU) != 0;
     landingPdu = new Pdu.H2CData(cccid, ttag, datao, datal, last, Unpooled.EMPTY_BUFFER, true);
     in.skipBytes(pdo);
     landed = in.readableBytes();
