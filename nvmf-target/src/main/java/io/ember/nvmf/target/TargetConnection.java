@@ -775,6 +775,11 @@ final class TargetConnection extends ChannelInboundHandlerAdapter {
                         if (dead) {
                           return;
                         }
+                        // The host waited on this step, so its keep-alive clock starts again now.
+                        TargetController k = ctrl;
+                        if (k != null) {
+                          k.lastKeepAlive = System.nanoTime();
+                        }
                         answer.accept(result);
                         if (auth.failed()) {
                           dropUnauthenticated();
@@ -962,6 +967,11 @@ final class TargetConnection extends ChannelInboundHandlerAdapter {
   private void checkKeepAlive() {
     TargetController k = ctrl;
     if (k == null || k.katoMs == 0) {
+      return;
+    }
+    if (authBusy) {
+      // A DH-HMAC-CHAP step of ours is running (seconds for FFDHE 8192 on a slow or busy machine)
+      // and the host is waiting for its answer: the silence is ours, not the host's.
       return;
     }
     long idle = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - k.lastKeepAlive);
