@@ -288,6 +288,118 @@ class TargetFeaturesTest {
     }
   }
 
+  /**
+   * A namespace that keeps its bytes in memory (so written data is placed PDU by PDU as it comes)
+   * and fails every write that touches one block: as a medium error, or with a bug's exception.
+   */
+  static final class FaultyNamespace implements Namespace {
+    final MemoryNamespace mem = new MemoryNamespace(1 << 20, 512);
+    final long badBlock;
+    final boolean asBug;
+
+    FaultyNamespace(long badBlock, boolean asBug) {
+      this.badBlock = badBlock;
+      this.asBug = asBug;
+    }
+
+    @Override
+    public long blockCount() {
+      return mem.blockCount();
+    }
+
+    @Override
+    public int blockSize() {
+      return 512;
+    }
+
+    @Override
+    public boolean blocking() {
+      return false;
+    }
+
+    @Override
+    public ByteBuf read(ByteBufAllocator alloc, long offset, int len) {
+      return mem.read(alloc, offset, len);
+    }
+
+    @Override
+    public void write(long offset, ByteBuf src) throws IOException {
+      long bad = badBlock * 512;
+      if (offset < bad + 512 && offset + src.readableBytes() > bad) {
+        if (asBug) {
+          throw new IllegalStateException("a bug at block " + badBlock);
+        }
+        throw new IOException("unreadable block " + badBlock);
+      }
+      mem.write(offset, src);
+    }
+
+    @Override
+    public void flush() {}
+
+    @Override
+    public void deallocate(long offset, long len) {
+      mem.deallocate(offset, len);
+    }
+  }
+
+  /**
+   * A write whose data comes in several PDUs, and whose namespace fails on the second of them: the
+   * command is answered (Write Fault for a medium error, Internal Error for a bug), nothing after
+   * the failure is stored, and the queue serves the next write.
+   */
+  @Test
+  void aWriteThatFailsPartWayIsAnsweredAndTheQueueGoesOn() throws Exception {
+    Subsystem s = new Subsystem("nqn.2024-01.io.ember:faulty");
+    s.addNamespace(new FaultyNamespace(17, false)); // block 17: in the write's second 8 KiB
+    s.addNamespace(new FaultyNamespace(17, true));
+    try (NvmfTarget t =
+            NvmfTarget.builder()
+                .listen("127.0.0.1", 0)
+                .subsystem(s)
+                .maxH2CData(8192)
+                .build()
+                .start();
+        NvmfController c =
+            NvmfHost.connect(
+                t.uri(s.nqn()),
+                NvmfHostOptions.builder().commandTimeout(Duration.ofSeconds(20)).build())) {
+      byte[] data = new byte[32 << 10]; // four H2CData PDUs
+      new java.util.Random(17).nextBytes(data);
+      for (int nsid : new int[] {1, 2}) {
+        NvmeStatusException e =
+            assertInstanceOf(
+                NvmeStatusException.class,
+                cause(
+                    c.ioQueue(0)
+                        .write(nsid, 0, ByteBuffer.allocateDirect(data.length).put(data).flip())));
+        if (nsid == 1) {
+          assertEquals(2, e.sct(), "media error: " + e.getMessage());
+          assertEquals(0x80, e.sc(), "Write Fault: " + e.getMessage());
+        } else {
+          assertEquals(0, e.sct(), "generic: " + e.getMessage());
+          assertEquals(0x06, e.sc(), "Internal Error: " + e.getMessage());
+        }
+        ByteBuffer rest = ByteBuffer.allocateDirect(16 << 10);
+        c.ioQueue(0).read(nsid, 32, rest).get(60, TimeUnit.SECONDS);
+        assertArrayEquals(new byte[16 << 10], toArray(rest), nsid + ": the PDUs after the failure");
+
+        ByteBuffer good = ByteBuffer.allocateDirect(data.length).put(data).flip();
+        c.ioQueue(0).write(nsid, 128, good).get(60, TimeUnit.SECONDS);
+        ByteBuffer back = ByteBuffer.allocateDirect(data.length);
+        c.ioQueue(0).read(nsid, 128, back).get(60, TimeUnit.SECONDS);
+        assertArrayEquals(data, toArray(back), nsid + ": a later write on the same queue");
+      }
+      assertTrue(c.isConnected());
+    }
+  }
+
+  private static byte[] toArray(ByteBuffer b) {
+    byte[] a = new byte[b.remaining()];
+    b.duplicate().get(a);
+    return a;
+  }
+
   @Test
   void keepAliveKeepsAnIdleControllerAlive() throws Exception {
     Subsystem s = new Subsystem("nqn.2024-01.io.ember:idle");
