@@ -15,6 +15,7 @@ import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufUtil;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.embedded.EmbeddedChannel;
+import java.util.Arrays;
 import java.util.Random;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -132,6 +133,59 @@ class PduRoundTripTest {
       Pdu.TermReq t = (Pdu.TermReq) dec.decodeOne(in);
       assertEquals(128, t.header().length);
       assertFalse(in.isReadable());
+    } finally {
+      in.release();
+      ch.finishAndReleaseAll();
+    }
+  }
+
+  /**
+   * Far more than one gathering buffer's worth of headers between two flushes (about 40 KiB of
+   * responses, R2Ts and data headers, a data digest after each datum), so PDUs and digests fall
+   * across every boundary between buffers: all arrive whole and in the order written.
+   */
+  @ParameterizedTest(name = "hdgst={0} ddgst={1}")
+  @CsvSource({"false,false", "true,true", "false,true", "true,false"})
+  void manyPdusBetweenTwoFlushesArriveInOrder(boolean hd, boolean dd) {
+    EmbeddedChannel ch = new EmbeddedChannel();
+    PduWriter w = new PduWriter(ch);
+    PduFrameDecoder dec = new PduFrameDecoder(false, 0, 1 << 20);
+    w.icResp(0, hd, dd, 131072);
+    ByteBuf in = drain(w, ch);
+    try {
+      dec.decodeOne(in);
+      dec.digests(hd, dd);
+      w.negotiated(hd, dd, 0);
+      int n = 1200;
+      byte[] data = new byte[97];
+      for (int i = 0; i < n; i++) {
+        switch (i % 3) {
+          case 0 -> w.capsuleResp(new Cqe(i, 0, i, 1, i, 0));
+          case 1 -> w.r2t(i, i + 1, i * 8, i + 16);
+          default -> {
+            Arrays.fill(data, (byte) i);
+            w.c2hData(i, i, Unpooled.wrappedBuffer(data.clone(), 0, 1 + i % 97), true, false);
+          }
+        }
+      }
+      in.writeBytes(drain(w, ch));
+      for (int i = 0; i < n; i++) {
+        Pdu p = dec.decodeOne(in);
+        switch (i % 3) {
+          case 0 -> assertEquals(new Cqe(i, 0, i, 1, i, 0), ((Pdu.CapsuleResp) p).cqe(), "#" + i);
+          case 1 -> assertEquals(new Pdu.R2T(i, i + 1, i * 8, i + 16), p, "#" + i);
+          default -> {
+            Pdu.C2HData d = (Pdu.C2HData) p;
+            byte[] want = new byte[1 + i % 97];
+            Arrays.fill(want, (byte) i);
+            assertEquals(i, d.cccid(), "#" + i);
+            assertTrue(d.dataDigestOk(), "#" + i + "'s data digest");
+            assertArrayEquals(want, bytes(d.data()), "#" + i + "'s data");
+            d.release();
+          }
+        }
+      }
+      assertFalse(in.isReadable(), "nothing after the last PDU");
     } finally {
       in.release();
       ch.finishAndReleaseAll();
