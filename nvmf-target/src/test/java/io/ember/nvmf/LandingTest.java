@@ -243,6 +243,32 @@ class LandingTest {
     }
   }
 
+  /**
+   * The target tears a controller down (its host sends no Keep Alive) while a PDU is landing on one
+   * of its I/O queues: that queue closes in the middle of the PDU, and the target serves others,
+   * the same range included.
+   */
+  @Test
+  void aControllerTornDownMidLandingLeavesTheTargetServing() throws Exception {
+    long slba = 14336;
+    byte[] data = new byte[LEN];
+    new Random(14).nextBytes(data);
+    long landedBefore = target.bytesLanded();
+    try (RawHost admin = new RawHost("127.0.0.1", target.port());
+        RawHost io = new RawHost("127.0.0.1", target.port())) {
+      int ttag = openAndAskToWrite(admin, io, 15, slba, 3000);
+      byte[] pdu = h2cData(15, ttag, data);
+      io.send(Arrays.copyOfRange(pdu, 0, pdu.length / 2));
+      awaitLanded(landedBefore + LEN);
+      assertTrue(io.closedByPeer(), "the I/O queue closes with its controller");
+      assertTrue(admin.closedByPeer(), "and so does the admin queue");
+    }
+    byte[] next = new byte[LEN];
+    new Random(15).nextBytes(next);
+    write(slba * BS, next);
+    assertArrayEquals(next, read(slba * BS, LEN), "a later write over the same range");
+  }
+
   /** With data digests on, data is checked whole before it reaches the namespace: none lands. */
   @Test
   void withDataDigestsNothingLands() throws Exception {
@@ -274,8 +300,14 @@ class LandingTest {
    * write of {@link #LEN} bytes at {@code slba} by R2T, and returns the R2T's transfer tag.
    */
   private int openAndAskToWrite(RawHost admin, RawHost io, int cid, long slba) throws IOException {
+    return openAndAskToWrite(admin, io, cid, slba, 0);
+  }
+
+  /** As above, with a keep-alive timeout of {@code katoMs} (0 for none) for the controller. */
+  private int openAndAskToWrite(RawHost admin, RawHost io, int cid, long slba, int katoMs)
+      throws IOException {
     admin.handshake();
-    RawHost.Frame ac = admin.connect(NQN, RAW_HOST, 0, 0xFFFF, 0);
+    RawHost.Frame ac = admin.connect(NQN, RAW_HOST, 0, 0xFFFF, katoMs);
     assertEquals(0, RawHost.responseStatus(ac), "admin Connect");
     assertEquals(0, admin.enable(), "CC.EN");
     assertEquals(0, io.connectIo(NQN, RAW_HOST, ac.u16(8), false), "I/O Connect");
