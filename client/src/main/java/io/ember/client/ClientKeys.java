@@ -80,11 +80,22 @@ public final class ClientKeys {
               + " sleeps at once); polling saves a thread wake-up per call at the cost of up to"
               + " this much CPU");
 
+  /** Direct memory kept for output streams' next writes once no write uses it. */
+  public static final ConfigKey<Long> WRITE_BUFFERS_KEPT =
+      ConfigKey.ofSize(
+          "ember.client.write-buffers-kept",
+          "32m",
+          0,
+          1L << 34,
+          "direct memory the client keeps for output streams' next writes once no write uses it"
+              + " (0: none; each write then takes memory from Netty's pool)");
+
   /** Every key of this class. */
   public static final List<ConfigKey<?>> ALL =
       List.of(
           TRANSFER_SIZE,
           WRITE_WINDOW,
+          WRITE_BUFFERS_KEPT,
           READ_AHEAD,
           BUFFER_SIZE,
           BLOCK_CACHE_FILES,

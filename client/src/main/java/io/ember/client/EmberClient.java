@@ -105,6 +105,9 @@ public final class EmberClient implements AutoCloseable {
   /** Longest a blocking call waits: every call's own timeouts are shorter. */
   private final java.time.Duration waitLimit;
 
+  /** Memory for output streams' data, kept from one write to the next. */
+  private final WriteBuffers writeBuffers;
+
   private EmberClient(EmberConfig config, HostPort namenode) {
     this.config = config;
     this.namenode = namenode;
@@ -128,6 +131,7 @@ public final class EmberClient implements AutoCloseable {
             .plus(config.get(EmberKeys.CONNECT_TIMEOUT))
             .plusSeconds(10);
     this.blockCache = new BlockCache(config.get(ClientKeys.BLOCK_CACHE_FILES));
+    this.writeBuffers = new WriteBuffers(config.get(ClientKeys.WRITE_BUFFERS_KEPT));
     for (StorageTier t :
         ServiceLoader.load(StorageTier.class, EmberClient.class.getClassLoader())) {
       tiers.put(t.name(), t);
@@ -686,10 +690,16 @@ public final class EmberClient implements AutoCloseable {
       direct.close();
     }
     connections.close();
+    writeBuffers.close();
     lifeCycle.closed();
   }
 
   // ---- internals used by the streams ---------------------------------------------------------
+
+  /** Memory for output streams' data. */
+  WriteBuffers writeBuffers() {
+    return writeBuffers;
+  }
 
   /** The name this client's leases are held under. */
   public String leaseHolder() {

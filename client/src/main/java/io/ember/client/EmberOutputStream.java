@@ -5,7 +5,6 @@ import io.ember.protocol.BlockLocation;
 import io.ember.protocol.EmberException;
 import io.ember.protocol.ErrorCode;
 import io.netty.buffer.ByteBuf;
-import io.netty.buffer.PooledByteBufAllocator;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.util.ArrayDeque;
@@ -119,7 +118,7 @@ public final class EmberOutputStream extends OutputStream {
     if (buffered) {
       checkUsable();
       if (buffer == null) {
-        buffer = PooledByteBufAllocator.DEFAULT.directBuffer(chunkRoom(position));
+        buffer = client.writeBuffers().take(chunkRoom(position));
       }
       buffer.writeByte(b);
       position++;
@@ -138,7 +137,7 @@ public final class EmberOutputStream extends OutputStream {
     while (len > 0) {
       if (buffered) {
         if (buffer == null) {
-          buffer = PooledByteBufAllocator.DEFAULT.directBuffer(chunkRoom(position));
+          buffer = client.writeBuffers().take(chunkRoom(position));
         }
         int n = Math.min(len, buffer.writableBytes());
         buffer.writeBytes(b, off, n);
@@ -150,7 +149,7 @@ public final class EmberOutputStream extends OutputStream {
         }
       } else {
         int n = Math.min(len, chunkRoom(position));
-        ByteBuf piece = PooledByteBufAllocator.DEFAULT.directBuffer(n);
+        ByteBuf piece = client.writeBuffers().take(n);
         piece.writeBytes(b, off, n);
         send(piece);
         off += n;

@@ -1,0 +1,136 @@
+package io.ember.client;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.PooledByteBufAllocator;
+import io.netty.buffer.UnpooledByteBufAllocator;
+import io.netty.buffer.UnpooledDirectByteBuf;
+import io.netty.util.internal.CleanableDirectBuffer;
+import io.netty.util.internal.PlatformDependent;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ConcurrentLinkedDeque;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.LongAdder;
+
+/**
+ * Direct memory for output streams' data, kept for the next write once a write is done with it.
+ *
+ * <p>Netty's pooled allocator frees a chunk of its memory as soon as nothing in the chunk is in
+ * use. A stream's transfer-sized writes, each released when its data node answers, empty chunks
+ * again and again, and every new chunk is fresh memory that the writing thread zeroes and faults in
+ * before it copies a byte: in {@code bin/ember bench}, as many bytes of page faults as bytes
+ * written. Buffers from here are memory that was written before.
+ *
+ * <p>Buffers of at least {@link #MIN_KEPT} bytes are kept, by power-of-two size, up to a bound of
+ * idle memory; smaller ones come from Netty's pool, whose thread caches keep them. Memory beyond
+ * the bound, and all of it once this is closed, is freed when its buffer is released.
+ *
+ * <p>Thread-safe: buffers are taken on a writer's thread and come back on whichever thread releases
+ * them (a network thread, when the data node answers).
+ */
+final class WriteBuffers implements AutoCloseable {
+  /** Smallest buffer kept here. */
+  static final int MIN_KEPT = 64 << 10;
+
+  private static final int MAX_CLASS = 30;
+
+  private final long maxIdleBytes;
+
+  /** Idle memory by size class (the log of its size). */
+  private final List<ConcurrentLinkedDeque<CleanableDirectBuffer>> idle =
+      new ArrayList<>(MAX_CLASS + 1);
+
+  private final AtomicLong idleBytes = new AtomicLong();
+  private final LongAdder allocated = new LongAdder();
+  private volatile boolean closed;
+
+  /**
+   * @param maxIdleBytes most memory kept while no write uses it; 0 keeps none (every buffer then
+   *     comes from Netty's pool)
+   */
+  WriteBuffers(long maxIdleBytes) {
+    this.maxIdleBytes = maxIdleBytes;
+    for (int i = 0; i <= MAX_CLASS; i++) {
+      idle.add(new ConcurrentLinkedDeque<>());
+    }
+  }
+
+  /**
+   * An empty direct buffer of exactly {@code size} bytes (its capacity, which cannot grow). The
+   * caller owns one reference; releasing the last one gives its memory back.
+   */
+  ByteBuf take(int size) {
+    if (size < MIN_KEPT || maxIdleBytes == 0 || size > 1 << MAX_CLASS) {
+      return PooledByteBufAllocator.DEFAULT.directBuffer(size, size);
+    }
+    int sizeClass = 32 - Integer.numberOfLeadingZeros(size - 1);
+    CleanableDirectBuffer memory = idle.get(sizeClass).pollFirst();
+    if (memory != null) {
+      idleBytes.addAndGet(-memory.buffer().capacity());
+    } else {
+      memory = PlatformDependent.allocateDirect(1 << sizeClass);
+      allocated.add(memory.buffer().capacity());
+    }
+    return new Kept(memory, sizeClass, size);
+  }
+
+  /** Bytes of direct memory allocated here so far (kept memory taken again is not counted). */
+  long allocatedBytes() {
+    return allocated.sum();
+  }
+
+  /** Bytes kept here now while no write uses them. */
+  long idleBytes() {
+    return idleBytes.get();
+  }
+
+  private void giveBack(CleanableDirectBuffer memory, int sizeClass) {
+    int n = memory.buffer().capacity();
+    long after = idleBytes.addAndGet(n);
+    if (!closed && after <= maxIdleBytes) {
+      // Last in, first out: the memory most recently written is the likeliest still cached.
+      idle.get(sizeClass).offerFirst(memory);
+      if (closed && idle.get(sizeClass).remove(memory)) {
+        idleBytes.addAndGet(-n);
+        memory.clean(); // close() may have emptied the lists first
+      }
+      return;
+    }
+    idleBytes.addAndGet(-n);
+    memory.clean();
+  }
+
+  /** Frees the idle memory; buffers still in use are freed as they are released. */
+  @Override
+  public void close() {
+    closed = true;
+    for (ConcurrentLinkedDeque<CleanableDirectBuffer> list : idle) {
+      CleanableDirectBuffer memory;
+      while ((memory = list.pollFirst()) != null) {
+        idleBytes.addAndGet(-memory.buffer().capacity());
+        memory.clean();
+      }
+    }
+  }
+
+  /** A buffer over kept memory, which goes back to the lists when the buffer is released. */
+  private final class Kept extends UnpooledDirectByteBuf {
+    private final CleanableDirectBuffer memory;
+    private final int sizeClass;
+
+    Kept(CleanableDirectBuffer memory, int sizeClass, int size) {
+      // Netty views the memory without freeing it at release (deallocate gives it back instead).
+      super(
+          UnpooledByteBufAllocator.DEFAULT, memory.buffer().duplicate().clear().limit(size), size);
+      this.memory = memory;
+      this.sizeClass = sizeClass;
+      clear(); // the view starts out as if it were full
+    }
+
+    @Override
+    protected void deallocate() {
+      super.deallocate();
+      giveBack(memory, sizeClass);
+    }
+  }
+}

@@ -1,0 +1,97 @@
+package io.ember.client;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufUtil;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Random;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+
+class WriteBuffersTest {
+  private static final int MIB = 1 << 20;
+
+  @Test
+  void memoryReleasedOnAnotherThreadIsTakenAgainInsteadOfAllocated() throws Exception {
+    ExecutorService network = Executors.newSingleThreadExecutor();
+    try (WriteBuffers buffers = new WriteBuffers(32L * MIB)) {
+      byte[] data = new byte[MIB];
+      new Random(1).nextBytes(data);
+      List<ByteBuf> window = new ArrayList<>();
+      for (int i = 0; i < 200; i++) {
+        ByteBuf b = buffers.take(MIB);
+        assertEquals(0, b.readableBytes(), "a buffer starts empty");
+        assertEquals(MIB, b.writableBytes(), "and holds exactly what was asked");
+        b.writeBytes(data);
+        assertArrayEquals(data, ByteBufUtil.getBytes(b), "write " + i + " reads back");
+        window.add(b);
+        if (window.size() == 8) {
+          ByteBuf oldest = window.remove(0);
+          network.submit(() -> oldest.release()).get(30, TimeUnit.SECONDS);
+        }
+      }
+      window.forEach(ByteBuf::release);
+      assertTrue(
+          buffers.allocatedBytes() <= 9L * MIB,
+          "200 writes of 1 MiB, 8 at a time, allocated " + buffers.allocatedBytes() + " bytes");
+      assertEquals(buffers.allocatedBytes(), buffers.idleBytes(), "all of it idle at the end");
+    } finally {
+      network.shutdownNow();
+    }
+  }
+
+  @Test
+  void idleMemoryStaysWithinItsBoundAndCloseFreesIt() {
+    WriteBuffers buffers = new WriteBuffers(3L * MIB);
+    List<ByteBuf> taken = new ArrayList<>();
+    for (int i = 0; i < 6; i++) {
+      taken.add(buffers.take(MIB));
+    }
+    taken.forEach(ByteBuf::release);
+    assertEquals(3L * MIB, buffers.idleBytes(), "kept up to the bound, the rest freed");
+    ByteBuf inUse = buffers.take(MIB);
+    assertEquals(2L * MIB, buffers.idleBytes(), "taken again from what was kept");
+    buffers.close();
+    assertEquals(0, buffers.idleBytes(), "close frees what is idle");
+    inUse.release();
+    assertEquals(0, buffers.idleBytes(), "a buffer released after close is freed, not kept");
+  }
+
+  @Test
+  void sizesAreExactAndBuffersDoNotGrow() {
+    try (WriteBuffers buffers = new WriteBuffers(32L * MIB)) {
+      ByteBuf b = buffers.take(MIB - 4096); // a write that ends at a block boundary
+      assertEquals(MIB - 4096, b.capacity());
+      b.writeZero(MIB - 4096);
+      assertThrows(IndexOutOfBoundsException.class, () -> b.writeByte(1));
+      b.release();
+      ByteBuf again = buffers.take(MIB); // same size class: the memory above, whole
+      assertEquals(MIB, again.capacity());
+      again.release();
+      assertEquals(MIB, buffers.allocatedBytes(), "one size class, one allocation");
+
+      ByteBuf small = buffers.take(4096); // from Netty's pool, not kept here
+      assertEquals(4096, small.capacity());
+      small.release();
+      assertEquals(MIB, buffers.allocatedBytes());
+    }
+  }
+
+  @Test
+  void keepingNoneTakesEveryBufferFromNettysPool() {
+    try (WriteBuffers buffers = new WriteBuffers(0)) {
+      ByteBuf b = buffers.take(MIB);
+      b.writeZero(MIB);
+      b.release();
+      assertEquals(0, buffers.allocatedBytes());
+      assertEquals(0, buffers.idleBytes());
+    }
+  }
+}
