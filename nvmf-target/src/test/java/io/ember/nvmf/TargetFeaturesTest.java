@@ -31,11 +31,9 @@ class TargetFeaturesTest {
   static final String HOST_A = "nqn.2024-01.io.ember:host-a";
   static final String HOST_B = "nqn.2024-01.io.ember:host-b";
 
-  /** A namespace whose reads wait until released: lets a test hold a command in flight. */
-  static final class StallingNamespace implements Namespace {
+  /** A 1 MiB memory namespace with 512-byte blocks, for tests that change one of its calls. */
+  abstract static class OverMemory implements Namespace {
     final MemoryNamespace mem = new MemoryNamespace(1 << 20, 512);
-    final CountDownLatch release = new CountDownLatch(1);
-    final CountDownLatch entered = new CountDownLatch(1);
 
     @Override
     public long blockCount() {
@@ -46,6 +44,30 @@ class TargetFeaturesTest {
     public int blockSize() {
       return 512;
     }
+
+    @Override
+    public ByteBuf read(ByteBufAllocator alloc, long offset, int len) throws IOException {
+      return mem.read(alloc, offset, len);
+    }
+
+    @Override
+    public void write(long offset, ByteBuf src) throws IOException {
+      mem.write(offset, src);
+    }
+
+    @Override
+    public void flush() {}
+
+    @Override
+    public void deallocate(long offset, long len) {
+      mem.deallocate(offset, len);
+    }
+  }
+
+  /** A namespace whose reads wait until released: lets a test hold a command in flight. */
+  static final class StallingNamespace extends OverMemory {
+    final CountDownLatch release = new CountDownLatch(1);
+    final CountDownLatch entered = new CountDownLatch(1);
 
     @Override
     public boolean blocking() {
@@ -61,19 +83,6 @@ class TargetFeaturesTest {
         Thread.currentThread().interrupt();
       }
       return mem.read(alloc, offset, len);
-    }
-
-    @Override
-    public void write(long offset, ByteBuf src) {
-      mem.write(offset, src);
-    }
-
-    @Override
-    public void flush() {}
-
-    @Override
-    public void deallocate(long offset, long len) {
-      mem.deallocate(offset, len);
     }
   }
 
@@ -292,8 +301,7 @@ class TargetFeaturesTest {
    * A namespace that keeps its bytes in memory (so written data is placed PDU by PDU as it comes)
    * and fails every write that touches one block: as a medium error, or with a bug's exception.
    */
-  static final class FaultyNamespace implements Namespace {
-    final MemoryNamespace mem = new MemoryNamespace(1 << 20, 512);
+  static final class FaultyNamespace extends OverMemory {
     final long badBlock;
     final boolean asBug;
 
@@ -303,23 +311,8 @@ class TargetFeaturesTest {
     }
 
     @Override
-    public long blockCount() {
-      return mem.blockCount();
-    }
-
-    @Override
-    public int blockSize() {
-      return 512;
-    }
-
-    @Override
     public boolean blocking() {
       return false;
-    }
-
-    @Override
-    public ByteBuf read(ByteBufAllocator alloc, long offset, int len) {
-      return mem.read(alloc, offset, len);
     }
 
     @Override
@@ -332,14 +325,6 @@ class TargetFeaturesTest {
         throw new IOException("unreadable block " + badBlock);
       }
       mem.write(offset, src);
-    }
-
-    @Override
-    public void flush() {}
-
-    @Override
-    public void deallocate(long offset, long len) {
-      mem.deallocate(offset, len);
     }
   }
 
