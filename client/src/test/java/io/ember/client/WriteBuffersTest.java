@@ -84,6 +84,51 @@ class WriteBuffersTest {
     }
   }
 
+  /**
+   * Writers on several threads take buffers while others release them, and the pool closes half
+   * way: no two buffers in use share memory (each writer's pattern survives until its release), and
+   * once all are released nothing is kept.
+   */
+  @Test
+  void buffersOnManyThreadsNeverShareMemoryAndCloseKeepsNothing() throws Exception {
+    WriteBuffers buffers = new WriteBuffers(4L * MIB);
+    ExecutorService writers = Executors.newFixedThreadPool(4);
+    ExecutorService network = Executors.newFixedThreadPool(2);
+    try {
+      List<java.util.concurrent.Future<?>> done = new ArrayList<>();
+      for (int w = 0; w < 4; w++) {
+        int writer = w;
+        done.add(
+            writers.submit(
+                () -> {
+                  for (int i = 0; i < 300; i++) {
+                    ByteBuf b = buffers.take(128 << 10);
+                    long tag = writer * 1_000_000L + i;
+                    while (b.isWritable()) {
+                      b.writeLong(tag);
+                    }
+                    for (int at = 0; at < b.writerIndex(); at += 8) {
+                      assertEquals(tag, b.getLong(at), "writer " + writer + "'s buffer " + i);
+                    }
+                    network.execute(b::release);
+                    if (writer == 0 && i == 150) {
+                      buffers.close();
+                    }
+                  }
+                  return null;
+                }));
+      }
+      for (java.util.concurrent.Future<?> f : done) {
+        f.get(60, TimeUnit.SECONDS);
+      }
+    } finally {
+      writers.shutdown();
+      network.shutdown();
+      assertTrue(network.awaitTermination(60, TimeUnit.SECONDS), "releases finish");
+    }
+    assertEquals(0, buffers.idleBytes(), "nothing kept once closed and all released");
+  }
+
   @Test
   void keepingNoneTakesEveryBufferFromNettysPool() {
     try (WriteBuffers buffers = new WriteBuffers(0)) {
