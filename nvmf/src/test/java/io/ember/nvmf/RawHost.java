@@ -338,6 +338,18 @@ public final class RawHost implements AutoCloseable {
     }
   }
 
+  /** As {@link #closedByPeer()}, waiting up to {@code within} instead of the socket timeout. */
+  public boolean closedByPeer(java.time.Duration within) throws IOException {
+    s.setSoTimeout((int) within.toMillis());
+    try {
+      return closedByPeer();
+    } finally {
+      if (!s.isClosed()) {
+        s.setSoTimeout(5000);
+      }
+    }
+  }
+
   @Override
   public void close() throws IOException {
     s.close();

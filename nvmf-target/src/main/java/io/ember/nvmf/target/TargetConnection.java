@@ -747,6 +747,10 @@ final class TargetConnection extends ChannelInboundHandlerAdapter {
    */
   private <T> void offLoop(
       int cid, java.util.function.Supplier<T> step, java.util.function.Consumer<T> answer) {
+    TargetController k = ctrl;
+    if (k != null) {
+      k.authStepsRunning.incrementAndGet();
+    }
     try {
       t.authWork.execute(
           () -> {
@@ -754,6 +758,7 @@ final class TargetConnection extends ChannelInboundHandlerAdapter {
             try {
               result = step.get();
             } catch (Throwable e) {
+              stepEnded(k);
               LOG.warn("DH-HMAC-CHAP step failed unexpectedly", e);
               try {
                 ch.eventLoop()
@@ -767,6 +772,7 @@ final class TargetConnection extends ChannelInboundHandlerAdapter {
               }
               return;
             }
+            stepEnded(k);
             try {
               ch.eventLoop()
                   .execute(
@@ -774,11 +780,6 @@ final class TargetConnection extends ChannelInboundHandlerAdapter {
                         authBusy = false;
                         if (dead) {
                           return;
-                        }
-                        // The host waited on this step, so its keep-alive clock starts again now.
-                        TargetController k = ctrl;
-                        if (k != null) {
-                          k.lastKeepAlive = System.nanoTime();
                         }
                         answer.accept(result);
                         if (auth.failed()) {
@@ -793,8 +794,17 @@ final class TargetConnection extends ChannelInboundHandlerAdapter {
           });
     } catch (RejectedExecutionException e) {
       // Too many exchanges in progress: this one is refused, and the host may connect again.
+      stepEnded(k);
       authBusy = false;
       fail(cid, Nvme.SC_INTERNAL);
+    }
+  }
+
+  /** A step of {@link #offLoop} ended: the host has waited until now, not longer. */
+  private static void stepEnded(TargetController k) {
+    if (k != null) {
+      k.lastKeepAlive = System.nanoTime();
+      k.authStepsRunning.decrementAndGet();
     }
   }
 
@@ -969,9 +979,10 @@ final class TargetConnection extends ChannelInboundHandlerAdapter {
     if (k == null || k.katoMs == 0) {
       return;
     }
-    if (authBusy) {
-      // A DH-HMAC-CHAP step of ours is running (seconds for FFDHE 8192 on a slow or busy machine)
-      // and the host is waiting for its answer: the silence is ours, not the host's.
+    if (k.authStepsRunning.get() > 0) {
+      // A DH-HMAC-CHAP step of ours is running on one of its queues (seconds for FFDHE 8192 on a
+      // slow or busy machine) and the host waits for its answer: the silence is ours, not the
+      // host's. Linux's host sends no Keep Alive during authentication.
       return;
     }
     long idle = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - k.lastKeepAlive);

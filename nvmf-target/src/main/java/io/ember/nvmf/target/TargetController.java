@@ -25,6 +25,14 @@ final class TargetController {
   volatile int ioQueuesGranted;
   volatile int asyncEventConfig;
   volatile long lastKeepAlive = System.nanoTime();
+
+  /**
+   * DH-HMAC-CHAP steps running for this controller's queues: while the host waits on one, its
+   * silence is the target's, and the keep-alive clock does not run.
+   */
+  final java.util.concurrent.atomic.AtomicInteger authStepsRunning =
+      new java.util.concurrent.atomic.AtomicInteger();
+
   final Map<Integer, Channel> queues = new ConcurrentHashMap<>();
   final ControllerCounters counters = new ControllerCounters();
 
