@@ -16,6 +16,7 @@ import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.List;
+import java.util.Random;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
@@ -350,7 +351,7 @@ class TargetFeaturesTest {
                 t.uri(s.nqn()),
                 NvmfHostOptions.builder().commandTimeout(Duration.ofSeconds(20)).build())) {
       byte[] data = new byte[32 << 10]; // four H2CData PDUs
-      new java.util.Random(17).nextBytes(data);
+      new Random(17).nextBytes(data);
       for (int nsid : new int[] {1, 2}) {
         NvmeStatusException e =
             assertInstanceOf(

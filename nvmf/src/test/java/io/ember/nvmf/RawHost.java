@@ -18,6 +18,9 @@ import java.util.zip.CRC32C;
  * never would. Public so that the fuzzers in {@code io.ember.nvmf.tcp} can drive a target with it.
  */
 public final class RawHost implements AutoCloseable {
+  /** How long a read waits for the target, unless a caller says otherwise. */
+  private static final int READ_TIMEOUT_MS = 5000;
+
   final Socket s;
   final DataInputStream in;
   final OutputStream out;
@@ -27,7 +30,7 @@ public final class RawHost implements AutoCloseable {
 
   public RawHost(String host, int port) throws IOException {
     s = new Socket(host, port);
-    s.setSoTimeout(5000);
+    s.setSoTimeout(READ_TIMEOUT_MS);
     s.setTcpNoDelay(true);
     in = new DataInputStream(s.getInputStream());
     out = s.getOutputStream();
@@ -345,7 +348,7 @@ public final class RawHost implements AutoCloseable {
       return closedByPeer();
     } finally {
       if (!s.isClosed()) {
-        s.setSoTimeout(5000);
+        s.setSoTimeout(READ_TIMEOUT_MS);
       }
     }
   }

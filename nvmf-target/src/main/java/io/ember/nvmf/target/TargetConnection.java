@@ -110,7 +110,7 @@ final class TargetConnection extends ChannelInboundHandlerAdapter {
         || p.cid != cccid
         || datao != p.received
         || (long) datao + datal > p.len
-        || last != ((long) datao + datal == p.len)
+        || last != p.endsAt(datao, datal)
         || datal > t.maxH2CData) {
       return null;
     }
@@ -172,6 +172,11 @@ final class TargetConnection extends ChannelInboundHandlerAdapter {
       this.len = len;
       this.action = action;
       this.landing = landing;
+    }
+
+    /** Whether data at {@code datao} of {@code datal} bytes ends the transfer (LAST_PDU's due). */
+    boolean endsAt(int datao, int datal) {
+      return (long) datao + datal == len;
     }
   }
 
@@ -508,7 +513,7 @@ final class TargetConnection extends ChannelInboundHandlerAdapter {
           new byte[0]);
       return;
     }
-    if (d.last() != ((long) d.datao() + d.datal() == p.len)) {
+    if (d.last() != p.endsAt(d.datao(), d.datal())) {
       // A host that marks the wrong PDU last has lost track of the transfer; FreeBSD's target
       // refuses it the same way (Linux's and SPDK's hosts mark exactly the R2T's last PDU).
       fatal(
