@@ -745,6 +745,8 @@ public final class EmberClient implements AutoCloseable {
 
   private void renewLeases() {
     try {
+      // The renewer runs once a stream has written, which is when there is kept memory to free.
+      writeBuffers.trimIfIdle(System.nanoTime(), WriteBuffers.TRIM_AFTER_NANOS);
       if (!writing.isEmpty()) {
         List<Messages.WrittenLength> files = new ArrayList<>();
         for (EmberOutputStream out : writing.values()) {

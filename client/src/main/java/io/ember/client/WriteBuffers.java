@@ -27,7 +27,8 @@ import java.util.concurrent.atomic.LongAdder;
  * <p>Buffers of at least {@link #MIN_KEPT} bytes are kept, by power-of-two size, up to a bound of
  * idle memory; smaller ones, and ones larger than the bound, come from Netty's pool. Memory beyond
  * the bound, and all of it once this is closed, is freed when its buffer is released. Idle memory
- * is not trimmed: a client that wrote once keeps up to the bound until it closes.
+ * is freed too once no buffer has been taken for {@link #TRIM_AFTER_NANOS} ({@link #trimIfIdle}): a
+ * long-lived client that has stopped writing does not hold the bound for the rest of its life.
  *
  * <p>Thread-safe: buffers are taken on a writer's thread and come back on whichever thread releases
  * them (a network thread, when the data node answers).
@@ -38,6 +39,9 @@ final class WriteBuffers implements AutoCloseable {
 
   private static final int MAX_CLASS = 30;
 
+  /** How long without a write before idle memory is freed. */
+  static final long TRIM_AFTER_NANOS = java.util.concurrent.TimeUnit.SECONDS.toNanos(30);
+
   private final long maxIdleBytes;
 
   /** Idle memory by size class (the log of its size). */
@@ -47,6 +51,9 @@ final class WriteBuffers implements AutoCloseable {
   private final AtomicLong idleBytes = new AtomicLong();
   private final LongAdder allocated = new LongAdder();
   private volatile boolean closed;
+
+  /** When a buffer was last taken ({@link System#nanoTime()}). */
+  private volatile long lastTakeNanos = System.nanoTime();
 
   /**
    * @param maxIdleBytes most memory kept while no write uses it; 0 keeps none (every buffer then
@@ -64,6 +71,7 @@ final class WriteBuffers implements AutoCloseable {
    * caller owns one reference; releasing the last one gives its memory back.
    */
   ByteBuf take(int size) {
+    lastTakeNanos = System.nanoTime();
     int sizeClass = 32 - Integer.numberOfLeadingZeros(size - 1);
     if (size < MIN_KEPT || sizeClass > MAX_CLASS || (1L << sizeClass) > maxIdleBytes) {
       // Memory that could never be kept would be fresh memory every time: the pool does better.
@@ -105,17 +113,38 @@ final class WriteBuffers implements AutoCloseable {
     memory.clean();
   }
 
+  /**
+   * Frees the idle memory when no buffer has been taken for {@code idleNanos} before {@code
+   * nowNanos}. Memory in use stays in use, and is kept again when released (up to the bound).
+   *
+   * @return bytes freed
+   */
+  long trimIfIdle(long nowNanos, long idleNanos) {
+    if (nowNanos - lastTakeNanos < idleNanos) {
+      return 0;
+    }
+    return freeIdle();
+  }
+
   /** Frees the idle memory; buffers still in use are freed as they are released. */
   @Override
   public void close() {
     closed = true;
+    freeIdle();
+  }
+
+  private long freeIdle() {
+    long freed = 0;
     for (ConcurrentLinkedDeque<CleanableDirectBuffer> list : idle) {
       CleanableDirectBuffer memory;
       while ((memory = list.pollFirst()) != null) {
-        idleBytes.addAndGet(-memory.buffer().capacity());
+        int n = memory.buffer().capacity();
+        idleBytes.addAndGet(-n);
         memory.clean();
+        freed += n;
       }
     }
+    return freed;
   }
 
   /** Reports buffers that were never released, as Netty's own allocators do. */

@@ -65,6 +65,32 @@ class WriteBuffersTest {
   }
 
   @Test
+  void idleMemoryIsFreedOnlyOnceNoWriteTookABufferForTheIdleTime() {
+    try (WriteBuffers buffers = new WriteBuffers(8L * MIB)) {
+      long idle = TimeUnit.SECONDS.toNanos(30);
+      buffers.take(MIB).release();
+      ByteBuf inUse = buffers.take(MIB);
+      long tookAt = System.nanoTime();
+      buffers.take(2 * MIB).release();
+      assertEquals(2L * MIB, buffers.idleBytes(), "kept after the write");
+
+      assertEquals(0, buffers.trimIfIdle(tookAt, idle), "a write just took a buffer: kept");
+      assertEquals(2L * MIB, buffers.idleBytes());
+
+      long later = System.nanoTime() + idle;
+      assertEquals(2L * MIB, buffers.trimIfIdle(later, idle), "idle for the whole time: freed");
+      assertEquals(0, buffers.idleBytes());
+      inUse.release();
+      assertEquals(MIB, buffers.idleBytes(), "a buffer in use when trimmed is kept when released");
+
+      long allocatedBefore = buffers.allocatedBytes();
+      buffers.take(2 * MIB).release();
+      assertEquals(
+          allocatedBefore + 2L * MIB, buffers.allocatedBytes(), "trimmed memory is allocated anew");
+    }
+  }
+
+  @Test
   void sizesAreExactAndBuffersDoNotGrow() {
     try (WriteBuffers buffers = new WriteBuffers(32L * MIB)) {
       ByteBuf b = buffers.take(MIB - 4096); // a write that ends at a block boundary
