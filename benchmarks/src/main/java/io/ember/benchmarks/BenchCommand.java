@@ -108,6 +108,9 @@ public final class BenchCommand implements Callable<Integer> {
   /** How the in-process data node's network threads are named (its RPC server's, "data node"). */
   private static final String DATANODE_THREADS = "data node-io";
 
+  /** The client's network threads, which send what its streams hand them. */
+  private static final String CLIENT_THREADS = "ember-client";
+
   private PrintWriter out;
   private PrintWriter progress;
   private final Comparison figures = new Comparison("Ember", "baseline", 2);
@@ -190,6 +193,10 @@ public final class BenchCommand implements Callable<Integer> {
     double[] rawR = new double[rounds];
     double[] emberCpu = new double[rounds];
     double[] rawCpu = new double[rounds];
+    double[] emberSenderCpu = new double[rounds];
+    double[] rawSenderCpu = new double[rounds];
+    double[] emberProcessCpu = new double[rounds];
+    double[] rawProcessCpu = new double[rounds];
     String label = opSize >= (1 << 20) ? (opSize >> 20) + " MiB" : (opSize >> 10) + " KiB";
     // Warm-up rounds run until --warmup seconds have passed and are not counted: on two cores the
     // JIT needs gigabytes of traffic through Ember's deeper stack before it stops recompiling,
@@ -218,6 +225,10 @@ public final class BenchCommand implements Callable<Integer> {
       rawR[r] = f.rawRead();
       emberCpu[r] = f.emberReceiverCpu();
       rawCpu[r] = f.rawReceiverCpu();
+      emberSenderCpu[r] = f.emberSenderCpu();
+      rawSenderCpu[r] = f.rawSenderCpu();
+      emberProcessCpu[r] = f.emberProcessCpu();
+      rawProcessCpu[r] = f.rawProcessCpu();
     }
     String how = buffered ? " (buffered stream)" : "";
     String goal = opSize >= (1 << 20) ? ">= 0.70" : "";
@@ -227,6 +238,16 @@ public final class BenchCommand implements Callable<Integer> {
         && !buffered
         && java.lang.management.ManagementFactory.getThreadMXBean().isThreadCpuTimeEnabled()) {
       figures.add("receiver CPU per GiB written, " + label + " ops", "ms", emberCpu, rawCpu, "");
+      figures.add(
+          "sender CPU per GiB written, " + label + " ops", "ms", emberSenderCpu, rawSenderCpu, "");
+      if (PROCESS_CPU != null) {
+        figures.add(
+            "process CPU per GiB written, " + label + " ops",
+            "ms",
+            emberProcessCpu,
+            rawProcessCpu,
+            "");
+      }
     }
   }
 
@@ -244,14 +265,27 @@ public final class BenchCommand implements Callable<Integer> {
     return sum;
   }
 
+  /** This process's CPU time, where the JVM tells it; null where it does not. */
+  private static final com.sun.management.OperatingSystemMXBean PROCESS_CPU =
+      ManagementFactory.getOperatingSystemMXBean()
+              instanceof com.sun.management.OperatingSystemMXBean os
+          ? os
+          : null;
+
+  private static long processCpuNanos() {
+    return PROCESS_CPU == null ? 0 : PROCESS_CPU.getProcessCpuTime();
+  }
+
   private static double msPerGiB(long nanos, long bytes) {
     return nanos / 1e6 / (bytes / (double) (1L << 30));
   }
 
   /**
    * One round's throughput, MiB/s: Ember's and the raw socket's, writing then reading; and the CPU
-   * time of the receiving side (the data node's network threads, the raw socket's server) per GiB
-   * written, in ms.
+   * time per GiB written, in ms, of the receiving side (the data node's network threads, the raw
+   * socket's server), of the sending side (the writing thread, with the client's network threads
+   * for Ember), and of the whole process while it wrote (which also counts the name node, the
+   * compiler and the collector).
    */
   private record Figures(
       double emberWrite,
@@ -259,7 +293,11 @@ public final class BenchCommand implements Callable<Integer> {
       double emberRead,
       double rawRead,
       double emberReceiverCpu,
-      double rawReceiverCpu) {}
+      double rawReceiverCpu,
+      double emberSenderCpu,
+      double rawSenderCpu,
+      double emberProcessCpu,
+      double rawProcessCpu) {}
 
   /** Moves {@code bytes} through the raw socket and then through an Ember file, in ops of buf. */
   private Figures round(
@@ -277,12 +315,18 @@ public final class BenchCommand implements Callable<Integer> {
     long ops = bytes / opSize;
     note(String.format(Locale.ROOT, "throughput %s ops, %s: raw socket...", label, round));
     long rawCpu0 = cpuNanos(RawSocketBaseline.SERVER_THREAD);
+    long rawSender0 = CPU.getCurrentThreadCpuTime();
+    long rawProcess0 = processCpuNanos();
     double rw = raw.send(bytes, opSize);
+    long rawProcess = processCpuNanos() - rawProcess0;
+    long rawSender = CPU.getCurrentThreadCpuTime() - rawSender0;
     long rawCpu = cpuNanos(RawSocketBaseline.SERVER_THREAD) - rawCpu0;
     double rr = raw.receive(bytes, opSize);
     note(String.format(Locale.ROOT, "throughput %s ops, %s: Ember...", label, round));
     String path = dir + "/t-" + opSize + "-" + index;
     long dnCpu0 = cpuNanos(DATANODE_THREADS);
+    long sender0 = CPU.getCurrentThreadCpuTime() + cpuNanos(CLIENT_THREADS);
+    long process0 = processCpuNanos();
     long t0 = System.nanoTime();
     try (EmberOutputStream o =
         buffered
@@ -293,6 +337,8 @@ public final class BenchCommand implements Callable<Integer> {
       }
     }
     long t1 = System.nanoTime();
+    long process = processCpuNanos() - process0;
+    long sender = CPU.getCurrentThreadCpuTime() + cpuNanos(CLIENT_THREADS) - sender0;
     long dnCpu = cpuNanos(DATANODE_THREADS) - dnCpu0;
     try (EmberInputStream in = client.open(path)) {
       for (long i = 0; i < ops; i++) {
@@ -310,7 +356,11 @@ public final class BenchCommand implements Callable<Integer> {
             mibPerSec(bytes, t2 - t1),
             rr,
             msPerGiB(dnCpu, bytes),
-            msPerGiB(rawCpu, bytes));
+            msPerGiB(rawCpu, bytes),
+            msPerGiB(sender, bytes),
+            msPerGiB(rawSender, bytes),
+            msPerGiB(process, bytes),
+            msPerGiB(rawProcess, bytes));
     note(
         String.format(
             Locale.ROOT,
@@ -429,7 +479,10 @@ public final class BenchCommand implements Callable<Integer> {
       "baselines: throughput = raw socket over loopback moving the same bytes in the"
           + " same op size, its server sending from and receiving into direct memory the size of"
           + " the data (receiver CPU: the data node's network threads beside the raw socket's"
-          + " server thread, while each takes the written bytes; lower is better); metadata = a"
+          + " server thread, while each takes the written bytes; sender CPU: the writing thread"
+          + " with Ember's client network threads, beside the raw socket's writing thread; process"
+          + " CPU: every thread of this process while it writes, the name node's and the JIT's"
+          + " included; lower is better); metadata = a"
           + " raw TCP ping-pong on loopback (blocking sockets, a server"
           + " thread per connection) of the same request and answer sizes (two for create + close),"
           + " alternated call by call with the measured operation; the no-op RPC is Ember's own"
