@@ -325,7 +325,8 @@ public final class BenchCommand implements Callable<Integer> {
     note(String.format(Locale.ROOT, "throughput %s ops, %s: Ember...", label, round));
     String path = dir + "/t-" + opSize + "-" + index;
     long dnCpu0 = cpuNanos(DATANODE_THREADS);
-    long sender0 = CPU.getCurrentThreadCpuTime() + cpuNanos(CLIENT_THREADS);
+    long clientThreads0 = cpuNanos(CLIENT_THREADS);
+    long sender0 = clientThreads0 + CPU.getCurrentThreadCpuTime();
     long process0 = processCpuNanos();
     long t0 = System.nanoTime();
     try (EmberOutputStream o =
@@ -338,6 +339,8 @@ public final class BenchCommand implements Callable<Integer> {
     }
     long t1 = System.nanoTime();
     long process = processCpuNanos() - process0;
+    // This thread's time is read after the first scan of the client's threads and before the
+    // second, so neither scan counts, as the raw socket's figure has none.
     long sender = CPU.getCurrentThreadCpuTime() + cpuNanos(CLIENT_THREADS) - sender0;
     long dnCpu = cpuNanos(DATANODE_THREADS) - dnCpu0;
     try (EmberInputStream in = client.open(path)) {
@@ -364,13 +367,21 @@ public final class BenchCommand implements Callable<Integer> {
     note(
         String.format(
             Locale.ROOT,
-            "throughput %s ops, %s: write %.0f vs raw %.0f MiB/s, " + "read %.0f vs raw %.0f MiB/s",
+            "throughput %s ops, %s: write %.0f vs raw %.0f MiB/s, read %.0f vs raw %.0f MiB/s;"
+                + " CPU per GiB written, ms: sender %.0f vs %.0f, receiver %.0f vs %.0f,"
+                + " process %.0f vs %.0f",
             label,
             round,
             f.emberWrite(),
             rw,
             f.emberRead(),
-            rr));
+            rr,
+            f.emberSenderCpu(),
+            f.rawSenderCpu(),
+            f.emberReceiverCpu(),
+            f.rawReceiverCpu(),
+            f.emberProcessCpu(),
+            f.rawProcessCpu()));
     return f;
   }
 

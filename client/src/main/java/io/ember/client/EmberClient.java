@@ -745,8 +745,6 @@ public final class EmberClient implements AutoCloseable {
 
   private void renewLeases() {
     try {
-      // The renewer runs once a stream has written, which is when there is kept memory to free.
-      writeBuffers.trimIfIdle(System.nanoTime(), WriteBuffers.TRIM_AFTER_NANOS);
       if (!writing.isEmpty()) {
         List<Messages.WrittenLength> files = new ArrayList<>();
         for (EmberOutputStream out : writing.values()) {
@@ -772,6 +770,8 @@ public final class EmberClient implements AutoCloseable {
       org.slf4j.LoggerFactory.getLogger(EmberClient.class)
           .debug("lease renewal of {} failed (tried again): {}", leaseHolder, e.toString());
     } finally {
+      // The renewer runs once a stream has written, which is when there is kept memory to free.
+      writeBuffers.trimIfIdle(System.nanoTime(), WriteBuffers.TRIM_AFTER_NANOS);
       synchronized (writing) {
         if (renewer != null && !renewer.isShutdown()) {
           try {

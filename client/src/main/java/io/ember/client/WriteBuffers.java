@@ -115,29 +115,36 @@ final class WriteBuffers implements AutoCloseable {
 
   /**
    * Frees the idle memory when no buffer has been taken for {@code idleNanos} before {@code
-   * nowNanos}. Memory in use stays in use, and is kept again when released (up to the bound).
+   * nowNanos}. Memory in use stays in use, and is kept again when released (up to the bound). A
+   * writer that takes a buffer meanwhile stops the trim, which would otherwise free the memory it
+   * is about to reuse.
    *
    * @return bytes freed
    */
   long trimIfIdle(long nowNanos, long idleNanos) {
-    if (nowNanos - lastTakeNanos < idleNanos) {
+    long last = lastTakeNanos;
+    if (nowNanos - last < idleNanos) {
       return 0;
     }
-    return freeIdle();
+    return freeIdle(true, last);
   }
 
   /** Frees the idle memory; buffers still in use are freed as they are released. */
   @Override
   public void close() {
     closed = true;
-    freeIdle();
+    freeIdle(false, 0);
   }
 
-  private long freeIdle() {
+  /**
+   * Frees idle memory until it is all freed or, when {@code untilTaken}, a buffer is taken after
+   * {@code lastTake}.
+   */
+  private long freeIdle(boolean untilTaken, long lastTake) {
     long freed = 0;
     for (ConcurrentLinkedDeque<CleanableDirectBuffer> list : idle) {
       CleanableDirectBuffer memory;
-      while ((memory = list.pollFirst()) != null) {
+      while ((!untilTaken || lastTake == lastTakeNanos) && (memory = list.pollFirst()) != null) {
         int n = memory.buffer().capacity();
         idleBytes.addAndGet(-n);
         memory.clean();

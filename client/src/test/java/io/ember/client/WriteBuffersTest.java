@@ -70,15 +70,17 @@ class WriteBuffersTest {
       long idle = TimeUnit.SECONDS.toNanos(30);
       buffers.take(MIB).release();
       ByteBuf inUse = buffers.take(MIB);
-      long tookAt = System.nanoTime();
+      long before = System.nanoTime();
       buffers.take(2 * MIB).release();
+      long after = System.nanoTime();
       assertEquals(2L * MIB, buffers.idleBytes(), "kept after the write");
 
-      assertEquals(0, buffers.trimIfIdle(tookAt, idle), "a write just took a buffer: kept");
+      assertEquals(
+          0, buffers.trimIfIdle(before + idle - 1, idle), "idle a nanosecond short of it: kept");
       assertEquals(2L * MIB, buffers.idleBytes());
 
-      long later = System.nanoTime() + idle;
-      assertEquals(2L * MIB, buffers.trimIfIdle(later, idle), "idle for the whole time: freed");
+      assertEquals(
+          2L * MIB, buffers.trimIfIdle(after + idle, idle), "idle for the whole time: freed");
       assertEquals(0, buffers.idleBytes());
       inUse.release();
       assertEquals(MIB, buffers.idleBytes(), "a buffer in use when trimmed is kept when released");
