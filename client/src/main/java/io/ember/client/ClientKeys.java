@@ -90,12 +90,23 @@ public final class ClientKeys {
           "direct memory the client keeps for output streams' next writes once no write uses it"
               + " (0: none; each write then takes memory from Netty's pool)");
 
+  /** How long kept write memory outlives the client's last write. */
+  public static final ConfigKey<Duration> WRITE_BUFFERS_IDLE =
+      ConfigKey.ofDuration(
+          "ember.client.write-buffers-idle",
+          "30s",
+          Duration.ZERO,
+          Duration.ofDays(1),
+          "how long the client keeps write memory once it has stopped writing; it is freed at"
+              + " the next lease renewal after that");
+
   /** Every key of this class. */
   public static final List<ConfigKey<?>> ALL =
       List.of(
           TRANSFER_SIZE,
           WRITE_WINDOW,
           WRITE_BUFFERS_KEPT,
+          WRITE_BUFFERS_IDLE,
           READ_AHEAD,
           BUFFER_SIZE,
           BLOCK_CACHE_FILES,

@@ -14,6 +14,18 @@ public final class ClientMetrics {
   final LongAdder blockCacheMisses = new LongAdder();
   private final LongAdder readModifyWriteSectors = new LongAdder();
 
+  /** Reads the client's kept write memory; set by the client that owns these counters. */
+  volatile java.util.function.LongSupplier writeMemoryKept = () -> 0;
+
+  /**
+   * Bytes of direct memory the client keeps for its output streams' next writes while no write uses
+   * them ({@link ClientKeys#WRITE_BUFFERS_KEPT}); freed once it has stopped writing for {@link
+   * ClientKeys#WRITE_BUFFERS_IDLE}, and at its close.
+   */
+  public long writeMemoryKept() {
+    return writeMemoryKept.getAsLong();
+  }
+
   /** Counts sectors a block-device tier had to read, patch and write back for unaligned writes. */
   public void addReadModifyWrites(long sectors) {
     readModifyWriteSectors.add(sectors);
@@ -86,6 +98,9 @@ public final class ClientMetrics {
         + " misses="
         + blockCacheMisses()
         + ", read-modify-write sectors="
-        + readModifyWriteSectors();
+        + readModifyWriteSectors()
+        + ", write memory kept="
+        + writeMemoryKept()
+        + "B";
   }
 }

@@ -108,6 +108,8 @@ public final class EmberClient implements AutoCloseable {
   /** Memory for output streams' data, kept from one write to the next. */
   private final WriteBuffers writeBuffers;
 
+  private final long writeBuffersIdleNanos;
+
   private EmberClient(EmberConfig config, HostPort namenode) {
     this.config = config;
     this.namenode = namenode;
@@ -132,6 +134,8 @@ public final class EmberClient implements AutoCloseable {
             .plusSeconds(10);
     this.blockCache = new BlockCache(config.get(ClientKeys.BLOCK_CACHE_FILES));
     this.writeBuffers = new WriteBuffers(config.get(ClientKeys.WRITE_BUFFERS_KEPT));
+    this.writeBuffersIdleNanos = config.get(ClientKeys.WRITE_BUFFERS_IDLE).toNanos();
+    metrics.writeMemoryKept = writeBuffers::idleBytes;
     for (StorageTier t :
         ServiceLoader.load(StorageTier.class, EmberClient.class.getClassLoader())) {
       tiers.put(t.name(), t);
@@ -771,7 +775,7 @@ public final class EmberClient implements AutoCloseable {
           .debug("lease renewal of {} failed (tried again): {}", leaseHolder, e.toString());
     } finally {
       // The renewer runs once a stream has written, which is when there is kept memory to free.
-      writeBuffers.trimIfIdle(System.nanoTime(), WriteBuffers.TRIM_AFTER_NANOS);
+      writeBuffers.trimIfIdle(System.nanoTime(), writeBuffersIdleNanos);
       synchronized (writing) {
         if (renewer != null && !renewer.isShutdown()) {
           try {

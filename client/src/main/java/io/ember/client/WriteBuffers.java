@@ -27,8 +27,9 @@ import java.util.concurrent.atomic.LongAdder;
  * <p>Buffers of at least {@link #MIN_KEPT} bytes are kept, by power-of-two size, up to a bound of
  * idle memory; smaller ones, and ones larger than the bound, come from Netty's pool. Memory beyond
  * the bound, and all of it once this is closed, is freed when its buffer is released. Idle memory
- * is freed too once no buffer has been taken for {@link #TRIM_AFTER_NANOS} ({@link #trimIfIdle}): a
- * long-lived client that has stopped writing does not hold the bound for the rest of its life.
+ * is freed too once no buffer has been taken for a while ({@link #trimIfIdle}, {@link
+ * ClientKeys#WRITE_BUFFERS_IDLE}): a long-lived client that has stopped writing does not hold the
+ * bound for the rest of its life.
  *
  * <p>Thread-safe: buffers are taken on a writer's thread and come back on whichever thread releases
  * them (a network thread, when the data node answers).
@@ -38,9 +39,6 @@ final class WriteBuffers implements AutoCloseable {
   static final int MIN_KEPT = 64 << 10;
 
   private static final int MAX_CLASS = 30;
-
-  /** How long without a write before idle memory is freed. */
-  static final long TRIM_AFTER_NANOS = java.util.concurrent.TimeUnit.SECONDS.toNanos(30);
 
   private final long maxIdleBytes;
 

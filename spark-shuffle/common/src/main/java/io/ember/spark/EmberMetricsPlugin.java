@@ -25,7 +25,9 @@ import org.apache.spark.api.plugin.SparkPlugin;
  *   <li>{@code blockCacheHits}, {@code blockCacheMisses}: block locations found in the client's
  *       cache, or fetched;
  *   <li>{@code readModifyWriteSectors}: sectors an NVMf tier read, patched and wrote back for
- *       writes that were not whole sectors.
+ *       writes that were not whole sectors;
+ *   <li>{@code writeMemoryKept}: bytes of direct memory the client keeps for its next writes while
+ *       no write uses them.
  * </ul>
  *
  * Each gauge reads the counters of the executor's Ember client as it is when Spark samples it; it
@@ -43,7 +45,8 @@ public final class EmberMetricsPlugin implements SparkPlugin {
           "metadataCalls", ClientMetrics::metadataCalls,
           "blockCacheHits", ClientMetrics::blockCacheHits,
           "blockCacheMisses", ClientMetrics::blockCacheMisses,
-          "readModifyWriteSectors", ClientMetrics::readModifyWriteSectors);
+          "readModifyWriteSectors", ClientMetrics::readModifyWriteSectors,
+          "writeMemoryKept", ClientMetrics::writeMemoryKept);
 
   @Override
   public DriverPlugin driverPlugin() {
