@@ -229,6 +229,34 @@ class DirectWriteTest {
   }
 
   @Test
+  void aWriterSendingSlowerThanTheNodeWakesForIsNotCutOff() throws Exception {
+    // Looks for stalls every 2 s. The node asks its socket to wake it only once the rest of a
+    // write has arrived, so bytes that trickle in wait there unread: the stall check must look at
+    // them before it takes the writer for stalled.
+    cluster = oneBlockCluster("4s");
+    EmberClient client = cluster.newClient();
+    BlockLocation b = smallFile(client, "/f");
+    byte[] bytes = data(600_000, 11);
+    byte[] frame = writeFrame(1, b, 0, bytes, b.incarnation());
+    try (Socket s = connect()) {
+      OutputStream out = s.getOutputStream();
+      int sent = frame.length / 3;
+      out.write(frame, 0, sent);
+      sent = trickle(out, frame, sent, () -> datanode().directWritesArriving() == 1, "arriving");
+      // Three looks and more of a byte every 20 ms.
+      long trickleUntil = System.nanoTime() + TimeUnit.SECONDS.toNanos(7);
+      sent = trickle(out, frame, sent, () -> System.nanoTime() > trickleUntil, "7 s of trickle");
+      out.write(frame, sent, frame.length - sent);
+      out.flush();
+      Reply reply = replies(s, 1).get(1L);
+      assertEquals(0, reply.errorCode(), reply::toString);
+      out.write(readFrame(2, b, 0, bytes.length));
+      out.flush();
+      assertArrayEquals(bytes, replies(s, 1).get(2L).body());
+    }
+  }
+
+  @Test
   void aWriteStillArrivingWhenTheNodeRegistersAnewIsCutOffAndHoldsTheNewContentsBackUntilThen()
       throws Exception {
     cluster = oneBlockCluster("20s");

@@ -11,6 +11,7 @@ import io.netty.channel.ChannelConfig;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.RecvByteBufAllocator;
 import io.netty.channel.socket.SocketChannel;
+import io.netty.channel.unix.IntegerUnixChannelOption;
 import io.netty.util.UncheckedBooleanSupplier;
 import java.nio.ByteBuffer;
 import java.util.concurrent.TimeUnit;
@@ -24,10 +25,14 @@ import org.slf4j.LoggerFactory;
  * there and nothing copies them again. Every other frame is gathered whole, as {@link FrameDecoder}
  * does.
  *
+ * <p>While such a write arrives, the socket's receive low-water mark is its remaining bytes (up to
+ * {@link #MAX_LOW_WATER}), so the node wakes once per write or megabyte rather than per segment.
+ *
  * <p>A writer that stops sending in the middle of such a frame holds its block's later writers of
  * another generation back (see {@link BlockGenerations#mustWait}); one that sends nothing between
  * two looks of a check run every half RPC timeout has its connection closed (not while this node
- * itself stopped reading). A writer that goes on sending, however slowly, is not cut off.
+ * itself stopped reading; a look that finds nothing new first lowers the mark to one byte, and the
+ * next look decides). A writer that goes on sending, however slowly, is not cut off.
  */
 final class DirectWriteDecoder extends FrameDecoder {
   private static final Logger LOG = LoggerFactory.getLogger(DirectWriteDecoder.class);
@@ -45,8 +50,28 @@ final class DirectWriteDecoder extends FrameDecoder {
    */
   private static final int WRITE_FIELDS = Messages.BlockWriteRequest.FIELD_BYTES;
 
+  /**
+   * Linux's SO_RCVLOWAT (level SOL_SOCKET, 1; option 18, as on x86 and ARM). While a write lands,
+   * its connection's socket wakes this node only once the rest of the write (up to {@link
+   * #MAX_LOW_WATER}) waits, not at every segment: on loopback each wake-up is paid by the sender,
+   * and a node that reads faster than its writers send sleeps and is woken the more often. The
+   * kernel still wakes a reader whose receive window would close, caps the mark at half its receive
+   * buffer, and looks again at once when the mark is lowered.
+   */
+  private static final IntegerUnixChannelOption RECEIVE_LOW_WATER =
+      new IntegerUnixChannelOption("SO_RCVLOWAT", 1, 18);
+
+  /** The highest receive low-water mark set, so a connection's receive buffer grows no further. */
+  static final int MAX_LOW_WATER = 1 << 20;
+
   private final DramDataNode node;
   private final long stallNanos;
+
+  /**
+   * The socket's receive low-water mark now, in bytes; 0 once setting it failed (a transport other
+   * than epoll), when it is not tried again.
+   */
+  private int lowWater = 1;
 
   /** The write whose bytes the socket reads into, or null. */
   private DramDataNode.DirectWrite current;
@@ -124,6 +149,7 @@ final class DirectWriteDecoder extends FrameDecoder {
     start.limit(filled);
     in.readBytes(start);
     current = w;
+    waitForMore(ctx);
     watchForStall(ctx);
     return Diversion.TAKEN;
   }
@@ -149,7 +175,27 @@ final class DirectWriteDecoder extends FrameDecoder {
     if (filled == current.length()) {
       DramDataNode.DirectWrite done = current;
       current = null;
+      setLowWater(ctx, 1);
       done.finish();
+    } else {
+      waitForMore(ctx);
+    }
+  }
+
+  /** Wakes this node when the rest of the current write has arrived, or a good part of it. */
+  private void waitForMore(ChannelHandlerContext ctx) {
+    setLowWater(ctx, Math.min(current.length() - filled, MAX_LOW_WATER));
+  }
+
+  private void setLowWater(ChannelHandlerContext ctx, int bytes) {
+    if (lowWater == 0 || lowWater == bytes) {
+      return;
+    }
+    try {
+      lowWater = ctx.channel().config().setOption(RECEIVE_LOW_WATER, bytes) ? bytes : 0;
+    } catch (RuntimeException e) {
+      LOG.debug("{}: receive low-water mark not set: {}", ctx.channel(), e.toString());
+      lowWater = 0;
     }
   }
 
@@ -192,6 +238,13 @@ final class DirectWriteDecoder extends FrameDecoder {
               // This node stopped reading (its answers back up, or it is paused): the writer is
               // not the one stalling.
               seenWrite = null;
+            } else if (current != null
+                && current == seenWrite
+                && filled == seenFilled
+                && lowWater > 1) {
+              // Bytes below the mark wait in the socket unseen: a slow writer is not a stalled
+              // one. Look at them, and cut the writer off only if none came by the next look.
+              setLowWater(ctx, 1);
             } else if (current != null && current == seenWrite && filled == seenFilled) {
               LOG.warn(
                   "{}: closing connection from {}: a {}-byte write stopped after {} bytes",

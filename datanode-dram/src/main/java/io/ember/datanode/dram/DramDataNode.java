@@ -126,17 +126,20 @@ public final class DramDataNode implements DataNode {
         .labelNames("tier")
         .callback(cb -> cb.call((double) region.capacity(), TIER))
         .register(metrics.registry());
-    // Looked at twice per RPC timeout, a stalled writer is cut off within one.
+    // Looked at twice per RPC timeout, a stalled writer is cut off within one and a half (a look
+    // that finds nothing new lowers the socket's low-water mark first).
     long stallNanos = config.get(EmberKeys.RPC_TIMEOUT).toNanos() / 2;
     boolean directWrites = config.get(DramDataNodeKeys.DIRECT_WRITES);
     if (directWrites && checkTokens) {
       // Under TLS the socket's bytes are ciphertext, and under either a write's block token must
-      // check out before a byte of it lands.
-      LOG.warn(
-          "{} is ignored: {} or {} is on, and writes are checked before they land",
-          DramDataNodeKeys.DIRECT_WRITES.name(),
-          EmberKeys.TLS.name(),
-          EmberKeys.SCRAM.name());
+      // check out before a byte of it lands. Only a setting someone made is worth a warning.
+      if (config.isSet(DramDataNodeKeys.DIRECT_WRITES)) {
+        LOG.warn(
+            "{} is ignored: {} or {} is on, and writes are checked before they land",
+            DramDataNodeKeys.DIRECT_WRITES.name(),
+            EmberKeys.TLS.name(),
+            EmberKeys.SCRAM.name());
+      }
       directWrites = false;
     }
     Framing framing =

@@ -54,14 +54,13 @@ public final class DramDataNodeKeys {
 
   /**
    * Whether a large write's bytes go from the socket straight into the block (true), or through a
-   * receive buffer first, as every other request's do. Off by default: with the epoll transport it
-   * saves the data node CPU but not time, and reads on the same connections were slower after it in
-   * the benchmark, for reasons not yet found.
+   * receive buffer first, as every other request's do. On by default; off, and ignored, with TLS or
+   * SCRAM, where a write's bytes are ciphertext or must wait for its block token's check.
    */
   public static final ConfigKey<Boolean> DIRECT_WRITES =
       ConfigKey.ofBoolean(
           "ember.datanode.dram.direct-writes",
-          false,
+          true,
           "writes over 64 KiB land in the block straight from the socket, without a copy");
 
   /**
