@@ -14,7 +14,10 @@ import io.netty.channel.socket.SocketChannel;
 import io.netty.channel.unix.IntegerUnixChannelOption;
 import io.netty.util.UncheckedBooleanSupplier;
 import java.nio.ByteBuffer;
+import java.util.Set;
 import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -26,13 +29,15 @@ import org.slf4j.LoggerFactory;
  * does.
  *
  * <p>While such a write arrives, the socket's receive low-water mark is its remaining bytes (up to
- * {@link #MAX_LOW_WATER}), so the node wakes once per write or megabyte rather than per segment.
+ * {@link #MAX_LOW_WATER}), so the node wakes once per write or megabyte rather than per segment
+ * (with the epoll transport on Linux 5.10 or later; see {@link #RECEIVE_LOW_WATER}).
  *
  * <p>A writer that stops sending in the middle of such a frame holds its block's later writers of
  * another generation back (see {@link BlockGenerations#mustWait}); one that sends nothing between
  * two looks of a check run every half RPC timeout has its connection closed (not while this node
  * itself stopped reading; a look that finds nothing new first lowers the mark to one byte, and the
- * next look decides). A writer that goes on sending, however slowly, is not cut off.
+ * next look decides, so a writer is cut off within two RPC timeouts of its last byte). A writer
+ * that goes on sending, however slowly, is not cut off.
  */
 final class DirectWriteDecoder extends FrameDecoder {
   private static final Logger LOG = LoggerFactory.getLogger(DirectWriteDecoder.class);
@@ -51,12 +56,14 @@ final class DirectWriteDecoder extends FrameDecoder {
   private static final int WRITE_FIELDS = Messages.BlockWriteRequest.FIELD_BYTES;
 
   /**
-   * Linux's SO_RCVLOWAT (level SOL_SOCKET, 1; option 18, as on x86 and ARM). While a write lands,
-   * its connection's socket wakes this node only once the rest of the write (up to {@link
-   * #MAX_LOW_WATER}) waits, not at every segment: on loopback each wake-up is paid by the sender,
-   * and a node that reads faster than its writers send sleeps and is woken the more often. The
-   * kernel still wakes a reader whose receive window would close, caps the mark at half its receive
-   * buffer, and looks again at once when the mark is lowered.
+   * Linux's SO_RCVLOWAT (level SOL_SOCKET, 1; option 18 on the CPUs of {@link
+   * #GENERIC_SOCKET_OPTIONS}). While a write lands, its connection's socket wakes this node only
+   * once the rest of the write (up to {@link #MAX_LOW_WATER}) waits, not at every segment: on
+   * loopback each wake-up is paid by the sender, and a node that reads faster than its writers send
+   * sleeps and is woken the more often. Since Linux 4.18 the kernel grows the receive buffer to
+   * hold the mark, wakes a reader whose receive window would close, and looks again at once when
+   * the mark changes; fixes for hangs under memory pressure followed until 5.10, the first kernel
+   * it is used on.
    */
   private static final IntegerUnixChannelOption RECEIVE_LOW_WATER =
       new IntegerUnixChannelOption("SO_RCVLOWAT", 1, 18);
@@ -64,14 +71,39 @@ final class DirectWriteDecoder extends FrameDecoder {
   /** The highest receive low-water mark set, so a connection's receive buffer grows no further. */
   static final int MAX_LOW_WATER = 1 << 20;
 
+  /** CPUs (as {@code os.arch} names them) whose Linux numbers socket options as asm-generic. */
+  private static final Set<String> GENERIC_SOCKET_OPTIONS =
+      Set.of("amd64", "x86_64", "aarch64", "riscv64", "s390x", "loongarch64");
+
+  /** Whether this JVM's kernel and CPU take the mark as this decoder sets it. */
+  static final boolean LOW_WATER_USABLE =
+      lowWaterUsable(
+          System.getProperty("os.name", ""),
+          System.getProperty("os.version", ""),
+          System.getProperty("os.arch", ""));
+
+  /** Linux 5.10 or later on a CPU of {@link #GENERIC_SOCKET_OPTIONS}. */
+  static boolean lowWaterUsable(String osName, String osVersion, String osArch) {
+    if (!osName.equals("Linux") || !GENERIC_SOCKET_OPTIONS.contains(osArch)) {
+      return false;
+    }
+    Matcher v = Pattern.compile("^(\\d+)\\.(\\d+)").matcher(osVersion);
+    if (!v.find()) {
+      return false;
+    }
+    int major = Integer.parseInt(v.group(1));
+    int minor = Integer.parseInt(v.group(2));
+    return major > 5 || (major == 5 && minor >= 10);
+  }
+
   private final DramDataNode node;
   private final long stallNanos;
 
   /**
-   * The socket's receive low-water mark now, in bytes; 0 once setting it failed (a transport other
-   * than epoll), when it is not tried again.
+   * The socket's receive low-water mark now, in bytes; 0 where it is not used ({@link
+   * #LOW_WATER_USABLE}) or could not be set (a transport other than epoll), and not tried again.
    */
-  private int lowWater = 1;
+  private int lowWater = LOW_WATER_USABLE ? 1 : 0;
 
   /** The write whose bytes the socket reads into, or null. */
   private DramDataNode.DirectWrite current;
@@ -191,12 +223,26 @@ final class DirectWriteDecoder extends FrameDecoder {
     if (lowWater == 0 || lowWater == bytes) {
       return;
     }
+    boolean set;
     try {
-      lowWater = ctx.channel().config().setOption(RECEIVE_LOW_WATER, bytes) ? bytes : 0;
+      set = ctx.channel().config().setOption(RECEIVE_LOW_WATER, bytes);
     } catch (RuntimeException e) {
       LOG.debug("{}: receive low-water mark not set: {}", ctx.channel(), e.toString());
-      lowWater = 0;
+      set = false;
     }
+    if (set) {
+      lowWater = bytes;
+      return;
+    }
+    if (lowWater > 1) {
+      // The socket keeps a mark that may be more than is left to come, and would wait for it.
+      LOG.warn(
+          "{}: closing connection from {}: its receive low-water mark could not be changed",
+          ctx.channel(),
+          ctx.channel().remoteAddress());
+      var unused = ctx.channel().close();
+    }
+    lowWater = 0;
   }
 
   @Override

@@ -126,8 +126,8 @@ public final class DramDataNode implements DataNode {
         .labelNames("tier")
         .callback(cb -> cb.call((double) region.capacity(), TIER))
         .register(metrics.registry());
-    // Looked at twice per RPC timeout, a stalled writer is cut off within one and a half (a look
-    // that finds nothing new lowers the socket's low-water mark first).
+    // Looked at twice per RPC timeout, a stalled writer is cut off within two (a look that finds
+    // nothing new lowers the socket's receive low-water mark first).
     long stallNanos = config.get(EmberKeys.RPC_TIMEOUT).toNanos() / 2;
     boolean directWrites = config.get(DramDataNodeKeys.DIRECT_WRITES);
     if (directWrites && checkTokens) {
