@@ -20,6 +20,7 @@ import io.ember.protocol.Messages;
 import io.ember.protocol.RpcServer;
 import io.ember.protocol.RpcService;
 import io.ember.protocol.StorageClass;
+import io.ember.protocol.Transports;
 import io.ember.tier.dram.DramTier;
 import io.ember.tier.dram.RdmaDramTier;
 import io.netty.buffer.ByteBuf;
@@ -80,6 +81,7 @@ public final class DramDataNode implements DataNode {
   private final Set<DirectWrite> directWrites = ConcurrentHashMap.newKeySet();
 
   private final LongAdder bytesWrittenDirectly = new LongAdder();
+  private final boolean writesDirectly;
   private final AtomicInteger writesWaiting = new AtomicInteger();
 
   private final LifeCycle lifeCycle = new LifeCycle("DRAM data node");
@@ -129,11 +131,15 @@ public final class DramDataNode implements DataNode {
     // Looked at twice per RPC timeout, a stalled writer is cut off within two (a look that finds
     // nothing new lowers the socket's receive low-water mark first).
     long stallNanos = config.get(EmberKeys.RPC_TIMEOUT).toNanos() / 2;
-    boolean directWrites = config.get(DramDataNodeKeys.DIRECT_WRITES);
+    String directSetting = config.get(DramDataNodeKeys.DIRECT_WRITES);
+    boolean directWrites =
+        directSetting.equals("auto")
+            ? DirectWriteDecoder.LOW_WATER_USABLE && Transports.from(config).epoll()
+            : Boolean.parseBoolean(directSetting);
     if (directWrites && checkTokens) {
       // Under TLS the socket's bytes are ciphertext, and under either a write's block token must
       // check out before a byte of it lands. Only a setting someone made is worth a warning.
-      if (config.isSet(DramDataNodeKeys.DIRECT_WRITES)) {
+      if (directSetting.equals("true")) {
         LOG.warn(
             "{} is ignored: {} or {} is on, and writes are checked before they land",
             DramDataNodeKeys.DIRECT_WRITES.name(),
@@ -142,6 +148,7 @@ public final class DramDataNode implements DataNode {
       }
       directWrites = false;
     }
+    this.writesDirectly = directWrites;
     Framing framing =
         directWrites
             ? (ch, maxFrame) -> DirectWriteDecoder.install(ch, maxFrame, this, stallNanos)
@@ -333,6 +340,14 @@ public final class DramDataNode implements DataNode {
   @Override
   public long incarnation() {
     return stamp.held();
+  }
+
+  /**
+   * Whether this node lands writes over 64 KiB in their blocks straight from the socket ({@link
+   * DramDataNodeKeys#DIRECT_WRITES}, as set or as {@code auto} and security decided).
+   */
+  public boolean writesDirectly() {
+    return writesDirectly;
   }
 
   /** Bytes of writes that went from their socket straight into their block. */
