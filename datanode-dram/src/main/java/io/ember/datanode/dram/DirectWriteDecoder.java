@@ -16,6 +16,7 @@ import io.netty.util.UncheckedBooleanSupplier;
 import java.nio.ByteBuffer;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.slf4j.Logger;
@@ -67,6 +68,9 @@ final class DirectWriteDecoder extends FrameDecoder {
    */
   private static final IntegerUnixChannelOption RECEIVE_LOW_WATER =
       new IntegerUnixChannelOption("SO_RCVLOWAT", 1, 18);
+
+  /** Whether this JVM has said once that the mark could not be set where it was expected to be. */
+  private static final AtomicBoolean warnedNoLowWater = new AtomicBoolean();
 
   /** The highest receive low-water mark set, so a connection's receive buffer grows no further. */
   static final int MAX_LOW_WATER = 1 << 20;
@@ -233,6 +237,13 @@ final class DirectWriteDecoder extends FrameDecoder {
     if (set) {
       lowWater = bytes;
       return;
+    }
+    if (lowWater == 1 && !warnedNoLowWater.getAndSet(true)) {
+      LOG.warn(
+          "{}: the socket's receive low-water mark cannot be set, so large writes wake this node at"
+              + " every segment; set {}=false if they cost the writers more than they save",
+          ctx.channel(),
+          DramDataNodeKeys.DIRECT_WRITES.name());
     }
     if (lowWater > 1) {
       // The socket keeps a mark that may be more than is left to come, and would wait for it.

@@ -133,18 +133,19 @@ public final class DramDataNode implements DataNode {
     long stallNanos = config.get(EmberKeys.RPC_TIMEOUT).toNanos() / 2;
     String directSetting = config.get(DramDataNodeKeys.DIRECT_WRITES);
     boolean directWrites =
-        directSetting.equals("auto")
+        directSetting.equalsIgnoreCase("auto")
             ? DirectWriteDecoder.LOW_WATER_USABLE && Transports.from(config).epoll()
             : Boolean.parseBoolean(directSetting);
     if (directWrites && checkTokens) {
       // Under TLS the socket's bytes are ciphertext, and under either a write's block token must
       // check out before a byte of it lands. Only a setting someone made is worth a warning.
-      if (directSetting.equals("true")) {
+      if (directSetting.equalsIgnoreCase("true")) {
         LOG.warn(
-            "{} is ignored: {} or {} is on, and writes are checked before they land",
+            "{} is ignored: {}, {} or {} is on, and writes are checked before they land",
             DramDataNodeKeys.DIRECT_WRITES.name(),
             EmberKeys.TLS.name(),
-            EmberKeys.SCRAM.name());
+            EmberKeys.SCRAM.name(),
+            EmberKeys.SECURITY_ENABLED.name());
       }
       directWrites = false;
     }

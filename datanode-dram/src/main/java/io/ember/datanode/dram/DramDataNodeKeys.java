@@ -56,15 +56,19 @@ public final class DramDataNodeKeys {
    * Whether a large write's bytes go from the socket straight into the block ({@code true}), or
    * through a receive buffer first, as every other request's do ({@code false}). {@code auto}, the
    * default, lands them straight where the node can also set the socket's receive low-water mark
-   * (the epoll transport on Linux 5.10 or later): without the mark, the writers spent more CPU on
-   * waking the node than the node saved. Off, and ignored, with TLS or SCRAM, where a write's bytes
-   * are ciphertext or must wait for its block token's check.
+   * (the epoll transport on Linux 5.10 or later, on x86-64, ARM64 and other CPUs whose socket
+   * options are numbered as asm-generic's): without the mark, the writers spent more CPU on waking
+   * the node than the node saved. Off, and ignored, with TLS or SCRAM, where a write's bytes are
+   * ciphertext or must wait for its block token's check.
    */
   public static final ConfigKey<String> DIRECT_WRITES =
       ConfigKey.ofString(
           "ember.datanode.dram.direct-writes",
           "auto",
-          s -> s.equals("auto") || s.equals("true") || s.equals("false"),
+          s ->
+              s.equalsIgnoreCase("auto")
+                  || s.equalsIgnoreCase("true")
+                  || s.equalsIgnoreCase("false"),
           "auto, true or false",
           "writes over 64 KiB land in the block straight from the socket, without a copy (auto:"
               + " where the socket's receive low-water mark can be set)");
