@@ -819,14 +819,35 @@ public final class EmberClient implements AutoCloseable {
     return await(f);
   }
 
-  CompletableFuture<BlockLocation> allocateBlock(long fileId, int index) {
+  /**
+   * Blocks {@code index} onward of a file being written: at least one, at most {@code count}. An
+   * answer that is empty, too long or out of order fails as a malformed frame.
+   */
+  CompletableFuture<List<BlockLocation>> allocateBlocks(long fileId, int index, int count) {
     return call(
-        MessageType.ALLOCATE_BLOCK,
-        new Messages.AllocateBlockRequest(fileId, index),
+        MessageType.ALLOCATE_BLOCKS,
+        new Messages.AllocateBlocksRequest(fileId, index, count),
         in -> {
-          BlockLocation b = BlockLocation.decode(in);
-          io.ember.protocol.Wire.expectEnd(in, "ALLOCATE_BLOCK answer");
-          return b;
+          List<BlockLocation> blocks = Messages.BlocksResponse.decode(in).blocks();
+          if (blocks.isEmpty() || blocks.size() > count) {
+            throw new io.ember.protocol.MalformedFrameException(
+                "ALLOCATE_BLOCKS answer holds "
+                    + blocks.size()
+                    + " blocks; 1 to "
+                    + count
+                    + " asked");
+          }
+          for (int k = 0; k < blocks.size(); k++) {
+            if (blocks.get(k).index() != index + k) {
+              throw new io.ember.protocol.MalformedFrameException(
+                  "ALLOCATE_BLOCKS answer gives block "
+                      + blocks.get(k).index()
+                      + " where block "
+                      + (index + k)
+                      + " was due");
+            }
+          }
+          return blocks;
         });
   }
 

@@ -43,8 +43,12 @@ public final class EmberOutputStream extends OutputStream {
   private long inFlightBytes;
   private long position;
   private ByteBuf buffer;
-  private int allocatedIndex = -1;
-  private CompletableFuture<BlockLocation> allocated;
+
+  /** The index of the first block of {@link #allocated}. */
+  private int allocatedFrom = -1;
+
+  /** Blocks from {@link #allocatedFrom} on, as the name node gave them (one or more). */
+  private CompletableFuture<List<BlockLocation>> allocated;
 
   /** When {@link #allocated} was asked of the name node ({@link System#nanoTime()}). */
   private long allocatedAskedNanos;
@@ -369,37 +373,80 @@ public final class EmberOutputStream extends OutputStream {
    */
   void firstBlock(BlockLocation block) {
     if (block != null) {
-      allocatedIndex = 0;
+      allocatedFrom = 0;
       allocatedAskedNanos = System.nanoTime();
       allocatedAskedMillis = System.currentTimeMillis();
-      allocated = CompletableFuture.completedFuture(block);
+      allocated = CompletableFuture.completedFuture(List.of(block));
     }
   }
 
+  /**
+   * At most this many bytes of blocks are asked for ahead of the writes that need them: with 1 MiB
+   * blocks a fast writer asks the name node (and waits for its journal) once per 16 blocks rather
+   * than for each, and a file closed early gives back at most this much unwritten.
+   */
+  private static final long AHEAD_BYTES = 16L << 20;
+
+  /**
+   * How many blocks to ask for from {@code index}: as many as the file already has, up to {@link
+   * #AHEAD_BYTES}, so a small file asks for its blocks one at a time and a large one in runs.
+   */
+  private int blocksToAsk(int index) {
+    long most = Math.max(1, AHEAD_BYTES / blockSize);
+    return (int) Math.max(1, Math.min(index, most));
+  }
+
   private CompletableFuture<BlockLocation> block(int index) {
+    int at = index - allocatedFrom;
+    if (allocated != null && at > 0 && !allocated.isDone()) {
+      // The run that should hold this block is still on its way: the block is taken from it, or
+      // asked for once the run is known to be short, so that requests reach the name node in the
+      // order of their blocks (files grow one block at a time) and the writer never waits here.
+      // A run that failed fails this block too: the stream reports the first failure.
+      CompletableFuture<List<BlockLocation>> run = allocated;
+      int inRun = at;
+      allocatedFrom = index;
+      allocated =
+          run.thenCompose(
+              blocks ->
+                  inRun < blocks.size()
+                      ? CompletableFuture.completedFuture(blocks.subList(inRun, blocks.size()))
+                      : client.allocateBlocks(fileId, index, blocksToAsk(index)));
+      return allocated.thenApply(blocks -> blocks.get(0));
+    }
+    List<BlockLocation> given =
+        allocated != null && allocated.isDone() && !allocated.isCompletedExceptionally()
+            ? allocated.join()
+            : null;
+    boolean held = allocated != null && (at == 0 || (given != null && at > 0 && at < given.size()));
     // A refused allocation (a full tier) is asked again when a write needs the block: the one
     // asked ahead of the first write may have been refused before space was freed. So is one of
     // storage that cannot check generations (NVMf), once it is older than the name node lets such
     // a location be trusted: a file deleted while it is written fails its next write, rather than
     // write into the file that reused its block.
-    if (index != allocatedIndex
+    if (!held
         || allocated.isCompletedExceptionally()
-        || (allocated.isDone() && untrustedNow(allocated.join()))) {
-      allocatedIndex = index;
+        || (given != null && untrustedNow(given.get(at)))) {
+      allocatedFrom = index;
       allocatedAskedNanos = System.nanoTime();
       allocatedAskedMillis = System.currentTimeMillis();
-      allocated = client.allocateBlock(fileId, index);
-    } else if (allocated.isDone() && tokenDueForRenewal(allocated.join())) {
+      allocated = client.allocateBlocks(fileId, index, blocksToAsk(index));
+      at = 0;
+    } else if (given != null && tokenDueForRenewal(given.get(at))) {
       // Half way to its token's expiry, the block is asked for again: the name node answers an
-      // open file's block with a fresh token, so a writer that holds one block longer than a
-      // token's lifetime is not refused. A renewal that fails keeps the location it had, whose
-      // token still holds, and is tried again later.
-      BlockLocation held = allocated.join();
+      // open file's blocks with fresh tokens, so a writer that holds one block longer than a
+      // token's lifetime is not refused. A renewal that fails keeps the locations it had, whose
+      // tokens still hold, and is tried again later.
+      List<BlockLocation> kept = given.subList(at, given.size());
+      allocatedFrom = index;
       allocatedAskedNanos = System.nanoTime();
       allocatedAskedMillis = System.currentTimeMillis();
-      allocated = client.allocateBlock(fileId, index).exceptionally(renewalFailed -> held);
+      allocated =
+          client.allocateBlocks(fileId, index, kept.size()).exceptionally(renewalFailed -> kept);
+      at = 0;
     }
-    return allocated;
+    int offset = at;
+    return allocated.thenApply(blocks -> blocks.get(offset));
   }
 
   /** Asks no more often than this for a fresh token, whatever the clocks say. */

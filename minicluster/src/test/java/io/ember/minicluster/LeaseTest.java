@@ -116,6 +116,26 @@ class LeaseTest {
     }
   }
 
+  /**
+   * Near a full tier the name node gives runs short (it keeps an eighth of the tier for blocks
+   * asked as they are needed); a writer whose writes ran ahead of a short run asks for the rest one
+   * by one, in order, and fills the tier to its last block.
+   */
+  @Test
+  void aWriterWhoseRunsComeBackShortFillsTheTierToItsLastBlock() throws Exception {
+    cluster = start("60s", "1m"); // 16 blocks
+    try (EmberClient c = cluster.newClient()) {
+      byte[] all = data(16 * BLOCK, 7);
+      try (EmberOutputStream out = c.create("/all", CreateOptions.DEFAULT)) {
+        out.write(all); // blocks 8 to 15 are asked as one run; 8 to 13 come
+      }
+      assertEquals(0, freeBlocks(c, StorageClass.DRAM));
+      try (EmberInputStream in = c.open("/all")) {
+        assertArrayEquals(all, in.readAllBytes());
+      }
+    }
+  }
+
   @Test
   void aWriteToADataNodeThatDiedLeavesNothingBehind() throws Exception {
     cluster = start("60s", "1m");
@@ -143,13 +163,13 @@ class LeaseTest {
   @Test
   void aWriterThatStopsRenewingHasItsFileClosedAtWhatItsDataNodesHeld() throws Exception {
     cluster = start("5s", "4m");
-    EmberClient writer = cluster.newClient();
-    byte[] written = data(2 * BLOCK + 100, 3);
-    EmberOutputStream out = writer.create("/abandoned", CreateOptions.DEFAULT);
-    out.write(written);
-    out.flush();
     try (EmberClient reader = cluster.newClient()) {
       long free = freeBlocks(reader, StorageClass.DRAM);
+      EmberClient writer = cluster.newClient();
+      byte[] written = data(2 * BLOCK + 100, 3);
+      EmberOutputStream out = writer.create("/abandoned", CreateOptions.DEFAULT);
+      out.write(written);
+      out.flush();
       // The writer reports what its data nodes acknowledged; stat shows it, and its holder.
       long reportedBy = System.nanoTime() + DEADLINE.toNanos();
       while (reader.lookup("/abandoned").acknowledgedLength() < written.length) {
@@ -174,8 +194,58 @@ class LeaseTest {
       try (EmberInputStream in = reader.open("/abandoned")) {
         assertArrayEquals(written, in.readAllBytes());
       }
+      // The recovery gave back the block the writer held ahead, and the delete the rest.
+      awaitFree(StorageClass.DRAM, free - 3);
       reader.delete("/abandoned", false);
-      awaitFree(StorageClass.DRAM, free + 3);
+      awaitFree(StorageClass.DRAM, free);
+    }
+  }
+
+  /**
+   * A large file's writer asks the name node for blocks in runs, so it waits for the name node's
+   * journal once per run rather than once per block; the blocks of a run it did not fill go back
+   * when it closes the file, or when its lease is recovered.
+   */
+  @Test
+  void aLargeFileTakesItsBlocksInRunsAndGivesBackTheOnesItDidNotFill() throws Exception {
+    cluster = start("5s", "16m"); // 256 blocks
+    try (EmberClient reader = cluster.newClient()) {
+      long free = freeBlocks(reader, StorageClass.DRAM);
+      byte[] large = data(40 * BLOCK + 3, 5); // 41 blocks
+      try (EmberClient writer = cluster.newClient()) {
+        long calls = writer.metrics().metadataCalls();
+        try (EmberOutputStream out = writer.create("/large", CreateOptions.DEFAULT)) {
+          out.write(large);
+          out.flush();
+          // Blocks 32 to 63 came in one run: 23 of them are held ahead of the writes.
+          assertEquals(free - 64, freeBlocks(reader, StorageClass.DRAM));
+        }
+        // The create (which brings block 0), a request each for blocks 1, 2-3, 4-7, 8-15, 16-31
+        // and 32-63, and the close: not one request per block.
+        assertEquals(calls + 8, writer.metrics().metadataCalls(), writer.metrics().toString());
+      }
+      assertEquals(41, reader.lookup("/large").blockCount());
+      awaitFree(StorageClass.DRAM, free - 41);
+      try (EmberInputStream in = reader.open("/large")) {
+        assertArrayEquals(large, in.readAllBytes());
+      }
+      // A writer that dies holding a run has its unfilled blocks back at its lease's recovery.
+      EmberClient dying = cluster.newClient();
+      byte[] cut = data(20 * BLOCK + 1, 6); // 21 blocks, in the run of 16 to 31
+      EmberOutputStream out = dying.create("/cut", CreateOptions.DEFAULT);
+      out.write(cut);
+      out.flush();
+      assertEquals(free - 41 - 32, freeBlocks(reader, StorageClass.DRAM));
+      dying.close();
+      awaitClosed(reader, "/cut");
+      assertEquals(21, reader.lookup("/cut").blockCount());
+      awaitFree(StorageClass.DRAM, free - 41 - 21);
+      try (EmberInputStream in = reader.open("/cut")) {
+        assertArrayEquals(cut, in.readAllBytes());
+      }
+      reader.delete("/large", false);
+      reader.delete("/cut", false);
+      awaitFree(StorageClass.DRAM, free);
     }
   }
 

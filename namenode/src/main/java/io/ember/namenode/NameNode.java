@@ -1194,6 +1194,15 @@ public final class NameNode implements AutoCloseable {
               state.allocateBlock(caller(channel), r.fileId(), r.index()),
               BlockToken.READ | BlockToken.WRITE);
         }
+      case ALLOCATE_BLOCKS:
+        {
+          Messages.AllocateBlocksRequest r = Messages.AllocateBlocksRequest.decode(in);
+          return new Messages.BlocksResponse(
+              granted(
+                  channel,
+                  state.allocateBlocks(caller(channel), r.fileId(), r.index(), r.count()),
+                  BlockToken.READ | BlockToken.WRITE));
+        }
       case GET_BLOCKS:
         {
           Messages.GetBlocksRequest r = Messages.GetBlocksRequest.decode(in);

@@ -312,7 +312,7 @@ final class NameNodeState {
       BlockLocation first = null;
       if (firstBlock && made instanceof Inode.File f) {
         try {
-          first = allocateLocked(f, 0);
+          first = allocateLocked(f, 0, null);
         } catch (EmberException e) {
           if (e.code() != ErrorCode.NO_CAPACITY) {
             throw e;
@@ -691,12 +691,30 @@ final class NameNodeState {
 
   /** Gives a file its block {@code index}; only the file's owner (its writer) may. */
   BlockLocation allocateBlock(Caller caller, long fileId, int index) throws EmberException {
+    return allocateBlocks(caller, fileId, index, 1).get(0);
+  }
+
+  List<BlockLocation> allocateBlocks(long fileId, int index, int count) throws EmberException {
+    return allocateBlocks(internal(), fileId, index, count);
+  }
+
+  /**
+   * Blocks {@code index} onward of a file, at least one and at most {@code count}: the ones it has,
+   * then new ones. Block {@code index} itself is allocated if it is the next one, or refused as
+   * {@link #allocateBlock} refuses it; the blocks after it are given ahead only from the file's own
+   * storage class, and only while that class keeps more than {@link #AHEAD_RESERVE_DIVISOR 1/8} of
+   * its blocks free, so blocks held ahead never push a write into a slower tier and a nearly full
+   * tier gives each block as it is needed. Blocks the writer does not fill go back at its close.
+   * Only the file's owner (its writer) may ask.
+   */
+  List<BlockLocation> allocateBlocks(Caller caller, long fileId, int index, int count)
+      throws EmberException {
     lock.writeLock().lock();
     try {
       Inode.File file = file(fileId);
       checkWriter(caller, file, "write");
       if (index < file.blocks.size() && file.open) {
-        return location(file, index);
+        return locations(file, index, count);
       }
       checkJournal();
       if (!file.open) {
@@ -718,16 +736,60 @@ final class NameNodeState {
                 + file.blocks.size()
                 + " blocks: files grow one block at a time");
       }
-      return allocateLocked(file, index);
+      List<BlockLocation> out = new ArrayList<>();
+      out.add(allocateLocked(file, index, null));
+      Block first = file.blocks.get(index);
+      if (count > 1 && first.datanode().storageClass.equals(file.storageClass)) {
+        long ahead = Math.min(count - 1L, spareForAhead(file.storageClass));
+        for (int i = 1; i <= ahead; i++) {
+          BlockLocation next = allocateLocked(file, index + i, file.storageClass);
+          if (next == null) {
+            break;
+          }
+          out.add(next);
+        }
+      }
+      return out;
     } finally {
       lock.writeLock().unlock();
     }
   }
 
-  /** Gives an open file its next block, {@code index}; call under the write lock. */
-  private BlockLocation allocateLocked(Inode.File file, int index) throws EmberException {
+  /**
+   * A storage class keeps this share of its blocks (1/n) for blocks asked as they are needed: below
+   * it, none are given ahead.
+   */
+  static final int AHEAD_RESERVE_DIVISOR = 8;
+
+  /** How many of a class's free blocks may be given ahead of need; call under the lock. */
+  private long spareForAhead(StorageClass sc) {
+    long now = clock.getAsLong();
+    long free = 0;
+    long total = 0;
+    for (Datanode dn : liveByClass.getOrDefault(sc, List.of())) {
+      free += dn.freeBlocks(now);
+      total += dn.blockCount;
+    }
+    return Math.max(0, free - (total + AHEAD_RESERVE_DIVISOR - 1) / AHEAD_RESERVE_DIVISOR);
+  }
+
+  /**
+   * Gives an open file its next block, {@code index}; call under the write lock. With {@code
+   * onlyFrom}, the block comes from that class alone, and null is returned when it has none free;
+   * without, the class order is followed and a refusal thrown when every class is full.
+   */
+  private BlockLocation allocateLocked(Inode.File file, int index, StorageClass onlyFrom)
+      throws EmberException {
     long fileId = file.id;
-    Block b = takeBlock(file.storageClass, pathOf(file), index);
+    Block b;
+    if (onlyFrom == null) {
+      b = takeBlock(file.storageClass, pathOf(file), index);
+    } else {
+      b = takeFrom(onlyFrom);
+      if (b == null) {
+        return null;
+      }
+    }
     file.blocks.add(b);
     long now = System.currentTimeMillis();
     file.modificationTime = now;
@@ -837,6 +899,22 @@ final class NameNodeState {
     file.modificationTime = now;
   }
 
+  /** A free block of class {@code sc}, taken from its live nodes in turn, or null when none. */
+  private Block takeFrom(StorageClass sc) {
+    List<Datanode> nodes = liveByClass.getOrDefault(sc, List.of());
+    int n = nodes.size();
+    int startAt = nextNode.getOrDefault(sc, 0);
+    for (int k = 0; k < n; k++) {
+      Datanode dn = nodes.get((startAt + k) % n);
+      long slot = dn.take(clock.getAsLong());
+      if (slot >= 0) {
+        nextNode.put(sc, (startAt + k + 1) % n);
+        return new Block(nextBlockId++, nextGeneration++, dn, slot);
+      }
+    }
+    return null;
+  }
+
   private Block takeBlock(StorageClass preferred, String path, int index) throws EmberException {
     int from = spillOrder.indexOf(preferred);
     List<StorageClass> tried = new ArrayList<>();
@@ -846,16 +924,9 @@ final class NameNodeState {
       tried.addAll(spillOrder.subList(from, spillOrder.size()));
     }
     for (StorageClass sc : tried) {
-      List<Datanode> nodes = liveByClass.getOrDefault(sc, List.of());
-      int n = nodes.size();
-      int startAt = nextNode.getOrDefault(sc, 0);
-      for (int k = 0; k < n; k++) {
-        Datanode dn = nodes.get((startAt + k) % n);
-        long slot = dn.take(clock.getAsLong());
-        if (slot >= 0) {
-          nextNode.put(sc, (startAt + k + 1) % n);
-          return new Block(nextBlockId++, nextGeneration++, dn, slot);
-        }
+      Block b = takeFrom(sc);
+      if (b != null) {
+        return b;
       }
     }
     StringBuilder names = new StringBuilder();

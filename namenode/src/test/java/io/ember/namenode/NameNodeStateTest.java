@@ -280,6 +280,54 @@ class NameNodeStateTest {
   }
 
   @Test
+  void blocksAskedInARunComeBackTheSameWhenAskedAgainAndTheUnwrittenGoBackAtClose()
+      throws Exception {
+    nn.register(StorageClass.DRAM, "dram", "h:1", 64L * BS);
+    NodeStatus f = file("/f");
+    BlockLocation b0 = nn.allocateBlock(f.id(), 0);
+    List<BlockLocation> run = nn.allocateBlocks(f.id(), 1, 8);
+    assertEquals(8, run.size());
+    assertEquals(run, nn.getBlocks(f.id(), 1, 100));
+    assertEquals(64 - 9, usage(StorageClass.DRAM).freeBlocks());
+    // A retried request (its answer lost) gets the same blocks, and asking from inside the run
+    // gives what the file has without taking more.
+    assertEquals(run, nn.allocateBlocks(f.id(), 1, 8));
+    assertEquals(run.subList(2, 8), nn.allocateBlocks(f.id(), 3, 100));
+    assertEquals(64 - 9, usage(StorageClass.DRAM).freeBlocks());
+    assertCode(ErrorCode.INVALID_ARGUMENT, () -> nn.allocateBlocks(f.id(), 10, 4));
+    nn.closeFile(f.id(), 2L * BS + 1);
+    assertEquals(List.of(b0, run.get(0), run.get(1)), nn.getBlocks(f.id(), 0, 100));
+    assertEquals(64 - 3, usage(StorageClass.DRAM).freeBlocks());
+    assertCode(ErrorCode.FILE_CLOSED, () -> nn.allocateBlocks(f.id(), 3, 4));
+  }
+
+  @Test
+  void aNearlyFullClassGivesNoBlocksAheadAndNoneAreGivenAheadFromTheNextClass() throws Exception {
+    nn.register(StorageClass.DRAM, "dram", "h:1", 16L * BS);
+    nn.register(StorageClass.NVMF, "nvmf", "t", 16L * BS);
+    NodeStatus f = file("/f");
+    nn.allocateBlock(f.id(), 0);
+    // 15 free: one is taken as needed, and an eighth of the class (2 blocks) is not given ahead.
+    assertEquals(13, nn.allocateBlocks(f.id(), 1, 100).size());
+    assertEquals(2, usage(StorageClass.DRAM).freeBlocks());
+    NodeStatus g = file("/g");
+    // Each block is still given as it is needed, to the last.
+    assertEquals(1, nn.allocateBlocks(g.id(), 0, 8).size());
+    assertEquals(1, nn.allocateBlocks(g.id(), 1, 8).size());
+    assertEquals(0, usage(StorageClass.DRAM).freeBlocks());
+    // A block that spills to the next class is given alone: runs stay in the file's own class.
+    List<BlockLocation> spilled = nn.allocateBlocks(g.id(), 2, 8);
+    assertEquals(1, spilled.size());
+    assertEquals(StorageClass.NVMF, spilled.get(0).storageClass());
+    assertEquals(15, usage(StorageClass.NVMF).freeBlocks());
+    // The file's close gives the blocks it did not fill back, and runs come again.
+    nn.closeFile(f.id(), BS);
+    NodeStatus h = file("/h");
+    nn.allocateBlock(h.id(), 0);
+    assertEquals(4, nn.allocateBlocks(h.id(), 1, 4).size());
+  }
+
+  @Test
   void fullClassFailsNamingClassAndSizeAndDeleteFreesBlocks() throws Exception {
     nn.register(StorageClass.DRAM, "dram", "h:1", 3L * BS);
     NodeStatus f = file("/f");

@@ -45,6 +45,11 @@ public enum MessageType {
    * connection acts as the user from then on.
    */
   SCRAM_LAST(32),
+  /**
+   * Several blocks of a file being written in one request, so a fast writer's allocations share one
+   * journal force.
+   */
+  ALLOCATE_BLOCKS(33),
   // Data node.
   BLOCK_WRITE(40),
   BLOCK_READ(41),

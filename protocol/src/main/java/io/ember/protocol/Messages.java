@@ -348,6 +348,29 @@ public final class Messages {
     }
   }
 
+  /**
+   * ALLOCATE_BLOCKS: blocks {@code index} onward of an open file, at least one and at most {@code
+   * count}, the first allocated if it is the next one and the others given ahead where the name
+   * node has room to spare. Answered by a {@link BlocksResponse}.
+   */
+  public record AllocateBlocksRequest(long fileId, int index, int count) implements Message {
+    @Override
+    public void encode(ByteBuf out) {
+      out.writeLong(fileId);
+      out.writeInt(index);
+      out.writeInt(count);
+    }
+
+    /** Reads the body. */
+    public static AllocateBlocksRequest decode(ByteBuf in) throws MalformedFrameException {
+      long id = Wire.readLong(in, "file id");
+      int index = Wire.readInt(in, "block index", 0, Integer.MAX_VALUE);
+      int count = Wire.readInt(in, "block count", 1, MAX_BLOCKS_PER_CALL);
+      Wire.expectEnd(in, "ALLOCATE_BLOCKS");
+      return new AllocateBlocksRequest(id, index, count);
+    }
+  }
+
   /** GET_BLOCKS: up to {@code maxCount} locations from {@code startIndex} of a file. */
   public record GetBlocksRequest(long fileId, int startIndex, int maxCount) implements Message {
     @Override

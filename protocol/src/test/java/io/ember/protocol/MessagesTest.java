@@ -114,6 +114,10 @@ class MessagesTest {
             new Messages.AllocateBlockRequest(5, 6), (Decoder) Messages.AllocateBlockRequest::decode
           },
           new Object[] {
+            new Messages.AllocateBlocksRequest(5, 6, 16),
+            (Decoder) Messages.AllocateBlocksRequest::decode
+          },
+          new Object[] {
             new Messages.GetBlocksRequest(5, 0, 64), (Decoder) Messages.GetBlocksRequest::decode
           },
           new Object[] {
@@ -310,6 +314,30 @@ class MessagesTest {
       assertThrows(MalformedFrameException.class, () -> Messages.PathRequest.decode(s));
     } finally {
       s.release();
+    }
+  }
+
+  @Test
+  void aRunOfBlocksAskedForHoldsOneToAThousandAndTwentyFour() throws Exception {
+    for (int count : new int[] {0, -1, Messages.MAX_BLOCKS_PER_CALL + 1}) {
+      ByteBuf in = Unpooled.buffer();
+      new Messages.AllocateBlocksRequest(5, 6, count).encode(in);
+      try {
+        MalformedFrameException e =
+            assertThrows(
+                MalformedFrameException.class, () -> Messages.AllocateBlocksRequest.decode(in));
+        assertTrue(e.getMessage().contains("block count"), e.getMessage());
+      } finally {
+        in.release();
+      }
+    }
+    ByteBuf most = Unpooled.buffer();
+    new Messages.AllocateBlocksRequest(5, 6, Messages.MAX_BLOCKS_PER_CALL).encode(most);
+    try {
+      assertEquals(
+          Messages.MAX_BLOCKS_PER_CALL, Messages.AllocateBlocksRequest.decode(most).count());
+    } finally {
+      most.release();
     }
   }
 
