@@ -4,6 +4,7 @@ import io.ember.client.spi.StorageEndpoint;
 import io.ember.protocol.BlockLocation;
 import io.ember.protocol.EmberException;
 import io.ember.protocol.ErrorCode;
+import io.ember.protocol.Messages;
 import io.netty.buffer.ByteBuf;
 import java.io.IOException;
 import java.io.OutputStream;
@@ -374,6 +375,8 @@ public final class EmberOutputStream extends OutputStream {
   void firstBlock(BlockLocation block) {
     if (block != null) {
       allocatedFrom = 0;
+      allocatedAsked = 1;
+      allocatedSent = true;
       allocatedAskedNanos = System.nanoTime();
       allocatedAskedMillis = System.currentTimeMillis();
       allocated = CompletableFuture.completedFuture(List.of(block));
@@ -387,31 +390,71 @@ public final class EmberOutputStream extends OutputStream {
    */
   private static final long AHEAD_BYTES = 16L << 20;
 
+  /** How many blocks {@link #allocated} was asked to hold from {@link #allocatedFrom}. */
+  private int allocatedAsked;
+
+  /**
+   * Whether {@link #allocated} is a request already sent, rather than one to be sent when an
+   * earlier answer comes.
+   */
+  private boolean allocatedSent;
+
+  /**
+   * A run came back shorter than asked (the tier is nearly full, or the file spilled to another
+   * class): from then on the file's blocks are asked one at a time, each as soon as a write needs
+   * it, without waiting for the answer before. Set by the thread that completes the answer.
+   */
+  private volatile boolean oneAtATime;
+
   /**
    * How many blocks to ask for from {@code index}: as many as the file already has, up to {@link
-   * #AHEAD_BYTES}, so a small file asks for its blocks one at a time and a large one in runs.
+   * #AHEAD_BYTES} and to what one answer may hold, so a file of one or two blocks asks for them one
+   * at a time and a large one in runs; one after a run came back short.
    */
   private int blocksToAsk(int index) {
-    long most = Math.max(1, AHEAD_BYTES / blockSize);
+    if (oneAtATime) {
+      return 1;
+    }
+    long most = Math.min(Messages.MAX_BLOCKS_PER_CALL, Math.max(1, AHEAD_BYTES / blockSize));
     return (int) Math.max(1, Math.min(index, most));
+  }
+
+  /** Asks the name node for blocks from {@code index}, noting a run that comes back short. */
+  private CompletableFuture<List<BlockLocation>> ask(int index, int count) {
+    return client
+        .allocateBlocks(fileId, index, count)
+        .thenApply(
+            blocks -> {
+              if (blocks.size() < count) {
+                oneAtATime = true;
+              }
+              return blocks;
+            });
   }
 
   private CompletableFuture<BlockLocation> block(int index) {
     int at = index - allocatedFrom;
-    if (allocated != null && at > 0 && !allocated.isDone()) {
-      // The run that should hold this block is still on its way: the block is taken from it, or
-      // asked for once the run is known to be short, so that requests reach the name node in the
-      // order of their blocks (files grow one block at a time) and the writer never waits here.
-      // A run that failed fails this block too: the stream reports the first failure.
+    // A run on its way may come back short, and the name node refuses a block past the file's end,
+    // so a block after a pending run is asked only once the run is known. A single block already
+    // asked comes whole or not at all: the next may be asked at once (the name node answers one
+    // connection's requests in order).
+    boolean askNow = allocatedAsked == 1 && allocatedSent;
+    if (allocated != null && at > 0 && !allocated.isDone() && !askNow) {
+      // The block is taken from the run on its way when it comes, or asked for then if the run
+      // came back short; the writer never waits here. A run that failed fails this block too: the
+      // stream reports the first failure.
       CompletableFuture<List<BlockLocation>> run = allocated;
       int inRun = at;
+      int toAsk = blocksToAsk(index);
       allocatedFrom = index;
+      allocatedAsked = inRun < allocatedAsked ? allocatedAsked - inRun : toAsk;
+      allocatedSent = false;
       allocated =
           run.thenCompose(
               blocks ->
                   inRun < blocks.size()
                       ? CompletableFuture.completedFuture(blocks.subList(inRun, blocks.size()))
-                      : client.allocateBlocks(fileId, index, blocksToAsk(index)));
+                      : ask(index, oneAtATime ? 1 : toAsk));
       return allocated.thenApply(blocks -> blocks.get(0));
     }
     List<BlockLocation> given =
@@ -428,9 +471,11 @@ public final class EmberOutputStream extends OutputStream {
         || allocated.isCompletedExceptionally()
         || (given != null && untrustedNow(given.get(at)))) {
       allocatedFrom = index;
+      allocatedAsked = blocksToAsk(index);
+      allocatedSent = true;
       allocatedAskedNanos = System.nanoTime();
       allocatedAskedMillis = System.currentTimeMillis();
-      allocated = client.allocateBlocks(fileId, index, blocksToAsk(index));
+      allocated = ask(index, allocatedAsked);
       at = 0;
     } else if (given != null && tokenDueForRenewal(given.get(at))) {
       // Half way to its token's expiry, the block is asked for again: the name node answers an
@@ -439,6 +484,8 @@ public final class EmberOutputStream extends OutputStream {
       // tokens still hold, and is tried again later.
       List<BlockLocation> kept = given.subList(at, given.size());
       allocatedFrom = index;
+      allocatedAsked = kept.size();
+      allocatedSent = true;
       allocatedAskedNanos = System.nanoTime();
       allocatedAskedMillis = System.currentTimeMillis();
       allocated =

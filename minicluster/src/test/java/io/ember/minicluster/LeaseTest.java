@@ -117,6 +117,28 @@ class LeaseTest {
   }
 
   /**
+   * With 4 KiB blocks, 16 MiB of blocks is more than one answer may hold: runs stop at 1024 blocks,
+   * and a file of more than 2048 blocks is written whole.
+   */
+  @Test
+  void runsOfSmallBlocksAreNoLongerThanOneAnswerHolds() throws Exception {
+    cluster = MiniCluster.builder().dramDatanodes(1).blockSize("4k").dramCapacity("16m").build();
+    try (EmberClient c = cluster.newClient()) {
+      byte[] written = data(2305 * 4096 - 1, 8);
+      long calls = c.metrics().metadataCalls();
+      try (EmberOutputStream out = c.create("/small-blocks", CreateOptions.DEFAULT)) {
+        out.write(written);
+      }
+      // The create, runs from blocks 1, 2, 4, ... 1024 and 2048, and the close.
+      assertEquals(calls + 14, c.metrics().metadataCalls(), c.metrics().toString());
+      assertEquals(2305, c.lookup("/small-blocks").blockCount());
+      try (EmberInputStream in = c.open("/small-blocks")) {
+        assertArrayEquals(written, in.readAllBytes());
+      }
+    }
+  }
+
+  /**
    * Near a full tier the name node gives runs short (it keeps an eighth of the tier for blocks
    * asked as they are needed); a writer whose writes ran ahead of a short run asks for the rest one
    * by one, in order, and fills the tier to its last block.

@@ -701,11 +701,12 @@ final class NameNodeState {
   /**
    * Blocks {@code index} onward of a file, at least one and at most {@code count}: the ones it has,
    * then new ones. Block {@code index} itself is allocated if it is the next one, or refused as
-   * {@link #allocateBlock} refuses it; the blocks after it are given ahead only from the file's own
-   * storage class, and only while that class keeps more than {@link #AHEAD_RESERVE_DIVISOR 1/8} of
-   * its blocks free, so blocks held ahead never push a write into a slower tier and a nearly full
-   * tier gives each block as it is needed. Blocks the writer does not fill go back at its close.
-   * Only the file's owner (its writer) may ask.
+   * {@link #allocateBlock} refuses it. The blocks after it, up to {@link #MAX_AHEAD_BYTES}, are
+   * given ahead only from the file's own storage class (a run never takes another class's blocks
+   * ahead of need) and only while that class has more than {@link #AHEAD_RESERVE_DIVISOR 1/8} of
+   * its blocks free, so near a full tier each block is given as it is needed; what other writers
+   * hold ahead can still fill a tier sooner. Blocks the writer does not fill go back at its close
+   * or its lease's recovery. Only the file's owner (its writer) may ask.
    */
   List<BlockLocation> allocateBlocks(Caller caller, long fileId, int index, int count)
       throws EmberException {
@@ -740,7 +741,8 @@ final class NameNodeState {
       out.add(allocateLocked(file, index, null));
       Block first = file.blocks.get(index);
       if (count > 1 && first.datanode().storageClass.equals(file.storageClass)) {
-        long ahead = Math.min(count - 1L, spareForAhead(file.storageClass));
+        long most = Math.max(1, MAX_AHEAD_BYTES / blockSize);
+        long ahead = Math.min(Math.min(count - 1L, most), spareForAhead(file.storageClass));
         for (int i = 1; i <= ahead; i++) {
           BlockLocation next = allocateLocked(file, index + i, file.storageClass);
           if (next == null) {
@@ -760,6 +762,12 @@ final class NameNodeState {
    * it, none are given ahead.
    */
   static final int AHEAD_RESERVE_DIVISOR = 8;
+
+  /**
+   * The most one request is given ahead of the block it needs (clients ask for 16 MiB), so a writer
+   * cannot hold a tier's space far ahead of its data.
+   */
+  static final long MAX_AHEAD_BYTES = 64L << 20;
 
   /** How many of a class's free blocks may be given ahead of need; call under the lock. */
   private long spareForAhead(StorageClass sc) {

@@ -328,6 +328,15 @@ class NameNodeStateTest {
   }
 
   @Test
+  void noRequestHoldsMoreThanSixtyFourMebibytesAhead() throws Exception {
+    NameNodeState mib =
+        new NameNodeState(1 << 20, List.of(StorageClass.DRAM), Duration.ofSeconds(10), clock::get);
+    mib.register(StorageClass.DRAM, "dram", "h:1", 1024L << 20);
+    NodeStatus f = mib.create("/f", NodeType.FILE, StorageClass.DRAM, false);
+    assertEquals(1 + 64, mib.allocateBlocks(f.id(), 0, 1024).size());
+  }
+
+  @Test
   void fullClassFailsNamingClassAndSizeAndDeleteFreesBlocks() throws Exception {
     nn.register(StorageClass.DRAM, "dram", "h:1", 3L * BS);
     NodeStatus f = file("/f");
