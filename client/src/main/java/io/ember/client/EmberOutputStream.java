@@ -463,19 +463,27 @@ public final class EmberOutputStream extends OutputStream {
             : null;
     boolean held = allocated != null && (at == 0 || (given != null && at > 0 && at < given.size()));
     // A refused allocation (a full tier) is asked again when a write needs the block: the one
-    // asked ahead of the first write may have been refused before space was freed. So is one of
-    // storage that cannot check generations (NVMf), once it is older than the name node lets such
-    // a location be trusted: a file deleted while it is written fails its next write, rather than
-    // write into the file that reused its block.
-    if (!held
-        || allocated.isCompletedExceptionally()
-        || (given != null && untrustedNow(given.get(at)))) {
+    // asked ahead of the first write may have been refused before space was freed.
+    if (!held || allocated.isCompletedExceptionally()) {
       allocatedFrom = index;
       allocatedAsked = blocksToAsk(index);
       allocatedSent = true;
       allocatedAskedNanos = System.nanoTime();
       allocatedAskedMillis = System.currentTimeMillis();
       allocated = ask(index, allocatedAsked);
+      at = 0;
+    } else if (given != null && untrustedNow(given.get(at))) {
+      // So are the blocks held of storage that cannot check generations (NVMf), once they are
+      // older than the name node lets such a location be trusted: a file deleted while it is
+      // written fails its next write, rather than write into the file that reused its block. The
+      // file has them all, so the answer is as long as the question.
+      int rest = given.size() - at;
+      allocatedFrom = index;
+      allocatedAsked = rest;
+      allocatedSent = true;
+      allocatedAskedNanos = System.nanoTime();
+      allocatedAskedMillis = System.currentTimeMillis();
+      allocated = client.allocateBlocks(fileId, index, rest);
       at = 0;
     } else if (given != null && tokenDueForRenewal(given.get(at))) {
       // Half way to its token's expiry, the block is asked for again: the name node answers an

@@ -182,6 +182,45 @@ class NvmfTierClusterTest {
     assertTrue(e.getMessage().contains("no NVMf capacity left for 64 KiB"), e.getMessage());
   }
 
+  /**
+   * NVMf locations are asked again once older than the name node lets them be trusted; asking again
+   * for the blocks of a run the file already holds is not a run that came back short, and the file
+   * goes on taking its blocks in runs.
+   */
+  @Test
+  void aWriterThatHoldsARunPastItsTrustStillTakesTheNextRunWhole() throws Exception {
+    cluster =
+        MiniCluster.builder()
+            .dramDatanodes(0)
+            .blockSize("64k")
+            .set(NvmfDataNodeKeys.EMBEDDED_SIZE, "16m")
+            .nvmfDatanode("")
+            .build();
+    EmberClient c = cluster.newClient();
+    long free = usage(c, StorageClass.NVMF).freeBlocks();
+    byte[] first = data(20 * 65536, 3);
+    byte[] second = data(20 * 65536, 4);
+    try (EmberOutputStream out =
+        c.create("/trusted", CreateOptions.DEFAULT.withStorageClass(StorageClass.NVMF))) {
+      out.write(first);
+      out.flush();
+      assertEquals(free - 32, usage(c, StorageClass.NVMF).freeBlocks()); // blocks 16 to 31 ahead
+      long untrusted = System.nanoTime() + BlockLocation.UNCHECKED_TRUST.toNanos();
+      while (System.nanoTime() - untrusted <= 0) {
+        Thread.sleep(50);
+      }
+      out.write(second);
+      out.flush();
+      // Blocks 20 to 31 were asked again; blocks 32 to 63 still came as one run.
+      assertEquals(free - 64, usage(c, StorageClass.NVMF).freeBlocks());
+    }
+    try (InputStream in = c.open("/trusted")) {
+      byte[] got = in.readAllBytes();
+      assertArrayEquals(first, java.util.Arrays.copyOfRange(got, 0, first.length));
+      assertArrayEquals(second, java.util.Arrays.copyOfRange(got, first.length, got.length));
+    }
+  }
+
   @Test
   void deletedNvmfBlocksAreDeallocatedOnTheTargetBeforeReuse() throws Exception {
     cluster =
