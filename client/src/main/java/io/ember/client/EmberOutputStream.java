@@ -374,11 +374,7 @@ public final class EmberOutputStream extends OutputStream {
    */
   void firstBlock(BlockLocation block) {
     if (block != null) {
-      allocatedFrom = 0;
-      allocatedAsked = 1;
-      allocatedSent = true;
-      allocatedAskedNanos = System.nanoTime();
-      allocatedAskedMillis = System.currentTimeMillis();
+      asking(0, 1);
       allocated = CompletableFuture.completedFuture(List.of(block));
     }
   }
@@ -465,12 +461,9 @@ public final class EmberOutputStream extends OutputStream {
     // A refused allocation (a full tier) is asked again when a write needs the block: the one
     // asked ahead of the first write may have been refused before space was freed.
     if (!held || allocated.isCompletedExceptionally()) {
-      allocatedFrom = index;
-      allocatedAsked = blocksToAsk(index);
-      allocatedSent = true;
-      allocatedAskedNanos = System.nanoTime();
-      allocatedAskedMillis = System.currentTimeMillis();
-      allocated = ask(index, allocatedAsked);
+      int count = blocksToAsk(index);
+      asking(index, count);
+      allocated = ask(index, count);
       at = 0;
     } else if (given != null && untrustedNow(given.get(at))) {
       // So are the blocks held of storage that cannot check generations (NVMf), once they are
@@ -478,11 +471,7 @@ public final class EmberOutputStream extends OutputStream {
       // written fails its next write, rather than write into the file that reused its block. The
       // file has them all, so the answer is as long as the question.
       int rest = given.size() - at;
-      allocatedFrom = index;
-      allocatedAsked = rest;
-      allocatedSent = true;
-      allocatedAskedNanos = System.nanoTime();
-      allocatedAskedMillis = System.currentTimeMillis();
+      asking(index, rest);
       allocated = client.allocateBlocks(fileId, index, rest);
       at = 0;
     } else if (given != null && tokenDueForRenewal(given.get(at))) {
@@ -491,17 +480,25 @@ public final class EmberOutputStream extends OutputStream {
       // token's lifetime is not refused. A renewal that fails keeps the locations it had, whose
       // tokens still hold, and is tried again later.
       List<BlockLocation> kept = given.subList(at, given.size());
-      allocatedFrom = index;
-      allocatedAsked = kept.size();
-      allocatedSent = true;
-      allocatedAskedNanos = System.nanoTime();
-      allocatedAskedMillis = System.currentTimeMillis();
+      asking(index, kept.size());
       allocated =
           client.allocateBlocks(fileId, index, kept.size()).exceptionally(renewalFailed -> kept);
       at = 0;
     }
     int offset = at;
     return allocated.thenApply(blocks -> blocks.get(offset));
+  }
+
+  /**
+   * Notes a request about to be sent for {@code count} blocks from {@code from}, and when: block
+   * tokens and NVMf locations age from then.
+   */
+  private void asking(int from, int count) {
+    allocatedFrom = from;
+    allocatedAsked = count;
+    allocatedSent = true;
+    allocatedAskedNanos = System.nanoTime();
+    allocatedAskedMillis = System.currentTimeMillis();
   }
 
   /** Asks no more often than this for a fresh token, whatever the clocks say. */

@@ -69,6 +69,16 @@ class NvmfTierClusterTest {
         what);
   }
 
+  /** A cluster whose only data node is NVMf, on an embedded target of {@code size}. */
+  private static MiniCluster embeddedNvmfOnly(String size) throws EmberException {
+    return MiniCluster.builder()
+        .dramDatanodes(0)
+        .blockSize("64k")
+        .set(NvmfDataNodeKeys.EMBEDDED_SIZE, size)
+        .nvmfDatanode("")
+        .build();
+  }
+
   /** Reads {@code path} whole through {@code c}, which must fail; returns the failure. */
   private static EmberException readFails(EmberClient c, String path) {
     return assertThrows(
@@ -189,13 +199,7 @@ class NvmfTierClusterTest {
    */
   @Test
   void aWriterThatHoldsARunPastItsTrustStillTakesTheNextRunWhole() throws Exception {
-    cluster =
-        MiniCluster.builder()
-            .dramDatanodes(0)
-            .blockSize("64k")
-            .set(NvmfDataNodeKeys.EMBEDDED_SIZE, "16m")
-            .nvmfDatanode("")
-            .build();
+    cluster = embeddedNvmfOnly("16m");
     EmberClient c = cluster.newClient();
     long free = usage(c, StorageClass.NVMF).freeBlocks();
     byte[] first = data(20 * 65536, 3);
@@ -223,13 +227,7 @@ class NvmfTierClusterTest {
 
   @Test
   void deletedNvmfBlocksAreDeallocatedOnTheTargetBeforeReuse() throws Exception {
-    cluster =
-        MiniCluster.builder()
-            .dramDatanodes(0)
-            .blockSize("64k")
-            .set(NvmfDataNodeKeys.EMBEDDED_SIZE, "1m")
-            .nvmfDatanode("")
-            .build();
+    cluster = embeddedNvmfOnly("1m");
     EmberClient c = cluster.newClient();
     CreateOptions nvmf = CreateOptions.DEFAULT.withStorageClass(StorageClass.NVMF);
     try (EmberOutputStream out = c.create("/a", nvmf)) {
@@ -385,13 +383,7 @@ class NvmfTierClusterTest {
 
   @Test
   void streamOpenedBeforeANameNodeRestartIsRefusedByTheRestampedTarget() throws Exception {
-    cluster =
-        MiniCluster.builder()
-            .dramDatanodes(0)
-            .blockSize("64k")
-            .set(NvmfDataNodeKeys.EMBEDDED_SIZE, "8m")
-            .nvmfDatanode("")
-            .build();
+    cluster = embeddedNvmfOnly("8m");
     EmberClient c = cluster.newClient();
     CreateOptions nvmf = CreateOptions.DEFAULT.withStorageClass(StorageClass.NVMF);
     try (EmberOutputStream out = c.create("/open", nvmf)) {
