@@ -386,14 +386,11 @@ public final class EmberOutputStream extends OutputStream {
    */
   private static final long AHEAD_BYTES = 16L << 20;
 
-  /** How many blocks {@link #allocated} was asked to hold from {@link #allocatedFrom}. */
-  private int allocatedAsked;
-
   /**
-   * Whether {@link #allocated} is a request already sent, rather than one to be sent when an
-   * earlier answer comes.
+   * One past the last block asked of the name node so far: a block before it comes from a request
+   * already sent, a block at it needs the next.
    */
-  private boolean allocatedSent;
+  private int askedUntil;
 
   /**
    * A run came back shorter than asked (the tier is nearly full, or the file spilled to another
@@ -430,27 +427,43 @@ public final class EmberOutputStream extends OutputStream {
 
   private CompletableFuture<BlockLocation> block(int index) {
     int at = index - allocatedFrom;
-    // A run on its way may come back short, and the name node refuses a block past the file's end,
-    // so a block after a pending run is asked only once the run is known. A single block already
-    // asked comes whole or not at all: the next may be asked at once (the name node answers one
-    // connection's requests in order).
-    boolean askNow = allocatedAsked == 1 && allocatedSent;
-    if (allocated != null && at > 0 && !allocated.isDone() && !askNow) {
-      // The block is taken from the run on its way when it comes, or asked for then if the run
-      // came back short; the writer never waits here. A run that failed fails this block too: the
-      // stream reports the first failure.
-      CompletableFuture<List<BlockLocation>> run = allocated;
-      int inRun = at;
-      int toAsk = blocksToAsk(index);
-      allocatedFrom = index;
-      allocatedAsked = inRun < allocatedAsked ? allocatedAsked - inRun : toAsk;
-      allocatedSent = false;
-      allocated =
-          run.thenCompose(
-              blocks ->
-                  inRun < blocks.size()
-                      ? CompletableFuture.completedFuture(blocks.subList(inRun, blocks.size()))
-                      : ask(index, oneAtATime ? 1 : toAsk));
+    if (allocated != null && at > 0 && !allocated.isDone()) {
+      CompletableFuture<List<BlockLocation>> before = allocated;
+      if (index < askedUntil) {
+        // The block is taken from the run on its way when it comes, or asked for then if the run
+        // came back short; the writer never waits here. A run that failed fails this block too:
+        // the stream reports the first failure.
+        int inRun = at;
+        allocatedFrom = index;
+        allocated =
+            before.thenCompose(
+                blocks ->
+                    inRun < blocks.size()
+                        ? CompletableFuture.completedFuture(blocks.subList(inRun, blocks.size()))
+                        : ask(index, 1));
+      } else {
+        // The next run is sent now, before the one on its way is answered, so a file's first
+        // runs (1, 2-3, 4-7) cost one round trip, not three. The name node answers one
+        // connection's requests in order and refuses a block past a file's end: if an earlier run
+        // comes back short, this one is refused, and asked again, one block, once every block
+        // before it is known.
+        int count = blocksToAsk(index);
+        asking(index, count);
+        CompletableFuture<List<BlockLocation>> sent = ask(index, count);
+        allocated =
+            before
+                .handle((blocks, failed) -> failed == null)
+                .thenCompose(
+                    beforeGiven ->
+                        sent.exceptionallyCompose(
+                            refused ->
+                                beforeGiven
+                                        && oneAtATime
+                                        && EmberException.of(refused).code()
+                                            == ErrorCode.INVALID_ARGUMENT
+                                    ? ask(index, 1)
+                                    : CompletableFuture.failedFuture(refused)));
+      }
       return allocated.thenApply(blocks -> blocks.get(0));
     }
     List<BlockLocation> given =
@@ -495,8 +508,7 @@ public final class EmberOutputStream extends OutputStream {
    */
   private void asking(int from, int count) {
     allocatedFrom = from;
-    allocatedAsked = count;
-    allocatedSent = true;
+    askedUntil = from + count;
     allocatedAskedNanos = System.nanoTime();
     allocatedAskedMillis = System.currentTimeMillis();
   }

@@ -159,6 +159,23 @@ class LeaseTest {
   }
 
   @Test
+  void aRunSentBehindOneThatComesBackShortIsAskedAgainInOrder() throws Exception {
+    cluster = start("60s", "1088k"); // 17 blocks
+    try (EmberClient c = cluster.newClient()) {
+      byte[] all = data(17 * BLOCK, 9);
+      try (EmberOutputStream out = c.create("/all", CreateOptions.DEFAULT)) {
+        // Blocks 8 to 15 are asked as one run and 8 to 13 come; block 16's run is sent before
+        // that answer, or before blocks 14 and 15 are asked alone, and is refused as a gap.
+        out.write(all);
+      }
+      assertEquals(0, freeBlocks(c, StorageClass.DRAM));
+      try (EmberInputStream in = c.open("/all")) {
+        assertArrayEquals(all, in.readAllBytes());
+      }
+    }
+  }
+
+  @Test
   void aWriteToADataNodeThatDiedLeavesNothingBehind() throws Exception {
     cluster = start("60s", "1m");
     cluster.addDramDatanode();
