@@ -375,6 +375,7 @@ public final class EmberOutputStream extends OutputStream {
   void firstBlock(BlockLocation block) {
     if (block != null) {
       asking(0, 1);
+      allocatedComesWhole = true;
       allocated = CompletableFuture.completedFuture(List.of(block));
     }
   }
@@ -393,9 +394,17 @@ public final class EmberOutputStream extends OutputStream {
   private int askedUntil;
 
   /**
+   * Whether {@link #allocated} comes whole or not at all (one block, or blocks the file already
+   * has) and was sent once every block before it was known, or right behind such a request: the
+   * block after it may be asked at once without the risk of being refused as a gap in the file.
+   */
+  private boolean allocatedComesWhole;
+
+  /**
    * A run came back shorter than asked (the tier is nearly full, or the file spilled to another
-   * class): from then on the file's blocks are asked one at a time, each as soon as a write needs
-   * it, without waiting for the answer before. Set by the thread that completes the answer.
+   * class): from then on the file's blocks are asked one at a time, each sent as soon as a write
+   * needs it when the request before it {@linkplain #allocatedComesWhole comes whole}, or else once
+   * that request is answered. Set by the thread that completes the answer.
    */
   private volatile boolean oneAtATime;
 
@@ -429,12 +438,15 @@ public final class EmberOutputStream extends OutputStream {
     int at = index - allocatedFrom;
     if (allocated != null && at > 0 && !allocated.isDone()) {
       CompletableFuture<List<BlockLocation>> before = allocated;
-      if (index < askedUntil) {
+      if (index < askedUntil || (oneAtATime && !allocatedComesWhole)) {
         // The block is taken from the run on its way when it comes, or asked for then if the run
         // came back short; the writer never waits here. A run that failed fails this block too:
-        // the stream reports the first failure.
+        // the stream reports the first failure. Once runs come back short, a block after a request
+        // that may itself be refused or short waits for it too, rather than be refused in turn.
         int inRun = at;
         allocatedFrom = index;
+        askedUntil = Math.max(askedUntil, index + 1);
+        allocatedComesWhole = false;
         allocated =
             before.thenCompose(
                 blocks ->
@@ -448,7 +460,9 @@ public final class EmberOutputStream extends OutputStream {
         // comes back short, this one is refused, and asked again, one block, once every block
         // before it is known.
         int count = blocksToAsk(index);
+        boolean whole = allocatedComesWhole && count == 1;
         asking(index, count);
+        allocatedComesWhole = whole;
         CompletableFuture<List<BlockLocation>> sent = ask(index, count);
         allocated =
             before
@@ -476,6 +490,7 @@ public final class EmberOutputStream extends OutputStream {
     if (!held || allocated.isCompletedExceptionally()) {
       int count = blocksToAsk(index);
       asking(index, count);
+      allocatedComesWhole = count == 1;
       allocated = ask(index, count);
       at = 0;
     } else if (given != null && untrustedNow(given.get(at))) {
@@ -485,6 +500,7 @@ public final class EmberOutputStream extends OutputStream {
       // file has them all, so the answer is as long as the question.
       int rest = given.size() - at;
       asking(index, rest);
+      allocatedComesWhole = true;
       allocated = client.allocateBlocks(fileId, index, rest);
       at = 0;
     } else if (given != null && tokenDueForRenewal(given.get(at))) {
@@ -494,6 +510,7 @@ public final class EmberOutputStream extends OutputStream {
       // tokens still hold, and is tried again later.
       List<BlockLocation> kept = given.subList(at, given.size());
       asking(index, kept.size());
+      allocatedComesWhole = true;
       allocated =
           client.allocateBlocks(fileId, index, kept.size()).exceptionally(renewalFailed -> kept);
       at = 0;

@@ -812,6 +812,16 @@ public final class NameNode implements AutoCloseable {
     return address;
   }
 
+  /**
+   * Stops reading requests ({@code true}), as a stalled process would: clients' requests wait in
+   * socket buffers, unanswered, and are read in order once it reads again ({@code false}). Leases,
+   * heartbeats already read and checkpoints go on. For tests of clients that send many requests
+   * before the first answer.
+   */
+  public void pauseReading(boolean pause) {
+    server.pauseReading(pause);
+  }
+
   /** The cluster's block size. */
   public int blockSize() {
     return state.blockSize();
