@@ -464,19 +464,7 @@ public final class EmberOutputStream extends OutputStream {
         asking(index, count);
         allocatedComesWhole = whole;
         CompletableFuture<List<BlockLocation>> sent = ask(index, count);
-        allocated =
-            before
-                .handle((blocks, failed) -> failed == null)
-                .thenCompose(
-                    beforeGiven ->
-                        sent.exceptionallyCompose(
-                            refused ->
-                                beforeGiven
-                                        && oneAtATime
-                                        && EmberException.of(refused).code()
-                                            == ErrorCode.INVALID_ARGUMENT
-                                    ? ask(index, 1)
-                                    : CompletableFuture.failedFuture(refused)));
+        allocated = askedAgainIfAGap(index, before, sent);
       }
       return allocated.thenApply(blocks -> blocks.get(0));
     }
@@ -517,6 +505,28 @@ public final class EmberOutputStream extends OutputStream {
     }
     int offset = at;
     return allocated.thenApply(blocks -> blocks.get(offset));
+  }
+
+  /**
+   * The blocks {@code sent} asks for from {@code index}, or, when the name node refused it as a gap
+   * because a run before it came back short, block {@code index} asked again alone once {@code
+   * before} (the blocks up to it) is known, so the new request cannot be a gap.
+   */
+  private CompletableFuture<List<BlockLocation>> askedAgainIfAGap(
+      int index,
+      CompletableFuture<List<BlockLocation>> before,
+      CompletableFuture<List<BlockLocation>> sent) {
+    return before
+        .handle((blocks, failed) -> failed == null)
+        .thenCompose(
+            beforeGiven ->
+                sent.exceptionallyCompose(
+                    refused ->
+                        beforeGiven
+                                && oneAtATime
+                                && EmberException.of(refused).code() == ErrorCode.INVALID_ARGUMENT
+                            ? ask(index, 1)
+                            : CompletableFuture.failedFuture(refused)));
   }
 
   /**

@@ -138,6 +138,15 @@ class LeaseTest {
     }
   }
 
+  /** The DRAM tier has no block free, and {@code path} reads back as {@code written}. */
+  private static void assertFillsTheTier(EmberClient c, String path, byte[] written)
+      throws Exception {
+    assertEquals(0, freeBlocks(c, StorageClass.DRAM));
+    try (EmberInputStream in = c.open(path)) {
+      assertArrayEquals(written, in.readAllBytes());
+    }
+  }
+
   /**
    * Near a full tier the name node gives runs short (it keeps an eighth of the tier for blocks
    * asked as they are needed); a writer whose writes ran ahead of a short run asks for the rest one
@@ -151,10 +160,7 @@ class LeaseTest {
       try (EmberOutputStream out = c.create("/all", CreateOptions.DEFAULT)) {
         out.write(all); // blocks 8 to 15 are asked as one run; 8 to 13 come
       }
-      assertEquals(0, freeBlocks(c, StorageClass.DRAM));
-      try (EmberInputStream in = c.open("/all")) {
-        assertArrayEquals(all, in.readAllBytes());
-      }
+      assertFillsTheTier(c, "/all", all);
     }
   }
 
@@ -177,10 +183,7 @@ class LeaseTest {
         out.flush();
         assertEquals(calls + 8, c.metrics().metadataCalls(), c.metrics().toString());
       }
-      assertEquals(0, freeBlocks(c, StorageClass.DRAM));
-      try (EmberInputStream in = c.open("/all")) {
-        assertArrayEquals(all, in.readAllBytes());
-      }
+      assertFillsTheTier(c, "/all", all);
     }
   }
 
