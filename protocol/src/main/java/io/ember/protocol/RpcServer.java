@@ -78,7 +78,9 @@ public final class RpcServer implements AutoCloseable {
     Transports transports = Transports.from(config);
     int maxFrame = (int) Math.min(Integer.MAX_VALUE, config.get(EmberKeys.MAX_FRAME_BYTES));
     bossGroup = transports.newGroup(1, name + "-accept");
-    workerGroup = transports.newGroup(EmberKeys.ioThreads(config), name + "-io");
+    workerGroup =
+        transports.newGroup(
+            EmberKeys.ioThreads(config), name + "-io", config.get(EmberKeys.BUSY_POLL));
     ServerBootstrap b =
         new ServerBootstrap()
             .group(bossGroup, workerGroup)

@@ -4,6 +4,7 @@ import io.netty.channel.Channel;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.IoHandlerFactory;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.netty.channel.SelectStrategyFactory;
 import io.netty.channel.ServerChannel;
 import io.netty.channel.epoll.Epoll;
 import io.netty.channel.epoll.EpollIoHandler;
@@ -13,6 +14,8 @@ import io.netty.channel.nio.NioIoHandler;
 import io.netty.channel.socket.nio.NioServerSocketChannel;
 import io.netty.channel.socket.nio.NioSocketChannel;
 import io.netty.util.concurrent.DefaultThreadFactory;
+import java.nio.channels.spi.SelectorProvider;
+import java.time.Duration;
 import java.util.Locale;
 
 /**
@@ -49,7 +52,24 @@ public record Transports(boolean epoll) {
 
   /** A new event loop group with daemon threads named after {@code name}. */
   public EventLoopGroup newGroup(int threads, String name) {
-    IoHandlerFactory factory = epoll ? EpollIoHandler.newFactory() : NioIoHandler.newFactory();
+    return newGroup(threads, name, Duration.ZERO);
+  }
+
+  /**
+   * A new event loop group whose threads poll their sockets for {@code busyPoll} after each event
+   * before they sleep (see {@link EmberKeys#BUSY_POLL}); zero makes {@link #newGroup(int, String)}.
+   */
+  public EventLoopGroup newGroup(int threads, String name, Duration busyPoll) {
+    IoHandlerFactory factory;
+    if (busyPoll.isZero()) {
+      factory = epoll ? EpollIoHandler.newFactory() : NioIoHandler.newFactory();
+    } else {
+      SelectStrategyFactory strategies = PollingSelectStrategy.factory(busyPoll);
+      factory =
+          epoll
+              ? EpollIoHandler.newFactory(0, strategies)
+              : NioIoHandler.newFactory(SelectorProvider.provider(), strategies);
+    }
     return new MultiThreadIoEventLoopGroup(threads, new DefaultThreadFactory(name, true), factory);
   }
 
