@@ -101,6 +101,8 @@ public final class BenchCommand implements Callable<Integer> {
               + "(repeatable)")
   Map<String, String> settings = new TreeMap<>();
 
+  @CommandLine.Mixin PinOption pin;
+
   @CommandLine.Mixin ReportOption report;
 
   @CommandLine.Spec CommandLine.Model.CommandSpec spec;
@@ -412,41 +414,51 @@ public final class BenchCommand implements Callable<Integer> {
         createCloseLike[t] =
             pingPong.connectCreateClose(createDir + "0/f-0-0", client.leaseHolder(), looked, block);
       }
-      List<AlternatingRates.Op> lookups =
-          List.of(
-              (t, i) -> lookupLike[t].roundTrip(),
-              (t, i) -> client.noop(),
-              (t, i) -> client.lookup(target));
-      long warmupEnd = System.nanoTime() + warmupSeconds * 1_000_000_000L / 4;
-      do {
-        AlternatingRates.measure(threadCount, ops, lookups, progress); // warm-up, not counted
-      } while (System.nanoTime() < warmupEnd);
-      for (int r = 0; r < rounds; r++) {
-        note(
-            String.format(
-                Locale.ROOT, "metadata, %d thread(s), round %d/%d...", threadCount, r + 1, rounds));
-        double[] l = AlternatingRates.measure(threadCount, ops, lookups, progress);
-        rawForLookup[r] = l[0];
-        noop[r] = l[1];
-        lookup[r] = l[2];
-        String cdir = createDir + r;
-        client.createDirectory(cdir, false);
-        double[] c =
-            AlternatingRates.measure(
-                threadCount,
-                ops,
-                List.of(
-                    (t, i) -> createCloseLike[t].roundTrips(),
-                    (t, i) ->
-                        client.create(cdir + "/f-" + t + "-" + i, CreateOptions.DEFAULT).close()),
-                progress);
-        rawForCreate[r] = c[0];
-        create[r] = c[1];
-        client.delete(cdir, true);
-        if (threadCount == 1) {
-          rawCpu[r] = callerCpuMicros(() -> lookupLike[0].roundTrip());
-          lookupCpu[r] = callerCpuMicros(() -> client.lookup(target));
+      // Placed once every server thread and connection exists; callers started later inherit it.
+      ThreadPlacement placement = pin.place(progress);
+      try {
+        List<AlternatingRates.Op> lookups =
+            List.of(
+                (t, i) -> lookupLike[t].roundTrip(),
+                (t, i) -> client.noop(),
+                (t, i) -> client.lookup(target));
+        long warmupEnd = System.nanoTime() + warmupSeconds * 1_000_000_000L / 4;
+        do {
+          AlternatingRates.measure(threadCount, ops, lookups, progress); // warm-up, not counted
+        } while (System.nanoTime() < warmupEnd);
+        for (int r = 0; r < rounds; r++) {
+          note(
+              String.format(
+                  Locale.ROOT,
+                  "metadata, %d thread(s), round %d/%d...",
+                  threadCount,
+                  r + 1,
+                  rounds));
+          double[] l = AlternatingRates.measure(threadCount, ops, lookups, progress);
+          rawForLookup[r] = l[0];
+          noop[r] = l[1];
+          lookup[r] = l[2];
+          String cdir = createDir + r;
+          client.createDirectory(cdir, false);
+          double[] c =
+              AlternatingRates.measure(
+                  threadCount,
+                  ops,
+                  List.of(
+                      (t, i) -> createCloseLike[t].roundTrips(),
+                      (t, i) ->
+                          client.create(cdir + "/f-" + t + "-" + i, CreateOptions.DEFAULT).close()),
+                  progress);
+          rawForCreate[r] = c[0];
+          create[r] = c[1];
+          client.delete(cdir, true);
+          if (threadCount == 1) {
+            rawCpu[r] = callerCpuMicros(() -> lookupLike[0].roundTrip());
+            lookupCpu[r] = callerCpuMicros(() -> client.lookup(target));
+          }
         }
+      } finally {
+        placement.close();
       }
     }
     String th = threads(threadCount);
@@ -515,6 +527,9 @@ public final class BenchCommand implements Callable<Integer> {
     figures.print(out, "measure");
     out.println(BASELINES);
     out.println(roundsNote());
+    if (pin.noteLine() != null) {
+      out.println(pin.noteLine());
+    }
     out.flush();
   }
 

@@ -95,6 +95,8 @@ public final class HadoopBench implements Callable<Integer> {
 
   @CommandLine.Mixin ReportOption report;
 
+  @CommandLine.Mixin PinOption pin;
+
   @CommandLine.Spec CommandLine.Model.CommandSpec spec;
 
   @Override
@@ -219,6 +221,9 @@ public final class HadoopBench implements Callable<Integer> {
     if (!only.equals("throughput")) {
       calls.print(out, "call (rate)");
       out.println(CALLS);
+      if (pin.noteLine() != null) {
+        out.println(pin.noteLine());
+      }
     }
     HtmlReport page = report.start(spec, "ember bench hadoop: Hadoop's API beside Ember's client");
     if (page != null) {
@@ -267,60 +272,66 @@ public final class HadoopBench implements Callable<Integer> {
             new PingPongBaseline(client.config().get(ClientKeys.SPIN_WAIT));
         EmberInputStream emberIn = client.open(target);
         FSDataInputStream hadoopIn = fs.open(new Path(target))) {
-      for (int threadCount : threads) {
-        PingPongBaseline.Connection[] lookupLike = new PingPongBaseline.Connection[threadCount];
-        for (int t = 0; t < threadCount; t++) {
-          lookupLike[t] = pingPong.connect(lookupAsk, statusAnswer);
+      // The ping-pong's server threads start later, from its acceptor, on the servers' CPUs.
+      ThreadPlacement placement = pin.place(progress);
+      try {
+        for (int threadCount : threads) {
+          PingPongBaseline.Connection[] lookupLike = new PingPongBaseline.Connection[threadCount];
+          for (int t = 0; t < threadCount; t++) {
+            lookupLike[t] = pingPong.connect(lookupAsk, statusAnswer);
+          }
+          Path hadoopTarget = new Path(target);
+          List<AlternatingRates.Op> statusOps =
+              List.of(
+                  (t, i) -> lookupLike[t].roundTrip(),
+                  (t, i) -> fs.getFileStatus(hadoopTarget),
+                  (t, i) -> client.lookup(target));
+          measure(
+              progress,
+              "getFileStatus",
+              threadCount,
+              statusOps,
+              "getFileStatus (Hadoop API)",
+              "lookup (Ember client)");
         }
-        Path hadoopTarget = new Path(target);
-        List<AlternatingRates.Op> statusOps =
-            List.of(
-                (t, i) -> lookupLike[t].roundTrip(),
-                (t, i) -> fs.getFileStatus(hadoopTarget),
-                (t, i) -> client.lookup(target));
+        PingPongBaseline.CreateClose createCloseLike =
+            pingPong.connectCreateClose(dir + "/h/f-0", client.leaseHolder(), status, location);
+        Path hadoopDir = new Path(dir + "/h");
+        String emberDir = dir + "/e";
+        client.createDirectory(emberDir, false);
+        fs.mkdirs(hadoopDir);
         measure(
             progress,
-            "getFileStatus",
-            threadCount,
-            statusOps,
-            "getFileStatus (Hadoop API)",
-            "lookup (Ember client)");
+            "create + close",
+            1,
+            List.of(
+                (t, i) -> createCloseLike.roundTrips(),
+                (t, i) -> fs.create(new Path(hadoopDir, "f-" + i), true).close(),
+                (t, i) ->
+                    client
+                        .create(emberDir + "/f-" + i, CreateOptions.DEFAULT.withOverwrite(true))
+                        .close()),
+            "create + close, empty file (Hadoop API)",
+            "create + close, empty file (Ember client)");
+        PingPongBaseline.Connection readLike = pingPong.connect(readAsk, readAnswer);
+        byte[] hadoopBuf = new byte[READ_SIZE];
+        byte[] emberBuf = new byte[READ_SIZE];
+        int positions = (block.length - READ_SIZE) / READ_SIZE;
+        measure(
+            progress,
+            "4 KiB positional read",
+            1,
+            List.of(
+                (t, i) -> readLike.roundTrip(),
+                (t, i) ->
+                    hadoopIn.readFully((long) (i % positions) * READ_SIZE, hadoopBuf, 0, READ_SIZE),
+                (t, i) ->
+                    emberIn.readFully((long) (i % positions) * READ_SIZE, emberBuf, 0, READ_SIZE)),
+            "4 KiB positional read (Hadoop API)",
+            "4 KiB positional read (Ember client)");
+      } finally {
+        placement.close();
       }
-      PingPongBaseline.CreateClose createCloseLike =
-          pingPong.connectCreateClose(dir + "/h/f-0", client.leaseHolder(), status, location);
-      Path hadoopDir = new Path(dir + "/h");
-      String emberDir = dir + "/e";
-      client.createDirectory(emberDir, false);
-      fs.mkdirs(hadoopDir);
-      measure(
-          progress,
-          "create + close",
-          1,
-          List.of(
-              (t, i) -> createCloseLike.roundTrips(),
-              (t, i) -> fs.create(new Path(hadoopDir, "f-" + i), true).close(),
-              (t, i) ->
-                  client
-                      .create(emberDir + "/f-" + i, CreateOptions.DEFAULT.withOverwrite(true))
-                      .close()),
-          "create + close, empty file (Hadoop API)",
-          "create + close, empty file (Ember client)");
-      PingPongBaseline.Connection readLike = pingPong.connect(readAsk, readAnswer);
-      byte[] hadoopBuf = new byte[READ_SIZE];
-      byte[] emberBuf = new byte[READ_SIZE];
-      int positions = (block.length - READ_SIZE) / READ_SIZE;
-      measure(
-          progress,
-          "4 KiB positional read",
-          1,
-          List.of(
-              (t, i) -> readLike.roundTrip(),
-              (t, i) ->
-                  hadoopIn.readFully((long) (i % positions) * READ_SIZE, hadoopBuf, 0, READ_SIZE),
-              (t, i) ->
-                  emberIn.readFully((long) (i % positions) * READ_SIZE, emberBuf, 0, READ_SIZE)),
-          "4 KiB positional read (Hadoop API)",
-          "4 KiB positional read (Ember client)");
     }
   }
 
