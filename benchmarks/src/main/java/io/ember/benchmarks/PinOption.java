@@ -18,7 +18,7 @@ final class PinOption {
               + " same thread wake-ups; false leaves them to the scheduler (default"
               + " ${DEFAULT-VALUE})",
       defaultValue = "true")
-  boolean pin = true;
+  boolean pin;
 
   private String placed;
 

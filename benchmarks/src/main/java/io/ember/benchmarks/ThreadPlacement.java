@@ -8,6 +8,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Predicate;
+import java.util.stream.Collectors;
 import java.util.stream.Stream;
 
 /**
@@ -124,11 +125,7 @@ final class ThreadPlacement implements AutoCloseable {
   }
 
   private static String list(List<Integer> cpus) {
-    StringBuilder b = new StringBuilder();
-    for (int c : cpus) {
-      b.append(b.length() == 0 ? "" : ",").append(c);
-    }
-    return b.toString();
+    return cpus.stream().map(String::valueOf).collect(Collectors.joining(","));
   }
 
   /** Sets thread {@code tid}'s CPUs; false when taskset is missing or refused (thread gone). */

@@ -70,7 +70,7 @@ class BusyPollTest {
   @ValueSource(strings = {"epoll", "nio"})
   void answersCompletedByAnotherThreadGoOutWhileTheLoopPolls(String transport) throws Exception {
     // A window far longer than the test, so the loop is polling, not asleep, when the answer is
-    // completed; an answer handed to a loop that only wakes for socket events would never leave.
+    // completed from another thread: the write reaches the loop as a task, not a socket event.
     int port = start(transport, "1s");
     try (Socket s = connect(port)) {
       DataOutputStream out = new DataOutputStream(s.getOutputStream());
