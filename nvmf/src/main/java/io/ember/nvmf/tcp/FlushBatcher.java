@@ -4,34 +4,70 @@ import io.netty.channel.Channel;
 
 /**
  * Batches flushes of one channel: PDUs produced while a read batch is being processed go out
- * together when it ends, and writes from other threads share one flush task. One writev per batch
- * instead of one per PDU is most of the IOPS at high queue depth. Used by the host's queues and the
- * target's connections alike. Not thread-safe: every method runs on the channel's event loop.
+ * together, and writes from other threads share one flush task. One writev per batch instead of one
+ * per PDU is most of the IOPS at high queue depth. Used by the host's queues and the target's
+ * connections alike. Not thread-safe: every method runs on the channel's event loop.
+ *
+ * <p>A read batch does not hold back everything it produces until it ends: every {@link
+ * #DEFAULT_FLUSH_AFTER} PDUs go out at once. Holding a whole queue's worth made host and target
+ * take turns, each idle while the other worked through the batch it had just been sent, so a 4 KiB
+ * QD32 exchange ran at the sum of both sides' costs per I/O. Flushing part way lets the peer start
+ * on the first commands while the rest are processed, and the two sides work at once (on one
+ * connection at QD32 this nearly doubled the rate, at about the same CPU per I/O).
  */
 public final class FlushBatcher {
+  /**
+   * PDUs a read batch produces before they are flushed without waiting for its end: small enough
+   * that a QD32 batch is split in four, large enough that a writev still carries several PDUs.
+   */
+  public static final int DEFAULT_FLUSH_AFTER = 8;
+
   private final Channel channel;
   private final Runnable flush;
   private final Runnable flushTask = this::runFlushTask;
+  private final int flushAfter;
   private boolean inReadBatch;
   private boolean flushNeeded;
   private boolean flushScheduled;
+  private int askedInReadBatch;
 
-  /** Batches flushes of {@code channel}; {@code flush} writes what is pending. */
+  /** Batches flushes of {@code channel}, {@link #DEFAULT_FLUSH_AFTER} PDUs at most per flush. */
   public FlushBatcher(Channel channel, Runnable flush) {
-    this.channel = channel;
-    this.flush = flush;
+    this(channel, flush, DEFAULT_FLUSH_AFTER);
   }
 
-  /** Asks for a flush: at the end of the current read batch, or soon on the event loop. */
+  /**
+   * Batches flushes of {@code channel}; {@code flush} writes what is pending.
+   *
+   * @param flushAfter flushes asked for during a read batch after which it flushes at once
+   * @throws IllegalArgumentException when {@code flushAfter} is less than 1
+   */
+  public FlushBatcher(Channel channel, Runnable flush, int flushAfter) {
+    if (flushAfter < 1) {
+      throw new IllegalArgumentException("flushAfter must be at least 1, not " + flushAfter);
+    }
+    this.channel = channel;
+    this.flush = flush;
+    this.flushAfter = flushAfter;
+  }
+
+  /**
+   * Asks for a flush: at the end of the current read batch (or now, when the batch has asked for
+   * {@code flushAfter} of them since its last flush), or soon on the event loop outside a batch.
+   */
   public void flushSoon() {
     flushNeeded = true;
-    if (!inReadBatch && !flushScheduled) {
+    if (inReadBatch) {
+      if (++askedInReadBatch >= flushAfter) {
+        flushIfNeeded();
+      }
+    } else if (!flushScheduled) {
       flushScheduled = true;
       channel.eventLoop().execute(flushTask);
     }
   }
 
-  /** A read batch begins: flushes wait for its end. */
+  /** A read batch begins: flushes wait for its end, or for {@code flushAfter} of them. */
   public void readBatchStarts() {
     inReadBatch = true;
   }
@@ -48,6 +84,7 @@ public final class FlushBatcher {
   }
 
   private void flushIfNeeded() {
+    askedInReadBatch = 0;
     if (flushNeeded) {
       flushNeeded = false;
       flush.run();

@@ -1,0 +1,86 @@
+package io.ember.nvmf.tcp;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+
+import io.netty.channel.embedded.EmbeddedChannel;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+class FlushBatcherTest {
+  private final EmbeddedChannel channel = new EmbeddedChannel();
+  private final AtomicInteger flushes = new AtomicInteger();
+
+  @AfterEach
+  void close() {
+    channel.finishAndReleaseAll();
+  }
+
+  @Test
+  void aReadBatchFlushesEveryFlushAfterPdusAndWhatIsLeftAtItsEnd() {
+    FlushBatcher batcher = new FlushBatcher(channel, flushes::incrementAndGet, 8);
+    batcher.readBatchStarts();
+    for (int i = 1; i <= 20; i++) {
+      batcher.flushSoon();
+      assertEquals(i / 8, flushes.get(), "flushes after " + i + " PDUs of the batch");
+    }
+    batcher.readBatchEnds();
+    assertEquals(3, flushes.get(), "the last four go out as the batch ends");
+    channel.runPendingTasks();
+    assertEquals(3, flushes.get(), "nothing was left for a flush task");
+  }
+
+  @Test
+  void theCountStartsAgainWithEachReadBatch() {
+    FlushBatcher batcher = new FlushBatcher(channel, flushes::incrementAndGet, 8);
+    for (int batch = 0; batch < 3; batch++) {
+      batcher.readBatchStarts();
+      for (int i = 0; i < 5; i++) {
+        batcher.flushSoon();
+      }
+      batcher.readBatchEnds();
+    }
+    assertEquals(3, flushes.get(), "one flush per batch of five, none part way");
+  }
+
+  @Test
+  void aQueueDepthOf32GoesOutInFourFlushesByDefault() {
+    FlushBatcher batcher = new FlushBatcher(channel, flushes::incrementAndGet);
+    batcher.readBatchStarts();
+    for (int i = 0; i < 32; i++) {
+      batcher.flushSoon();
+    }
+    assertEquals(32 / FlushBatcher.DEFAULT_FLUSH_AFTER, flushes.get());
+    batcher.readBatchEnds();
+    assertEquals(32 / FlushBatcher.DEFAULT_FLUSH_AFTER, flushes.get(), "nothing left at the end");
+  }
+
+  @Test
+  void submissionsOutsideAReadBatchShareOneFlushTask() {
+    FlushBatcher batcher = new FlushBatcher(channel, flushes::incrementAndGet, 8);
+    for (int i = 0; i < 20; i++) {
+      batcher.flushSoon();
+    }
+    assertEquals(0, flushes.get(), "submissions wait for the task");
+    channel.runPendingTasks();
+    assertEquals(1, flushes.get());
+  }
+
+  @Test
+  void aBatchThatProducedNothingDoesNotFlush() {
+    FlushBatcher batcher = new FlushBatcher(channel, flushes::incrementAndGet, 8);
+    batcher.readBatchStarts();
+    batcher.readBatchEnds();
+    assertEquals(0, flushes.get());
+  }
+
+  @Test
+  void refusesAThresholdBelowOne() {
+    IllegalArgumentException e =
+        assertThrows(
+            IllegalArgumentException.class,
+            () -> new FlushBatcher(channel, flushes::incrementAndGet, 0));
+    assertEquals("flushAfter must be at least 1, not 0", e.getMessage());
+  }
+}
