@@ -191,7 +191,10 @@ final class TargetConnection extends ChannelInboundHandlerAdapter {
   // -----------------------------------------------------------------------------------------
   // pipeline
 
-  /** Flushes once per read batch, or once per burst of submissions (see FlushBatcher). */
+  /**
+   * Flushes per read batch (every few PDUs of it), or once per burst of submissions (see
+   * FlushBatcher).
+   */
   private final FlushBatcher batcher;
 
   @Override

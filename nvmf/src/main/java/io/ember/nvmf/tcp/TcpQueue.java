@@ -271,7 +271,10 @@ final class TcpQueue extends CommandQueue {
     batcher.flushSoon();
   }
 
-  /** Flushes once per read batch, or once per burst of submissions (see FlushBatcher). */
+  /**
+   * Flushes per read batch (every few PDUs of it), or once per burst of submissions (see
+   * FlushBatcher).
+   */
   private FlushBatcher batcher;
 
   private void send(Cmd c) {
