@@ -17,8 +17,9 @@ import io.netty.channel.Channel;
  */
 public final class FlushBatcher {
   /**
-   * PDUs a read batch produces before they are flushed without waiting for its end: small enough
-   * that a QD32 batch is split in four, large enough that a writev still carries several PDUs.
+   * Flushes a read batch asks for before what it wrote goes out without waiting for its end: small
+   * enough that a QD32 batch is split in four, large enough that a writev still carries several
+   * commands.
    */
   public static final int DEFAULT_FLUSH_AFTER = 8;
 
@@ -30,8 +31,12 @@ public final class FlushBatcher {
   private boolean flushNeeded;
   private boolean flushScheduled;
   private int askedInReadBatch;
+  private boolean flushing;
 
-  /** Batches flushes of {@code channel}, {@link #DEFAULT_FLUSH_AFTER} PDUs at most per flush. */
+  /**
+   * Batches flushes of {@code channel}; a read batch flushes after every {@link
+   * #DEFAULT_FLUSH_AFTER} flushes it asks for.
+   */
   public FlushBatcher(Channel channel, Runnable flush) {
     this(channel, flush, DEFAULT_FLUSH_AFTER);
   }
@@ -85,9 +90,16 @@ public final class FlushBatcher {
 
   private void flushIfNeeded() {
     askedInReadBatch = 0;
-    if (flushNeeded) {
+    // A flush whose writes fail at once completes commands, whose callbacks may send more and ask
+    // for another flush: that one waits for the batch's end or a task rather than nest in this one.
+    if (flushNeeded && !flushing) {
       flushNeeded = false;
-      flush.run();
+      flushing = true;
+      try {
+        flush.run();
+      } finally {
+        flushing = false;
+      }
     }
   }
 }

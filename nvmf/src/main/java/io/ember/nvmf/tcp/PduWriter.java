@@ -31,8 +31,9 @@ public final class PduWriter {
   /**
    * PDU bytes not yet handed to the channel. Headers, and PDUs that are all header (responses,
    * R2Ts, commands without data), are gathered here and go to the channel as one buffer at the next
-   * flush or before the next data buffer: at queue depth 32 that is one allocation and one outbound
-   * entry per batch instead of one per PDU. Null between flushes.
+   * flush or before the next data buffer: one allocation and one outbound entry per flush (a read
+   * batch flushes every few commands, see FlushBatcher) instead of one per PDU. Null between
+   * flushes.
    */
   private ByteBuf gathered;
 

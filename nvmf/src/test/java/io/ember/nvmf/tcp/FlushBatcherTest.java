@@ -51,9 +51,48 @@ class FlushBatcherTest {
     for (int i = 0; i < 32; i++) {
       batcher.flushSoon();
     }
-    assertEquals(32 / FlushBatcher.DEFAULT_FLUSH_AFTER, flushes.get());
+    assertEquals(4, flushes.get());
     batcher.readBatchEnds();
-    assertEquals(32 / FlushBatcher.DEFAULT_FLUSH_AFTER, flushes.get(), "nothing left at the end");
+    assertEquals(4, flushes.get(), "nothing left at the end");
+  }
+
+  @Test
+  void aFlushThatAsksForAnotherIsNotRunInsideItself() {
+    FlushBatcher[] batcher = new FlushBatcher[1];
+    AtomicInteger depth = new AtomicInteger();
+    AtomicInteger deepest = new AtomicInteger();
+    batcher[0] =
+        new FlushBatcher(
+            channel,
+            () -> {
+              deepest.accumulateAndGet(depth.incrementAndGet(), Math::max);
+              if (flushes.incrementAndGet() == 1) {
+                // A write failing inside the flush completes a command whose callback sends more.
+                batcher[0].flushSoon();
+              }
+              depth.decrementAndGet();
+            },
+            1);
+    batcher[0].readBatchStarts();
+    batcher[0].flushSoon();
+    assertEquals(1, deepest.get(), "the flush asked for inside a flush waits");
+    batcher[0].readBatchEnds();
+    assertEquals(1, deepest.get());
+    assertEquals(2, flushes.get(), "the batch's end sends what the first flush asked for");
+  }
+
+  @Test
+  void aFlushTaskAfterABatchThatSentEverythingDoesNothing() {
+    FlushBatcher batcher = new FlushBatcher(channel, flushes::incrementAndGet, 8);
+    batcher.flushSoon();
+    batcher.readBatchStarts();
+    for (int i = 0; i < 8; i++) {
+      batcher.flushSoon();
+    }
+    batcher.readBatchEnds();
+    assertEquals(1, flushes.get(), "the submission before the batch went out with it");
+    channel.runPendingTasks();
+    assertEquals(1, flushes.get());
   }
 
   @Test
