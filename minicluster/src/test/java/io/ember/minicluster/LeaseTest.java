@@ -122,7 +122,15 @@ class LeaseTest {
    */
   @Test
   void runsOfSmallBlocksAreNoLongerThanOneAnswerHolds() throws Exception {
-    cluster = MiniCluster.builder().dramDatanodes(1).blockSize("4k").dramCapacity("16m").build();
+    // Thousands of blocks written and read back keep the data node busy: on a loaded machine the
+    // quick test timeout would declare it lost between heartbeats.
+    cluster =
+        MiniCluster.builder()
+            .dramDatanodes(1)
+            .blockSize("4k")
+            .dramCapacity("16m")
+            .realTimeouts()
+            .build();
     try (EmberClient c = cluster.newClient()) {
       byte[] written = data(2305 * 4096 - 1, 8);
       long calls = c.metrics().metadataCalls();
