@@ -192,7 +192,7 @@ final class TargetConnection extends ChannelInboundHandlerAdapter {
   // pipeline
 
   /**
-   * Flushes per read batch (every few PDUs of it), or once per burst of submissions (see
+   * Flushes every few commands of a read batch, or once per burst of submissions (see
    * FlushBatcher).
    */
   private final FlushBatcher batcher;

@@ -4,15 +4,16 @@ import io.netty.channel.Channel;
 
 /**
  * Batches flushes of one channel: PDUs produced while a read batch is being processed go out
- * together, and writes from other threads share one flush task. One writev per batch instead of one
- * per PDU is most of the IOPS at high queue depth. Used by the host's queues and the target's
- * connections alike. Not thread-safe: every method runs on the channel's event loop.
+ * together, and writes from other threads share one flush task. One writev per few commands instead
+ * of one per PDU is most of the IOPS at high queue depth. Used by the host's queues and the
+ * target's connections alike. Not thread-safe: every method runs on the channel's event loop.
  *
- * <p>A read batch does not hold back everything it produces until it ends: every {@link
- * #DEFAULT_FLUSH_AFTER} PDUs go out at once. Holding a whole queue's worth made host and target
- * take turns, each idle while the other worked through the batch it had just been sent, so a 4 KiB
- * QD32 exchange ran at the sum of both sides' costs per I/O. Flushing part way lets the peer start
- * on the first commands while the rest are processed, and the two sides work at once (on one
+ * <p>A read batch does not hold back everything it produces until it ends: once it has asked for
+ * {@link #DEFAULT_FLUSH_AFTER} flushes (about one per command sent or answered, whatever number of
+ * PDUs each covers), what it wrote goes out at once. Holding a whole queue's worth made host and
+ * target take turns, each idle while the other worked through the batch it had just been sent, so a
+ * 4 KiB QD32 exchange ran at the sum of both sides' costs per I/O. Flushing part way lets the peer
+ * start on the first commands while the rest are processed, and the two sides work at once (on one
  * connection at QD32 this nearly doubled the rate, at about the same CPU per I/O).
  */
 public final class FlushBatcher {
@@ -47,7 +48,7 @@ public final class FlushBatcher {
    * @param flushAfter flushes asked for during a read batch after which it flushes at once
    * @throws IllegalArgumentException when {@code flushAfter} is less than 1
    */
-  public FlushBatcher(Channel channel, Runnable flush, int flushAfter) {
+  FlushBatcher(Channel channel, Runnable flush, int flushAfter) {
     if (flushAfter < 1) {
       throw new IllegalArgumentException("flushAfter must be at least 1, not " + flushAfter);
     }

@@ -272,7 +272,7 @@ final class TcpQueue extends CommandQueue {
   }
 
   /**
-   * Flushes per read batch (every few PDUs of it), or once per burst of submissions (see
+   * Flushes every few commands of a read batch, or once per burst of submissions (see
    * FlushBatcher).
    */
   private FlushBatcher batcher;
