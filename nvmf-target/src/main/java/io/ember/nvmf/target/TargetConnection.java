@@ -462,7 +462,7 @@ final class TargetConnection extends ChannelInboundHandlerAdapter {
       Pending p = new Pending(cid, (int) len, action, landing);
       pending.put(cid, p);
       out.r2t(cid, cid, 0, (int) len);
-      batcher.flushSoon();
+      batcher.flushNow();
     } else {
       fail(cid, Nvme.SC_SGL_INVALID_TYPE);
     }

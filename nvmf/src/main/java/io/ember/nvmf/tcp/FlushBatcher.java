@@ -73,6 +73,18 @@ public final class FlushBatcher {
     }
   }
 
+  /**
+   * Flushes at once, even in the middle of a read batch, with whatever else is pending: for a PDU
+   * the peer waits on before it can send more, such as the target's R2T. Held to the batch's end,
+   * an R2T waited while the target landed the data of earlier writes, and the host, having sent all
+   * the data it had been asked for, sat idle (128 KiB writes at QD8 ran at about 0.7 of a raw
+   * socket instead of about 0.85).
+   */
+  public void flushNow() {
+    flushNeeded = true;
+    flushIfNeeded();
+  }
+
   /** A read batch begins: flushes wait for its end, or for {@code flushAfter} of them. */
   public void readBatchStarts() {
     inReadBatch = true;

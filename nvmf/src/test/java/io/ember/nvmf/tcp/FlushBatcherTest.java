@@ -82,6 +82,43 @@ class FlushBatcherTest {
   }
 
   @Test
+  void flushNowSendsAtOnceInTheMiddleOfABatchWithWhatWasPending() {
+    FlushBatcher batcher = new FlushBatcher(channel, flushes::incrementAndGet, 8);
+    batcher.readBatchStarts();
+    batcher.flushSoon();
+    batcher.flushSoon();
+    assertEquals(0, flushes.get());
+    batcher.flushNow();
+    assertEquals(1, flushes.get(), "the R2T goes out before the batch ends");
+    for (int i = 0; i < 7; i++) {
+      batcher.flushSoon();
+    }
+    assertEquals(1, flushes.get(), "the count of flush requests started again at the flush");
+    batcher.readBatchEnds();
+    assertEquals(2, flushes.get());
+  }
+
+  @Test
+  void flushNowInsideAFlushWaitsForTheBatchsEnd() {
+    FlushBatcher[] batcher = new FlushBatcher[1];
+    batcher[0] =
+        new FlushBatcher(
+            channel,
+            () -> {
+              if (flushes.incrementAndGet() == 1) {
+                batcher[0].flushNow();
+                assertEquals(1, flushes.get(), "not nested");
+              }
+            },
+            8);
+    batcher[0].readBatchStarts();
+    batcher[0].flushNow();
+    assertEquals(1, flushes.get());
+    batcher[0].readBatchEnds();
+    assertEquals(2, flushes.get());
+  }
+
+  @Test
   void aFlushTaskAfterABatchThatSentEverythingDoesNothing() {
     FlushBatcher batcher = new FlushBatcher(channel, flushes::incrementAndGet, 8);
     batcher.flushSoon();
