@@ -192,8 +192,8 @@ final class TargetConnection extends ChannelInboundHandlerAdapter {
   // pipeline
 
   /**
-   * Flushes every few commands of a read batch, or once per burst of submissions (see
-   * FlushBatcher).
+   * Flushes every few answers of a read batch, or once per burst of answers completed elsewhere; an
+   * R2T at once, since the host sends the data it asks for only once it has it (see FlushBatcher).
    */
   private final FlushBatcher batcher;
 
