@@ -119,6 +119,24 @@ class FlushBatcherTest {
   }
 
   @Test
+  void flushNowInsideAFlushOutsideABatchGoesOutInATask() {
+    FlushBatcher[] batcher = new FlushBatcher[1];
+    batcher[0] =
+        new FlushBatcher(
+            channel,
+            () -> {
+              if (flushes.incrementAndGet() == 1) {
+                batcher[0].flushNow();
+              }
+            },
+            8);
+    batcher[0].flushNow();
+    assertEquals(1, flushes.get(), "not nested");
+    channel.runPendingTasks();
+    assertEquals(2, flushes.get(), "what the first flush asked for is not left behind");
+  }
+
+  @Test
   void aFlushTaskAfterABatchThatSentEverythingDoesNothing() {
     FlushBatcher batcher = new FlushBatcher(channel, flushes::incrementAndGet, 8);
     batcher.flushSoon();
