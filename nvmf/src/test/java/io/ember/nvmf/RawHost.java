@@ -57,7 +57,8 @@ public final class RawHost implements AutoCloseable {
     return ByteBuffer.wrap(pdu).order(ByteOrder.LITTLE_ENDIAN);
   }
 
-  static byte[] icReq(boolean hd, boolean dd) {
+  /** An ICReq PDU asking for the header and data digests given. */
+  public static byte[] icReq(boolean hd, boolean dd) {
     byte[] pdu = new byte[128];
     le(pdu)
         .put((byte) 0)

@@ -12,9 +12,9 @@ import io.ember.nvmf.tcp.PduFrameDecoder;
 import io.ember.nvmf.tcp.PduWriter;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
+import io.netty.channel.Channel;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
-import io.netty.channel.socket.SocketChannel;
 import io.netty.handler.codec.DecoderException;
 import io.netty.util.collection.IntObjectHashMap;
 import io.netty.util.concurrent.ScheduledFuture;
@@ -40,6 +40,15 @@ final class TargetConnection extends ChannelInboundHandlerAdapter {
    */
   private static final int ADMIN_IN_CAPSULE = 8192;
 
+  /**
+   * An R2T for at least this many bytes is flushed at once; smaller ones go with the batch's other
+   * PDUs. The host sends a write's data only once its R2T arrives, and a read batch busy landing
+   * the data of earlier large writes held the next R2T back while the host sat idle (128 KiB writes
+   * at QD8 went up by about a tenth when it went at once). For small writes the syscall is the
+   * larger cost: 4 KiB writes by R2T at QD32 ran at half the rate with an R2T flushed at once.
+   */
+  static final int R2T_AT_ONCE_BYTES = 32 << 10;
+
   private static final int MAX_AERS = 4;
 
   /**
@@ -49,7 +58,7 @@ final class TargetConnection extends ChannelInboundHandlerAdapter {
   private static final int MAX_AUTH_LENGTH = 16384;
 
   private final NvmfTarget t;
-  private final SocketChannel ch;
+  private final Channel ch;
   private final PduFrameDecoder decoder;
   private final PduWriter out;
   private final IntObjectHashMap<Pending> pending = new IntObjectHashMap<>();
@@ -81,7 +90,7 @@ final class TargetConnection extends ChannelInboundHandlerAdapter {
   /** An authentication step is running off the event loop; the next waits for its answer. */
   private boolean authBusy;
 
-  private TargetConnection(NvmfTarget t, SocketChannel ch, PduFrameDecoder decoder) {
+  private TargetConnection(NvmfTarget t, Channel ch, PduFrameDecoder decoder) {
     this.t = t;
     this.ch = ch;
     this.decoder = decoder;
@@ -89,7 +98,8 @@ final class TargetConnection extends ChannelInboundHandlerAdapter {
     this.batcher = new FlushBatcher(ch, out::flush);
   }
 
-  static void install(NvmfTarget t, SocketChannel ch) {
+  /** Serves the connection {@code ch} (a socket's, or a test's channel that stands for one). */
+  static void install(NvmfTarget t, Channel ch) {
     PduFrameDecoder d = new PduFrameDecoder(true, ADMIN_IN_CAPSULE, t.maxH2CData);
     TargetConnection c = new TargetConnection(t, ch, d);
     d.landData(ch, c::landingFor);
@@ -192,8 +202,8 @@ final class TargetConnection extends ChannelInboundHandlerAdapter {
   // pipeline
 
   /**
-   * Flushes every few answers of a read batch, or once per burst of answers completed elsewhere; an
-   * R2T at once, since the host sends the data it asks for only once it has it (see FlushBatcher).
+   * Flushes every few answers of a read batch, or once per burst of answers completed elsewhere;
+   * the R2T of a large write at once (see {@link #R2T_AT_ONCE_BYTES} and FlushBatcher).
    */
   private final FlushBatcher batcher;
 
@@ -462,7 +472,11 @@ final class TargetConnection extends ChannelInboundHandlerAdapter {
       Pending p = new Pending(cid, (int) len, action, landing);
       pending.put(cid, p);
       out.r2t(cid, cid, 0, (int) len);
-      batcher.flushNow();
+      if (len >= R2T_AT_ONCE_BYTES) {
+        batcher.flushNow();
+      } else {
+        batcher.flushSoon();
+      }
     } else {
       fail(cid, Nvme.SC_SGL_INVALID_TYPE);
     }
@@ -1188,7 +1202,7 @@ final class TargetConnection extends ChannelInboundHandlerAdapter {
     byte[] log;
     boolean disc = ctrl.discovery();
     if (lid == Nvme.LOG_DISCOVERY && disc) {
-      log = TargetData.discoveryLog(t, ctrl, ch.localAddress());
+      log = TargetData.discoveryLog(t, ctrl, (java.net.InetSocketAddress) ch.localAddress());
     } else if (!disc && lid == Nvme.LOG_ERROR) {
       log = new byte[64];
     } else if (!disc && (lid == Nvme.LOG_SMART || lid == Nvme.LOG_FIRMWARE)) {

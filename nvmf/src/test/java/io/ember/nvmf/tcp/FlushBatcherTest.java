@@ -137,6 +137,28 @@ class FlushBatcherTest {
   }
 
   @Test
+  void requestsMadeDuringAFlushCountTowardsTheNext() {
+    FlushBatcher[] batcher = new FlushBatcher[1];
+    batcher[0] =
+        new FlushBatcher(
+            channel,
+            () -> {
+              if (flushes.incrementAndGet() == 1) {
+                batcher[0].flushSoon();
+                batcher[0].flushSoon();
+              }
+            },
+            2);
+    batcher[0].readBatchStarts();
+    batcher[0].flushNow();
+    assertEquals(1, flushes.get());
+    batcher[0].flushSoon();
+    assertEquals(2, flushes.get(), "three requests since the last flush, against a threshold of 2");
+    batcher[0].readBatchEnds();
+    assertEquals(2, flushes.get());
+  }
+
+  @Test
   void aFlushTaskAfterABatchThatSentEverythingDoesNothing() {
     FlushBatcher batcher = new FlushBatcher(channel, flushes::incrementAndGet, 8);
     batcher.flushSoon();
