@@ -443,17 +443,7 @@ class BadInputTest {
     try (RawHost h = raw()) {
       h.handshake();
       assertEquals(0, h.connectAdmin(NQN, "nqn.2024-01.io.ember:raw", 0));
-      Sqe cc =
-          new Sqe()
-              .opcode(Nvme.FABRICS)
-              .flags(Nvme.PSDT_SGL)
-              .cid(2)
-              .fctype(Nvme.FCTYPE_PROPERTY_SET)
-              .intAt(44, Nvme.PROP_CC)
-              .longAt(48, (4 << 20) | (6 << 16) | 1)
-              .sgl(0, 0, Nvme.SGL_TRANSPORT);
-      h.send(RawHost.capsule(cc, null));
-      assertEquals(0, RawHost.responseStatus(h.read()));
+      assertEquals(0, h.enable());
       h.send(RawHost.capsule(new Sqe().opcode(0xC3).flags(Nvme.PSDT_SGL).cid(6), null));
       assertEquals(Nvme.SC_INVALID_OPCODE, RawHost.responseStatus(h.read()) & 0xFF);
       h.send(

@@ -203,17 +203,20 @@ public final class RawHost implements AutoCloseable {
    * On an admin queue: sets CC.EN with 64-byte SQEs and 16-byte CQEs; returns the CQE status field.
    */
   public int enable() throws IOException {
-    Sqe cc =
-        new Sqe()
-            .opcode(Nvme.FABRICS)
-            .flags(Nvme.PSDT_SGL)
-            .cid(2)
-            .fctype(Nvme.FCTYPE_PROPERTY_SET)
-            .intAt(44, Nvme.PROP_CC)
-            .longAt(48, (4 << 20) | (6 << 16) | 1)
-            .sgl(0, 0, Nvme.SGL_TRANSPORT);
-    send(capsule(cc, null));
+    send(capsule(enableSqe(), null));
     return responseStatus(read());
+  }
+
+  /** A Property Set of CC that enables the controller with 64-byte SQEs and 16-byte CQEs. */
+  public static Sqe enableSqe() {
+    return new Sqe()
+        .opcode(Nvme.FABRICS)
+        .flags(Nvme.PSDT_SGL)
+        .cid(2)
+        .fctype(Nvme.FCTYPE_PROPERTY_SET)
+        .intAt(44, Nvme.PROP_CC)
+        .longAt(48, (4 << 20) | (6 << 16) | 1)
+        .sgl(0, 0, Nvme.SGL_TRANSPORT);
   }
 
   /**

@@ -97,16 +97,7 @@ class TargetConnectionFlushTest {
     } finally {
       answers.release();
     }
-    Sqe enable =
-        new Sqe()
-            .opcode(Nvme.FABRICS)
-            .flags(Nvme.PSDT_SGL)
-            .cid(2)
-            .fctype(Nvme.FCTYPE_PROPERTY_SET)
-            .intAt(44, Nvme.PROP_CC)
-            .longAt(48, (4 << 20) | (6 << 16) | 1)
-            .sgl(0, 0, Nvme.SGL_TRANSPORT);
-    admin.writeInbound(Unpooled.wrappedBuffer(RawHost.capsule(enable, null)));
+    admin.writeInbound(Unpooled.wrappedBuffer(RawHost.capsule(RawHost.enableSqe(), null)));
     assertEquals(List.of(Pdu.T_CAPSULE_RESP), sentTypes(admin));
     TargetConnection.install(target, io);
     io.writeInbound(
