@@ -19,6 +19,7 @@ import io.netty.handler.codec.DecoderException;
 import io.netty.util.collection.IntObjectHashMap;
 import io.netty.util.concurrent.ScheduledFuture;
 import java.io.IOException;
+import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.UUID;
@@ -1202,7 +1203,7 @@ final class TargetConnection extends ChannelInboundHandlerAdapter {
     byte[] log;
     boolean disc = ctrl.discovery();
     if (lid == Nvme.LOG_DISCOVERY && disc) {
-      log = TargetData.discoveryLog(t, ctrl, (java.net.InetSocketAddress) ch.localAddress());
+      log = TargetData.discoveryLog(t, ctrl, (InetSocketAddress) ch.localAddress());
     } else if (!disc && lid == Nvme.LOG_ERROR) {
       log = new byte[64];
     } else if (!disc && (lid == Nvme.LOG_SMART || lid == Nvme.LOG_FIRMWARE)) {

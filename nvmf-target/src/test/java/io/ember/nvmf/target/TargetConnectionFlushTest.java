@@ -82,32 +82,29 @@ class TargetConnectionFlushTest {
    * Connects and enables a controller on {@link #admin}, then connects an I/O queue on {@link #io}.
    */
   private void connectIoQueue() {
-    TargetConnection.install(target, admin);
-    admin.writeInbound(
-        Unpooled.wrappedBuffer(
-            RawHost.icReq(false, false),
-            RawHost.capsule(RawHost.connectSqe(0, 0), RawHost.connectData(NQN, HOST, 0xFFFF))));
-    ByteBuf answers = sent(admin);
-    int cntlid;
-    try {
-      answers.skipBytes(128); // ICResp
-      assertEquals(Pdu.T_CAPSULE_RESP, answers.getUnsignedByte(answers.readerIndex()));
-      assertEquals(0, answers.getUnsignedShortLE(answers.readerIndex() + 22) >> 1, "Connect");
-      cntlid = answers.getUnsignedShortLE(answers.readerIndex() + 8);
-    } finally {
-      answers.release();
-    }
+    int cntlid = connect(admin, 0, 0xFFFF);
     admin.writeInbound(Unpooled.wrappedBuffer(RawHost.capsule(RawHost.enableSqe(), null)));
     assertEquals(List.of(Pdu.T_CAPSULE_RESP), sentTypes(admin));
-    TargetConnection.install(target, io);
-    io.writeInbound(
+    connect(io, 1, cntlid);
+  }
+
+  /**
+   * Serves {@code channel} and connects it as queue {@code qid} of controller {@code cntlid};
+   * returns the controller's ID from the Connect's answer.
+   */
+  private int connect(EmbeddedChannel channel, int qid, int cntlid) {
+    TargetConnection.install(target, channel);
+    channel.writeInbound(
         Unpooled.wrappedBuffer(
             RawHost.icReq(false, false),
-            RawHost.capsule(RawHost.connectSqe(1, 0), RawHost.connectData(NQN, HOST, cntlid))));
-    answers = sent(io);
+            RawHost.capsule(RawHost.connectSqe(qid, 0), RawHost.connectData(NQN, HOST, cntlid))));
+    ByteBuf answers = sent(channel);
     try {
-      answers.skipBytes(128);
-      assertEquals(0, answers.getUnsignedShortLE(answers.readerIndex() + 22) >> 1, "I/O Connect");
+      answers.skipBytes(128); // ICResp
+      int at = answers.readerIndex();
+      assertEquals(Pdu.T_CAPSULE_RESP, answers.getUnsignedByte(at));
+      assertEquals(0, answers.getUnsignedShortLE(at + 22) >> 1, "Connect of queue " + qid);
+      return answers.getUnsignedShortLE(at + 8);
     } finally {
       answers.release();
     }

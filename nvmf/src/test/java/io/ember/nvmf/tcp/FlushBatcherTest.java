@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 
 import io.netty.channel.embedded.EmbeddedChannel;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Consumer;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
@@ -100,37 +101,24 @@ class FlushBatcherTest {
 
   @Test
   void flushNowInsideAFlushWaitsForTheBatchsEnd() {
-    FlushBatcher[] batcher = new FlushBatcher[1];
-    batcher[0] =
-        new FlushBatcher(
-            channel,
-            () -> {
-              if (flushes.incrementAndGet() == 1) {
-                batcher[0].flushNow();
-                assertEquals(1, flushes.get(), "not nested");
-              }
-            },
-            8);
-    batcher[0].readBatchStarts();
-    batcher[0].flushNow();
+    FlushBatcher batcher =
+        reentrant(
+            8,
+            b -> {
+              b.flushNow();
+              assertEquals(1, flushes.get(), "not nested");
+            });
+    batcher.readBatchStarts();
+    batcher.flushNow();
     assertEquals(1, flushes.get());
-    batcher[0].readBatchEnds();
+    batcher.readBatchEnds();
     assertEquals(2, flushes.get());
   }
 
   @Test
   void flushNowInsideAFlushOutsideABatchGoesOutInATask() {
-    FlushBatcher[] batcher = new FlushBatcher[1];
-    batcher[0] =
-        new FlushBatcher(
-            channel,
-            () -> {
-              if (flushes.incrementAndGet() == 1) {
-                batcher[0].flushNow();
-              }
-            },
-            8);
-    batcher[0].flushNow();
+    FlushBatcher batcher = reentrant(8, FlushBatcher::flushNow);
+    batcher.flushNow();
     assertEquals(1, flushes.get(), "not nested");
     channel.runPendingTasks();
     assertEquals(2, flushes.get(), "what the first flush asked for is not left behind");
@@ -138,23 +126,19 @@ class FlushBatcherTest {
 
   @Test
   void requestsMadeDuringAFlushCountTowardsTheNext() {
-    FlushBatcher[] batcher = new FlushBatcher[1];
-    batcher[0] =
-        new FlushBatcher(
-            channel,
-            () -> {
-              if (flushes.incrementAndGet() == 1) {
-                batcher[0].flushSoon();
-                batcher[0].flushSoon();
-              }
-            },
-            2);
-    batcher[0].readBatchStarts();
-    batcher[0].flushNow();
+    FlushBatcher batcher =
+        reentrant(
+            2,
+            b -> {
+              b.flushSoon();
+              b.flushSoon();
+            });
+    batcher.readBatchStarts();
+    batcher.flushNow();
     assertEquals(1, flushes.get());
-    batcher[0].flushSoon();
+    batcher.flushSoon();
     assertEquals(2, flushes.get(), "three requests since the last flush, against a threshold of 2");
-    batcher[0].readBatchEnds();
+    batcher.readBatchEnds();
     assertEquals(2, flushes.get());
   }
 
@@ -189,6 +173,24 @@ class FlushBatcherTest {
     batcher.readBatchStarts();
     batcher.readBatchEnds();
     assertEquals(0, flushes.get());
+  }
+
+  /**
+   * A batcher that counts its flushes into {@link #flushes} and, during the first of them, does
+   * {@code duringFirstFlush} to itself (as a failed write's callbacks would).
+   */
+  private FlushBatcher reentrant(int flushAfter, Consumer<FlushBatcher> duringFirstFlush) {
+    FlushBatcher[] batcher = new FlushBatcher[1];
+    batcher[0] =
+        new FlushBatcher(
+            channel,
+            () -> {
+              if (flushes.incrementAndGet() == 1) {
+                duringFirstFlush.accept(batcher[0]);
+              }
+            },
+            flushAfter);
+    return batcher[0];
   }
 
   @Test
