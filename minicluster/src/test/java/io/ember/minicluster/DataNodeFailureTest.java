@@ -120,9 +120,11 @@ abstract class DataNodeFailureTest {
     EmberException e = assertThrows(EmberException.class, () -> read(cluster.newClient(), "/f"));
     assertEquals(ErrorCode.DATANODE_LOST, e.code(), e.getMessage());
     node.resume();
-    await(u -> u.lostNodes() == 0 && u.liveNodes() == 1, "the node to come back");
-    // Its contents survived the stall: it is the same node, with the same blocks.
-    assertEquals(id, node.datanodeId());
+    // Its contents survived the stall: it is the same node, with the same blocks. (A health probe
+    // that times out on a loaded machine makes the node register again, under the same id.)
+    await(
+        u -> u.lostNodes() == 0 && u.liveNodes() == 1 && node.datanodeId() == id,
+        "the node to come back as data node " + id);
     assertArrayEquals(bytes, read(cluster.newClient(), "/f"));
   }
 

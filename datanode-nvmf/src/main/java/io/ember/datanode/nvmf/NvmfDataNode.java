@@ -41,6 +41,7 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -459,7 +460,13 @@ public final class NvmfDataNode implements DataNode {
       try {
         return holdsStamp(c);
       } catch (Exception e) {
-        LOG.warn("NVMf target {} does not answer: {}", uri, e.getMessage());
+        LOG.warn(
+            "NVMf target {} does not answer: {}",
+            uri,
+            // A timed-out wait carries no message of its own.
+            e instanceof TimeoutException
+                ? "no answer to a read of its stamp within " + PROBE_SECONDS + " s"
+                : e.getMessage());
         controller = null;
         c.close();
       }
@@ -478,8 +485,11 @@ public final class NvmfDataNode implements DataNode {
     }
   }
 
+  /** How long the health probe waits for the target to answer a read of the stamp. */
+  private static final int PROBE_SECONDS = 5;
+
   private boolean holdsStamp(NvmfController c) throws Exception {
-    long held = TargetStamp.read(c.ioQueue(0), namespace).get(5, TimeUnit.SECONDS);
+    long held = TargetStamp.read(c.ioQueue(0), namespace).get(PROBE_SECONDS, TimeUnit.SECONDS);
     long expected = stamped;
     if (expected != 0 && held != expected) {
       // Unhealthy once: heartbeats stop, and the node registers again under whatever the target
