@@ -6,7 +6,11 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.ember.client.EmberClient;
 import io.ember.minicluster.MiniCluster;
+import io.ember.protocol.EmberException;
+import io.ember.protocol.ErrorCode;
+import java.io.IOException;
 import java.lang.management.ManagementFactory;
+import java.lang.ref.Reference;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -151,18 +155,45 @@ class EmberShuffleLocalTest {
         results.put(job.getKey(), job.getValue().apply(sc));
       }
       if (probe != null) {
-        // The map output went to Ember: the application's directory holds shuffle files.
-        List<io.ember.protocol.Messages.DirEntry> apps = probe.list("/spark-shuffle");
-        assertEquals(1, apps.size(), "one application directory");
-        String app = "/spark-shuffle/" + apps.get(0).name();
-        long files = 0;
-        for (io.ember.protocol.Messages.DirEntry shuffle : probe.list(app)) {
-          files += probe.list(app + "/" + shuffle.name()).size();
+        // The map output went to Ember: the application's directory holds shuffle files. The
+        // context cleaner may remove the jobs' shuffles at any time, so one is held until the
+        // probe has counted it.
+        JavaPairRDD<Integer, Integer> held =
+            sc.parallelize(List.of(1, 2, 3, 1), 2)
+                .mapToPair(x -> new Tuple2<>(x, x))
+                .groupByKey(2)
+                .mapValues(vs -> vs.iterator().next());
+        try {
+          assertEquals(3L, held.count());
+          List<io.ember.protocol.Messages.DirEntry> apps = probe.list("/spark-shuffle");
+          assertEquals(1, apps.size(), "one application directory");
+          String app = "/spark-shuffle/" + apps.get(0).name();
+          long files = 0;
+          for (io.ember.protocol.Messages.DirEntry shuffle : probe.list(app)) {
+            files += filesIn(probe, app + "/" + shuffle.name());
+          }
+          assertTrue(files > 0, "no map output in Ember");
+        } finally {
+          Reference.reachabilityFence(held);
         }
-        assertTrue(files > 0, "no map output in Ember");
       }
     }
     return results;
+  }
+
+  /**
+   * Counts a shuffle directory's files, or 0 once it is gone: Spark's context cleaner unregisters a
+   * shuffle whose RDD was collected, at any time, and the plugin then removes its directory.
+   */
+  private static long filesIn(EmberClient probe, String shuffleDir) throws IOException {
+    try {
+      return probe.list(shuffleDir).size();
+    } catch (EmberException e) {
+      if (e.code() == ErrorCode.NOT_FOUND) {
+        return 0;
+      }
+      throw e;
+    }
   }
 
   @Test
