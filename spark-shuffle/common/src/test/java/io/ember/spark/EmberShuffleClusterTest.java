@@ -248,7 +248,7 @@ class EmberShuffleClusterTest {
       long dataFiles = 0;
       for (io.ember.protocol.Messages.DirEntry shuffle : probe.list(app)) {
         dataFiles +=
-            probe.list(app + "/" + shuffle.name()).stream()
+            SparkTestConf.listOrNone(probe, app + "/" + shuffle.name()).stream()
                 .filter(e -> e.name().endsWith(".data"))
                 .count();
       }

@@ -90,14 +90,7 @@ class EmberShuffleFallbackTest {
 
   /** The applications' shuffle directories in Ember; none before any application used Ember. */
   private static List<DirEntry> applicationDirs(EmberClient probe) throws Exception {
-    try {
-      return probe.list("/spark-shuffle");
-    } catch (io.ember.protocol.EmberException e) {
-      if (e.code() != io.ember.protocol.ErrorCode.NOT_FOUND) {
-        throw e;
-      }
-      return List.of();
-    }
+    return SparkTestConf.listOrNone(probe, "/spark-shuffle");
   }
 
   /** The names of the shuffle directories Ember holds for the one running application. */

@@ -6,9 +6,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.ember.client.EmberClient;
 import io.ember.minicluster.MiniCluster;
-import io.ember.protocol.EmberException;
-import io.ember.protocol.ErrorCode;
-import java.io.IOException;
 import java.lang.management.ManagementFactory;
 import java.lang.ref.Reference;
 import java.util.ArrayList;
@@ -170,7 +167,7 @@ class EmberShuffleLocalTest {
           String app = "/spark-shuffle/" + apps.get(0).name();
           long files = 0;
           for (io.ember.protocol.Messages.DirEntry shuffle : probe.list(app)) {
-            files += filesIn(probe, app + "/" + shuffle.name());
+            files += SparkTestConf.listOrNone(probe, app + "/" + shuffle.name()).size();
           }
           assertTrue(files > 0, "no map output in Ember");
         } finally {
@@ -179,21 +176,6 @@ class EmberShuffleLocalTest {
       }
     }
     return results;
-  }
-
-  /**
-   * Counts a shuffle directory's files, or 0 once it is gone: Spark's context cleaner unregisters a
-   * shuffle whose RDD was collected, at any time, and the plugin then removes its directory.
-   */
-  private static long filesIn(EmberClient probe, String shuffleDir) throws IOException {
-    try {
-      return probe.list(shuffleDir).size();
-    } catch (EmberException e) {
-      if (e.code() == ErrorCode.NOT_FOUND) {
-        return 0;
-      }
-      throw e;
-    }
   }
 
   @Test
@@ -228,7 +210,7 @@ class EmberShuffleLocalTest {
       String app = "/spark-shuffle/" + probe.list("/spark-shuffle").get(0).name();
       String shuffleDir = null;
       for (io.ember.protocol.Messages.DirEntry d : probe.list(app)) {
-        if (!probe.list(app + "/" + d.name()).isEmpty()) {
+        if (!SparkTestConf.listOrNone(probe, app + "/" + d.name()).isEmpty()) {
           shuffleDir = app + "/" + d.name();
           break;
         }
@@ -275,7 +257,7 @@ class EmberShuffleLocalTest {
       String app = "/spark-shuffle/" + probe.list("/spark-shuffle").get(0).name();
       int filesBefore = 0;
       for (io.ember.protocol.Messages.DirEntry d : probe.list(app)) {
-        filesBefore += probe.list(app + "/" + d.name()).size();
+        filesBefore += SparkTestConf.listOrNone(probe, app + "/" + d.name()).size();
       }
       two.killDatanode(0);
       // Far longer than the loss takes even on a starved machine: the test waits for the event.
@@ -289,7 +271,7 @@ class EmberShuffleLocalTest {
       assertEquals(expected, counts.sortByKey().collect().toString());
       int filesAfter = 0;
       for (io.ember.protocol.Messages.DirEntry d : probe.list(app)) {
-        filesAfter += probe.list(app + "/" + d.name()).size();
+        filesAfter += SparkTestConf.listOrNone(probe, app + "/" + d.name()).size();
       }
       assertTrue(filesAfter > filesBefore, "no map task was re-run");
     }

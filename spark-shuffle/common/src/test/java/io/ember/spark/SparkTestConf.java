@@ -2,9 +2,14 @@ package io.ember.spark;
 
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.ember.client.EmberClient;
+import io.ember.protocol.EmberException;
+import io.ember.protocol.ErrorCode;
+import io.ember.protocol.Messages.DirEntry;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.function.BooleanSupplier;
 import java.util.function.Consumer;
 import java.util.function.Supplier;
@@ -100,6 +105,21 @@ final class SparkTestConf {
         .set("spark.ui.enabled", "false")
         .set("spark.driver.host", "127.0.0.1")
         .set("spark.driver.bindAddress", "127.0.0.1");
+  }
+
+  /**
+   * The entries of {@code dir}, or none once it is gone: Spark's context cleaner unregisters a
+   * shuffle whose RDD was collected at any time, and the plugin then removes its directory.
+   */
+  static List<DirEntry> listOrNone(EmberClient probe, String dir) throws IOException {
+    try {
+      return probe.list(dir);
+    } catch (EmberException e) {
+      if (e.code() != ErrorCode.NOT_FOUND) {
+        throw e;
+      }
+      return List.of();
+    }
   }
 
   /** {@code conf} with Ember's shuffle, against the name node at {@code namenode}. */
