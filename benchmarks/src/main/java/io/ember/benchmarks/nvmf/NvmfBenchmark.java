@@ -62,6 +62,20 @@ public class NvmfBenchmark {
   @Param("16384")
   public int inCapsule;
 
+  /**
+   * Host threads that poll the connections instead of sleeping until data arrives ({@link
+   * NvmfHostOptions.Builder#pollThreads}); 0 for the default sleeping threads.
+   */
+  @Param("0")
+  public int hostPollThreads;
+
+  /**
+   * Whether the embedded target serves from one network thread that polls instead of sleeping
+   * ({@link NvmfTarget.Builder#poll}).
+   */
+  @Param("false")
+  public boolean targetPoll;
+
   /** Bytes of the namespace the random benchmarks touch. */
   @Param("268435456")
   public long span;
@@ -87,16 +101,22 @@ public class NvmfBenchmark {
     if (target.equals("embedded")) {
       Subsystem s = new Subsystem("nqn.2024-01.io.ember:bench");
       s.addNamespace(new MemoryNamespace(span, 4096));
-      embedded =
-          NvmfTarget.builder()
-              .listen("127.0.0.1", 0)
-              .subsystem(s)
-              .inCapsuleDataSize(inCapsule)
-              .build()
-              .start();
+      NvmfTarget.Builder b =
+          NvmfTarget.builder().listen("127.0.0.1", 0).subsystem(s).inCapsuleDataSize(inCapsule);
+      if (targetPoll) {
+        b.threads(1).poll(true);
+      }
+      embedded = b.build().start();
       uri = embedded.uri(s.nqn());
     }
-    ctrl = NvmfHost.connect(uri, NvmfHostOptions.builder().ioQueues(4).ioQueueSize(128).build());
+    ctrl =
+        NvmfHost.connect(
+            uri,
+            NvmfHostOptions.builder()
+                .ioQueues(4)
+                .ioQueueSize(128)
+                .pollThreads(hostPollThreads)
+                .build());
     IdentifyNamespace ns = ctrl.namespaces().get(0);
     nsid = ns.nsid();
     bs = ns.blockSize();

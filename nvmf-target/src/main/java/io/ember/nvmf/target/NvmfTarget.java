@@ -45,6 +45,7 @@ public final class NvmfTarget implements AutoCloseable {
   final boolean countCommands;
   final long authTimeoutMs;
   private final int threads;
+  private final boolean poll;
   private final AtomicInteger nextCntlid = new AtomicInteger(1);
   final Map<Integer, TargetController> controllers = new ConcurrentHashMap<>();
   final AtomicInteger discoveryGeneration = new AtomicInteger(1);
@@ -81,6 +82,7 @@ public final class NvmfTarget implements AutoCloseable {
     this.countCommands = b.countCommands;
     this.authTimeoutMs = b.authTimeout.toMillis();
     this.threads = b.threads;
+    this.poll = b.poll;
   }
 
   public static Builder builder() {
@@ -94,7 +96,7 @@ public final class NvmfTarget implements AutoCloseable {
    * @throws IOException when the port cannot be bound
    */
   public NvmfTarget start() throws IOException {
-    group = Transports.group(threads, "nvmf-target");
+    group = Transports.group(threads, poll ? "nvmf-target-poll" : "nvmf-target", poll);
     AtomicInteger n = new AtomicInteger();
     ThreadFactory tf =
         r -> {
@@ -263,6 +265,7 @@ public final class NvmfTarget implements AutoCloseable {
     private boolean countCommands = true;
     private java.time.Duration authTimeout = java.time.Duration.ofMinutes(2);
     private int threads = Runtime.getRuntime().availableProcessors();
+    private boolean poll;
 
     private Builder() {}
 
@@ -369,6 +372,16 @@ public final class NvmfTarget implements AutoCloseable {
     /** Network threads. Default: available processors. */
     public Builder threads(int v) {
       this.threads = Math.max(1, v);
+      return this;
+    }
+
+    /**
+     * Whether the network threads poll their sockets without ever sleeping (default off): a command
+     * is then picked up without a thread being woken, at the price of a whole core per thread, idle
+     * or not. Pair it with {@link #threads(int)} to choose how many cores.
+     */
+    public Builder poll(boolean v) {
+      this.poll = v;
       return this;
     }
 

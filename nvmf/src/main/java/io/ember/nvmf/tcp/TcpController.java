@@ -58,7 +58,10 @@ public final class TcpController implements NvmfController {
   private TcpController(NvmfUri uri, NvmfHostOptions opts, int threads) {
     this.uri = uri;
     this.opts = opts;
-    this.group = Transports.group(threads, "nvmf-host");
+    this.group =
+        opts.pollThreads() > 0
+            ? Transports.group(opts.pollThreads(), "nvmf-host-poll", true)
+            : Transports.group(threads, "nvmf-host");
     this.maxTransfer = opts.maxTransferSize();
   }
 

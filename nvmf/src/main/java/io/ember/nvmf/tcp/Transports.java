@@ -1,8 +1,10 @@
 package io.ember.nvmf.tcp;
 
+import io.netty.channel.DefaultSelectStrategyFactory;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.IoHandlerFactory;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.netty.channel.SelectStrategyFactory;
 import io.netty.channel.ServerChannel;
 import io.netty.channel.epoll.Epoll;
 import io.netty.channel.epoll.EpollIoHandler;
@@ -13,6 +15,7 @@ import io.netty.channel.socket.SocketChannel;
 import io.netty.channel.socket.nio.NioServerSocketChannel;
 import io.netty.channel.socket.nio.NioSocketChannel;
 import io.netty.util.concurrent.DefaultThreadFactory;
+import java.nio.channels.spi.SelectorProvider;
 
 /**
  * Picks Netty's native epoll transport on Linux (lower wake-up latency than NIO's selector) and NIO
@@ -31,7 +34,23 @@ public final class Transports {
 
   /** An event loop group of {@code threads} daemon threads named {@code name-*}. */
   public static EventLoopGroup group(int threads, String name) {
-    IoHandlerFactory f = EPOLL ? EpollIoHandler.newFactory() : NioIoHandler.newFactory();
+    return group(threads, name, false);
+  }
+
+  /**
+   * An event loop group of {@code threads} daemon threads named {@code name-*}; with {@code poll},
+   * threads that never sleep: each turn of the loop asks the kernel for ready sockets without
+   * waiting, so neither arriving data nor a task from another thread has to wake one.
+   */
+  public static EventLoopGroup group(int threads, String name, boolean poll) {
+    // Not SelectStrategy.BUSY_WAIT: epoll's handler does the same with it, but NIO's takes it for
+    // a select that sleeps.
+    SelectStrategyFactory strategy =
+        poll ? () -> (readyNow, hasTasks) -> readyNow.get() : DefaultSelectStrategyFactory.INSTANCE;
+    IoHandlerFactory f =
+        EPOLL
+            ? EpollIoHandler.newFactory(0, strategy)
+            : NioIoHandler.newFactory(SelectorProvider.provider(), strategy);
     return new MultiThreadIoEventLoopGroup(threads, new DefaultThreadFactory(name, true), f);
   }
 
