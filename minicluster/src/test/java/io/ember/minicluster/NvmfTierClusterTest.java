@@ -19,6 +19,7 @@ import io.ember.nvmf.target.Namespace;
 import io.ember.nvmf.target.NvmfTarget;
 import io.ember.nvmf.target.Subsystem;
 import io.ember.protocol.BlockLocation;
+import io.ember.protocol.EmberConfig;
 import io.ember.protocol.EmberException;
 import io.ember.protocol.EmberKeys;
 import io.ember.protocol.ErrorCode;
@@ -197,6 +198,37 @@ class NvmfTierClusterTest {
    * for the blocks of a run the file already holds is not a run that came back short, and the file
    * goes on taking its blocks in runs.
    */
+  @Test
+  void aClientThatPollsItsTargetWritesAndReadsLikeAnyOther() throws Exception {
+    cluster = embeddedNvmfOnly("16m");
+    EmberClient polling =
+        cluster.newClient(EmberConfig.defaults().with(NvmfTierKeys.POLL_THREADS, "1"));
+    byte[] data = data(5 * 65536 + 123, 7);
+    try (EmberOutputStream out =
+        polling.create("/polled", CreateOptions.DEFAULT.withStorageClass(StorageClass.NVMF))) {
+      out.write(data);
+    }
+    assertTrue(
+        Thread.getAllStackTraces().keySet().stream()
+            .anyMatch(t -> t.getName().startsWith("nvmf-host-poll-")),
+        "no polling thread");
+    try (InputStream in = polling.open("/polled")) {
+      assertArrayEquals(data, in.readAllBytes());
+    }
+    // Byte-granular read-modify-write through the polling connections, read by a sleeping client.
+    try (EmberOutputStream out =
+        polling.create(
+            "/polled-small", CreateOptions.DEFAULT.withStorageClass(StorageClass.NVMF))) {
+      for (int i = 0; i < 50; i++) {
+        out.write(data, i * 7, 7);
+        out.flush();
+      }
+    }
+    try (InputStream in = cluster.newClient().open("/polled-small")) {
+      assertArrayEquals(java.util.Arrays.copyOf(data, 350), in.readAllBytes());
+    }
+  }
+
   @Test
   void aWriterThatHoldsARunPastItsTrustStillTakesTheNextRunWhole() throws Exception {
     cluster = embeddedNvmfOnly("16m");

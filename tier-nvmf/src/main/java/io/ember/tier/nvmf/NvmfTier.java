@@ -74,6 +74,7 @@ public final class NvmfTier implements StorageTier {
                   NvmfHostOptions.builder()
                       .ioQueues(config.get(NvmfTierKeys.QUEUES))
                       .ioQueueSize(config.get(NvmfTierKeys.QUEUE_DEPTH))
+                      .pollThreads(config.get(NvmfTierKeys.POLL_THREADS))
                       .commandTimeout(config.get(EmberKeys.RPC_TIMEOUT))
                       .connectTimeout(config.get(EmberKeys.CONNECT_TIMEOUT)),
                   config)

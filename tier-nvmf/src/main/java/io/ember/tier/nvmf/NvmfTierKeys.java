@@ -20,6 +20,19 @@ public final class NvmfTierKeys {
           "ember.client.nvmf.queue-depth", 64, 2, 1024, "commands in flight per NVMf queue");
 
   /**
+   * Threads per NVMf target that poll the client's connections to it instead of sleeping until data
+   * arrives: lower latency for small I/O, at the price of a whole core per thread, busy or idle.
+   */
+  public static final ConfigKey<Integer> POLL_THREADS =
+      ConfigKey.ofInt(
+          "ember.client.nvmf.poll-threads",
+          0,
+          0,
+          64,
+          "threads per NVMf target that poll its connections instead of sleeping; each takes a whole"
+              + " core (0: none, threads sleep until data arrives)");
+
+  /**
    * The host NQN this process connects to NVMf targets with, data nodes and clients alike; a target
    * that keeps per-host keys knows the host by it.
    */
@@ -51,7 +64,7 @@ public final class NvmfTierKeys {
 
   /** Every key of this class. */
   public static final List<ConfigKey<?>> ALL =
-      List.of(QUEUES, QUEUE_DEPTH, HOST_NQN, DHCHAP_SECRET, DHCHAP_CTRL_SECRET);
+      List.of(QUEUES, QUEUE_DEPTH, POLL_THREADS, HOST_NQN, DHCHAP_SECRET, DHCHAP_CTRL_SECRET);
 
   private static boolean secretOrEmpty(String s) {
     if (s.isBlank()) {
