@@ -274,6 +274,22 @@ class TargetCommandTest {
   }
 
   @Test
+  void aTargetOnPollingThreadsServesWritesAndReads(@TempDir Path tmp) throws Exception {
+    Path log = tmp.resolve("target.log");
+    Process target = onLoopback(log, "--poll-threads", "1", "--namespace", "memory:16m");
+    String uri = processes.awaitLine(log, FIRST_NAMESPACE, target);
+    assertTrue(java.nio.file.Files.readString(log).contains("on 1 polling thread(s)"));
+    byte[] data = new byte[3 * 4096];
+    new Random(11).nextBytes(data);
+    try (NvmfController c = NvmfHost.connect(uri, NvmfHostOptions.defaults())) {
+      c.ioQueue(0).write(1, 2, ByteBuffer.wrap(data)).get(PATIENCE_SECONDS, TimeUnit.SECONDS);
+      ByteBuffer back = ByteBuffer.allocate(data.length);
+      c.ioQueue(0).read(1, 2, back).get(PATIENCE_SECONDS, TimeUnit.SECONDS);
+      assertArrayEquals(data, back.array());
+    }
+  }
+
+  @Test
   void badStartUpInputIsOneLineEach(@TempDir Path tmp) throws Exception {
     EmberCliTest.Result noDirectory =
         EmberCliTest.run(
@@ -323,6 +339,13 @@ class TargetCommandTest {
     assertEquals(EmberCli.USAGE_ERROR, shrink.code(), shrink.err());
     assertTrue(shrink.err().contains("holds 3145728 bytes, more than 1048576"), shrink.err());
     assertEquals(3 << 20, java.nio.file.Files.size(tmp.resolve("big.img")));
+
+    EmberCliTest.Result negative =
+        EmberCliTest.run("target", "--poll-threads", "-1", "--namespace", "memory:16m");
+    assertEquals(EmberCli.USAGE_ERROR, negative.code(), negative.err());
+    assertTrue(
+        negative.err().startsWith("ember: --poll-threads: -1 is not between 0 and 64"),
+        negative.err());
 
     EmberCliTest.Result none = EmberCliTest.run("target");
     assertEquals(EmberCli.USAGE_ERROR, none.code());
