@@ -244,15 +244,11 @@ class EmberShuffleClusterTest {
       }
       assertEquals(expected, new java.util.TreeMap<>(counts.collectAsMap()));
       // Four map tasks, four outputs: only committed attempts leave output.
-      String app = "/spark-shuffle/" + probe.list("/spark-shuffle").get(0).name();
-      long dataFiles = 0;
-      for (io.ember.protocol.Messages.DirEntry shuffle : probe.list(app)) {
-        dataFiles +=
-            SparkTestConf.listOrNone(probe, app + "/" + shuffle.name()).stream()
-                .filter(e -> e.name().endsWith(".data"))
-                .count();
-      }
-      assertEquals(4, dataFiles);
+      assertEquals(
+          4,
+          SparkTestConf.shuffleFiles(probe, counts).stream()
+              .filter(e -> e.name().endsWith(".data"))
+              .count());
     }
   }
 

@@ -9,6 +9,7 @@ import io.ember.client.EmberClient;
 import io.ember.minicluster.MiniCluster;
 import io.ember.protocol.Messages.DirEntry;
 import java.io.IOException;
+import java.lang.ref.Reference;
 import java.net.ServerSocket;
 import java.net.Socket;
 import java.util.ArrayList;
@@ -20,7 +21,6 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.stream.Collectors;
-import org.apache.spark.ShuffleDependency;
 import org.apache.spark.SparkConf;
 import org.apache.spark.api.java.JavaPairRDD;
 import org.apache.spark.api.java.JavaSparkContext;
@@ -71,10 +71,6 @@ class EmberShuffleFallbackTest {
         .reduceByKey(Integer::sum, partitions);
   }
 
-  private static int shuffleId(JavaPairRDD<?, ?> shuffled) {
-    return ((ShuffleDependency<?, ?, ?>) shuffled.rdd().dependencies().head()).shuffleId();
-  }
-
   /** Blocks that reduce tasks read from executors' local disks: only Spark's own reader does. */
   private static LongAdder countLocalBlockReads(JavaSparkContext sc) {
     LongAdder local = new LongAdder();
@@ -122,10 +118,14 @@ class EmberShuffleFallbackTest {
           readLocallyByTheWideShuffle,
           settled(sc, localBlockReads),
           "the narrow shuffle was read from local disks, not from Ember");
-      assertEquals(Set.of(Integer.toString(shuffleId(narrow))), shuffleDirsOnEmber(probe));
-      String dir =
-          "/spark-shuffle/" + probe.list("/spark-shuffle").get(0).name() + "/" + shuffleId(narrow);
-      assertEquals(4, probe.list(dir).size(), "one map output per map task: " + probe.list(dir));
+      try {
+        assertEquals(
+            Set.of(Integer.toString(SparkTestConf.shuffleId(narrow))), shuffleDirsOnEmber(probe));
+        List<DirEntry> outputs = SparkTestConf.shuffleFiles(probe, narrow);
+        assertEquals(4, outputs.size(), "one map output per map task: " + outputs);
+      } finally {
+        Reference.reachabilityFence(narrow);
+      }
     }
   }
 
@@ -302,7 +302,7 @@ class EmberShuffleFallbackTest {
         assertEquals(expectedCounts(), new TreeMap<>(onEmber.collectAsMap()));
         assertEquals(0, settled(sc, localBlockReads), "read from local disks, not from Ember");
         assertTrue(
-            shuffleDirsOnEmber(probe).contains(Integer.toString(shuffleId(onEmber))),
+            shuffleDirsOnEmber(probe).contains(Integer.toString(SparkTestConf.shuffleId(onEmber))),
             "not on Ember: " + shuffleDirsOnEmber(probe));
       }
     }

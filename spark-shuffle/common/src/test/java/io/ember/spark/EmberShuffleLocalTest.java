@@ -207,14 +207,11 @@ class EmberShuffleLocalTest {
               .mapToPair(w -> new Tuple2<>(w, 1))
               .reduceByKey(Integer::sum, 5);
       String expected = counts.sortByKey().collect().toString();
-      String app = "/spark-shuffle/" + probe.list("/spark-shuffle").get(0).name();
-      String shuffleDir = null;
-      for (io.ember.protocol.Messages.DirEntry d : probe.list(app)) {
-        if (!SparkTestConf.listOrNone(probe, app + "/" + d.name()).isEmpty()) {
-          shuffleDir = app + "/" + d.name();
-          break;
-        }
-      }
+      String shuffleDir =
+          "/spark-shuffle/"
+              + probe.list("/spark-shuffle").get(0).name()
+              + "/"
+              + SparkTestConf.shuffleId(counts);
       String victim = null;
       for (io.ember.protocol.Messages.DirEntry f : probe.list(shuffleDir)) {
         if (f.name().endsWith(".data") && f.status().length() > 1000) {
@@ -254,11 +251,8 @@ class EmberShuffleLocalTest {
               .mapToPair(w -> new Tuple2<>(w, 1))
               .reduceByKey(Integer::sum, 5);
       String expected = counts.sortByKey().collect().toString();
-      String app = "/spark-shuffle/" + probe.list("/spark-shuffle").get(0).name();
-      int filesBefore = 0;
-      for (io.ember.protocol.Messages.DirEntry d : probe.list(app)) {
-        filesBefore += SparkTestConf.listOrNone(probe, app + "/" + d.name()).size();
-      }
+      // Only the counts' own shuffle: the sorts' shuffles come and go with the context cleaner.
+      int filesBefore = SparkTestConf.shuffleFiles(probe, counts).size();
       two.killDatanode(0);
       // Far longer than the loss takes even on a starved machine: the test waits for the event.
       long deadline = System.nanoTime() + 120_000_000_000L;
@@ -269,10 +263,7 @@ class EmberShuffleLocalTest {
       // The registered map output is half gone: the reduce stage's reads fail as fetch
       // failures, Spark re-runs the map tasks (now onto the survivor) and the result holds.
       assertEquals(expected, counts.sortByKey().collect().toString());
-      int filesAfter = 0;
-      for (io.ember.protocol.Messages.DirEntry d : probe.list(app)) {
-        filesAfter += SparkTestConf.listOrNone(probe, app + "/" + d.name()).size();
-      }
+      int filesAfter = SparkTestConf.shuffleFiles(probe, counts).size();
       assertTrue(filesAfter > filesBefore, "no map task was re-run");
     }
   }

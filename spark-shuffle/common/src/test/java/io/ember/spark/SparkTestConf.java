@@ -1,5 +1,6 @@
 package io.ember.spark;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.ember.client.EmberClient;
@@ -7,15 +8,20 @@ import io.ember.protocol.EmberException;
 import io.ember.protocol.ErrorCode;
 import io.ember.protocol.Messages.DirEntry;
 import java.io.IOException;
+import java.lang.ref.Reference;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.function.BooleanSupplier;
 import java.util.function.Consumer;
 import java.util.function.Supplier;
+import org.apache.spark.Dependency;
+import org.apache.spark.ShuffleDependency;
 import org.apache.spark.SparkConf;
+import org.apache.spark.api.java.JavaRDDLike;
 import org.apache.spark.api.java.JavaSparkContext;
 import org.apache.spark.executor.TaskMetrics;
+import org.apache.spark.rdd.RDD;
 import org.apache.spark.scheduler.SparkListener;
 import org.apache.spark.scheduler.SparkListenerTaskEnd;
 
@@ -119,6 +125,36 @@ final class SparkTestConf {
         throw e;
       }
       return List.of();
+    }
+  }
+
+  /**
+   * The id of the shuffle {@code rdd} reads, nearest first along its lineage: the name of that
+   * shuffle's directory in Ember.
+   */
+  static int shuffleId(JavaRDDLike<?, ?> rdd) {
+    RDD<?> at = rdd.rdd();
+    while (true) {
+      Dependency<?> d = at.dependencies().head();
+      if (d instanceof ShuffleDependency<?, ?, ?> shuffle) {
+        return shuffle.shuffleId();
+      }
+      at = d.rdd();
+    }
+  }
+
+  /**
+   * The files Ember holds for the shuffle {@code rdd} reads, in the one application directory
+   * there. {@code rdd} stays reachable until they are listed: the context cleaner removes the
+   * shuffles of collected RDDs.
+   */
+  static List<DirEntry> shuffleFiles(EmberClient probe, JavaRDDLike<?, ?> rdd) throws IOException {
+    try {
+      List<DirEntry> apps = probe.list("/spark-shuffle");
+      assertEquals(1, apps.size(), "one application directory: " + apps);
+      return probe.list("/spark-shuffle/" + apps.get(0).name() + "/" + shuffleId(rdd));
+    } finally {
+      Reference.reachabilityFence(rdd);
     }
   }
 
