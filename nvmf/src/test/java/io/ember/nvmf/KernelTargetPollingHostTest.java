@@ -3,9 +3,9 @@ package io.ember.nvmf;
 import org.junit.jupiter.api.condition.EnabledIfEnvironmentVariable;
 
 /**
- * The behaviour suite against the real target of {@link KernelTargetTest}, with the host on one
- * thread that polls its connections instead of sleeping ({@link
- * NvmfHostOptions.Builder#pollThreads}).
+ * The behaviour suite against the real target of {@link KernelTargetTest}, with the host's network
+ * threads polling for 200 µs after each event before they sleep ({@link
+ * NvmfHostOptions.Builder#busyPoll}).
  */
 @EnabledIfEnvironmentVariable(
     named = "EMBER_TEST_NVMF_TARGET",
@@ -14,6 +14,6 @@ import org.junit.jupiter.api.condition.EnabledIfEnvironmentVariable;
 class KernelTargetPollingHostTest extends KernelTargetTest {
   @Override
   protected NvmfHostOptions.Builder options() {
-    return super.options().pollThreads(1);
+    return super.options().busyPoll(java.time.Duration.ofNanos(200_000));
   }
 }

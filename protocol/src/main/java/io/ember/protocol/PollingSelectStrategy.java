@@ -11,10 +11,10 @@ import java.time.Duration;
  * on a loaded or small host is most of a small call's round trip; the price is up to the polling
  * window of one core's time after each burst of work, and none while the loop is idle.
  *
- * <p>Netty's own busy-wait strategy is not used: it spins in native code until a socket is ready
- * and never sleeps, so an idle server would keep a core busy for good. Here each poll returns to
- * the loop, which runs the tasks other threads handed it (replies written after a journal sync,
- * timers) between polls, and falls back to sleeping once the window has passed without an event.
+ * <p>Netty's own busy-wait strategy is not used: its epoll loop polls for good and never sleeps, so
+ * an idle server would keep a core busy, and NIO's takes it for a select that sleeps. Here the loop
+ * polls, running the tasks other threads handed it (replies written after a journal sync, timers)
+ * between polls, and falls back to sleeping once the window has passed without an event.
  */
 final class PollingSelectStrategy implements SelectStrategy {
 

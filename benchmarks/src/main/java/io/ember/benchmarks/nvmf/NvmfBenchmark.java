@@ -11,6 +11,7 @@ import io.ember.nvmf.target.MemoryNamespace;
 import io.ember.nvmf.target.NvmfTarget;
 import io.ember.nvmf.target.Subsystem;
 import java.nio.ByteBuffer;
+import java.time.Duration;
 import java.util.SplittableRandom;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
@@ -63,18 +64,18 @@ public class NvmfBenchmark {
   public int inCapsule;
 
   /**
-   * Host threads that poll the connections instead of sleeping until data arrives ({@link
-   * NvmfHostOptions.Builder#pollThreads}); 0 for the default sleeping threads.
+   * Microseconds the host's network threads keep polling after their last event before they sleep
+   * ({@link NvmfHostOptions.Builder#busyPoll}); 0 sleeps at once.
    */
   @Param("0")
-  public int hostPollThreads;
+  public long hostBusyPollMicros;
 
   /**
-   * Whether the embedded target serves from one network thread that polls instead of sleeping
-   * ({@link NvmfTarget.Builder#poll}).
+   * Microseconds the embedded target's network threads keep polling after their last event before
+   * they sleep ({@link NvmfTarget.Builder#busyPoll}); 0 sleeps at once.
    */
-  @Param("false")
-  public boolean targetPoll;
+  @Param("0")
+  public long targetBusyPollMicros;
 
   /** Bytes of the namespace the random benchmarks touch. */
   @Param("268435456")
@@ -103,9 +104,7 @@ public class NvmfBenchmark {
       s.addNamespace(new MemoryNamespace(span, 4096));
       NvmfTarget.Builder b =
           NvmfTarget.builder().listen("127.0.0.1", 0).subsystem(s).inCapsuleDataSize(inCapsule);
-      if (targetPoll) {
-        b.threads(1).poll(true);
-      }
+      b.busyPoll(Duration.ofNanos(targetBusyPollMicros * 1000));
       embedded = b.build().start();
       uri = embedded.uri(s.nqn());
     }
@@ -115,7 +114,7 @@ public class NvmfBenchmark {
             NvmfHostOptions.builder()
                 .ioQueues(4)
                 .ioQueueSize(128)
-                .pollThreads(hostPollThreads)
+                .busyPoll(Duration.ofNanos(hostBusyPollMicros * 1000))
                 .build());
     IdentifyNamespace ns = ctrl.namespaces().get(0);
     nsid = ns.nsid();

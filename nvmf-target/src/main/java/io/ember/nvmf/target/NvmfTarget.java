@@ -45,7 +45,7 @@ public final class NvmfTarget implements AutoCloseable {
   final boolean countCommands;
   final long authTimeoutMs;
   private final int threads;
-  private final boolean poll;
+  private final java.time.Duration busyPoll;
   private final AtomicInteger nextCntlid = new AtomicInteger(1);
   final Map<Integer, TargetController> controllers = new ConcurrentHashMap<>();
   final AtomicInteger discoveryGeneration = new AtomicInteger(1);
@@ -82,7 +82,7 @@ public final class NvmfTarget implements AutoCloseable {
     this.countCommands = b.countCommands;
     this.authTimeoutMs = b.authTimeout.toMillis();
     this.threads = b.threads;
-    this.poll = b.poll;
+    this.busyPoll = b.busyPoll;
   }
 
   public static Builder builder() {
@@ -96,7 +96,8 @@ public final class NvmfTarget implements AutoCloseable {
    * @throws IOException when the port cannot be bound
    */
   public NvmfTarget start() throws IOException {
-    group = Transports.group(threads, poll ? "nvmf-target-poll" : "nvmf-target", poll);
+    group =
+        Transports.group(threads, busyPoll.isZero() ? "nvmf-target" : "nvmf-target-poll", busyPoll);
     AtomicInteger n = new AtomicInteger();
     ThreadFactory tf =
         r -> {
@@ -265,7 +266,7 @@ public final class NvmfTarget implements AutoCloseable {
     private boolean countCommands = true;
     private java.time.Duration authTimeout = java.time.Duration.ofMinutes(2);
     private int threads = Runtime.getRuntime().availableProcessors();
-    private boolean poll;
+    private java.time.Duration busyPoll = java.time.Duration.ZERO;
 
     private Builder() {}
 
@@ -376,12 +377,18 @@ public final class NvmfTarget implements AutoCloseable {
     }
 
     /**
-     * Whether the network threads poll their sockets without ever sleeping (default off): a command
-     * is then picked up without a thread being woken, at the price of a whole core per thread, idle
-     * or not. Pair it with {@link #threads(int)} to choose how many cores.
+     * How long the network threads keep polling their sockets, without sleeping, after their last
+     * event; zero (the default) sleeps at once. A command that comes while a thread polls is read
+     * without a wake-up, at the price of up to this much of a core's time per thread after each
+     * burst of commands; {@link #threads(int)} bounds how many cores that can be.
+     *
+     * @throws IllegalArgumentException when {@code v} is negative
      */
-    public Builder poll(boolean v) {
-      this.poll = v;
+    public Builder busyPoll(java.time.Duration v) {
+      if (v.isNegative()) {
+        throw new IllegalArgumentException("busyPoll must not be negative, got " + v);
+      }
+      this.busyPoll = v;
       return this;
     }
 

@@ -59,9 +59,8 @@ public final class TcpController implements NvmfController {
     this.uri = uri;
     this.opts = opts;
     this.group =
-        opts.pollThreads() > 0
-            ? Transports.group(opts.pollThreads(), "nvmf-host-poll", true)
-            : Transports.group(threads, "nvmf-host");
+        Transports.group(
+            threads, opts.busyPoll().isZero() ? "nvmf-host" : "nvmf-host-poll", opts.busyPoll());
     this.maxTransfer = opts.maxTransferSize();
   }
 

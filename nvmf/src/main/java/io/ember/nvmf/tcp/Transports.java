@@ -16,6 +16,7 @@ import io.netty.channel.socket.nio.NioServerSocketChannel;
 import io.netty.channel.socket.nio.NioSocketChannel;
 import io.netty.util.concurrent.DefaultThreadFactory;
 import java.nio.channels.spi.SelectorProvider;
+import java.time.Duration;
 
 /**
  * Picks Netty's native epoll transport on Linux (lower wake-up latency than NIO's selector) and NIO
@@ -34,19 +35,19 @@ public final class Transports {
 
   /** An event loop group of {@code threads} daemon threads named {@code name-*}. */
   public static EventLoopGroup group(int threads, String name) {
-    return group(threads, name, false);
+    return group(threads, name, Duration.ZERO);
   }
 
   /**
-   * An event loop group of {@code threads} daemon threads named {@code name-*}; with {@code poll},
-   * threads that never sleep: each turn of the loop asks the kernel for ready sockets without
-   * waiting, so neither arriving data nor a task from another thread has to wake one.
+   * An event loop group of {@code threads} daemon threads named {@code name-*} that keep polling
+   * their sockets for {@code busyPoll} after each event before they sleep (see {@link
+   * PollingSelectStrategy}); zero sleeps at once.
    */
-  public static EventLoopGroup group(int threads, String name, boolean poll) {
-    // Not SelectStrategy.BUSY_WAIT: epoll's handler does the same with it, but NIO's takes it for
-    // a select that sleeps.
+  public static EventLoopGroup group(int threads, String name, Duration busyPoll) {
     SelectStrategyFactory strategy =
-        poll ? () -> (readyNow, hasTasks) -> readyNow.get() : DefaultSelectStrategyFactory.INSTANCE;
+        busyPoll.isZero()
+            ? DefaultSelectStrategyFactory.INSTANCE
+            : PollingSelectStrategy.factory(busyPoll);
     IoHandlerFactory f =
         EPOLL
             ? EpollIoHandler.newFactory(0, strategy)
