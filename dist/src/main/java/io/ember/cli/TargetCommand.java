@@ -12,6 +12,7 @@ import io.ember.protocol.ConfigKey;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -104,22 +105,30 @@ final class TargetCommand implements Callable<Integer> {
   int blockSize = 4096;
 
   @Option(
-      names = "--poll-threads",
-      paramLabel = "N",
+      names = "--busy-poll",
+      paramLabel = "DURATION",
       description =
-          "serve on N network threads that poll their connections instead of sleeping until data"
-              + " arrives: lower latency for small I/O, a whole core each, busy or idle (default 0:"
-              + " threads that sleep, one per processor)")
-  int pollThreads;
+          "how long a network thread keeps polling its connections after its last event before it"
+              + " sleeps, e.g. 10ms: fewer thread wake-ups for small I/O, for up to this much of a"
+              + " core's time per thread after each burst (default 0: sleep at once)")
+  String busyPoll = "0";
 
   @Override
   public Integer call() throws Exception {
     if (port < 0 || port > 65535) {
       throw new ParameterException(spec.commandLine(), "--port: " + port + " is not a port");
     }
-    if (pollThreads < 0 || pollThreads > 64) {
+    Duration pollWindow;
+    try {
+      pollWindow = ConfigKey.parseDuration(busyPoll);
+    } catch (IllegalArgumentException | ArithmeticException e) {
       throw new ParameterException(
-          spec.commandLine(), "--poll-threads: " + pollThreads + " is not between 0 and 64");
+          spec.commandLine(),
+          "--busy-poll: '" + busyPoll + "' is not a duration such as 10ms or 200us");
+    }
+    if (pollWindow.isNegative() || pollWindow.compareTo(Duration.ofSeconds(1)) > 0) {
+      throw new ParameterException(
+          spec.commandLine(), "--busy-poll: " + busyPoll + " is not between 0 and 1s");
     }
     Subsystem subsystem;
     try {
@@ -158,11 +167,13 @@ final class TargetCommand implements Callable<Integer> {
       throw e;
     }
     // From here the target owns the namespaces: a start that fails closes them.
-    NvmfTarget.Builder settings = NvmfTarget.builder().listen(bind, port).subsystem(subsystem);
-    if (pollThreads > 0) {
-      settings.threads(pollThreads).poll(true);
-    }
-    NvmfTarget target = settings.build().start();
+    NvmfTarget target =
+        NvmfTarget.builder()
+            .listen(bind, port)
+            .subsystem(subsystem)
+            .busyPoll(pollWindow)
+            .build()
+            .start();
     String host = Addresses.advertised(advertise == null ? "" : advertise, bind);
     StringBuilder banner = new StringBuilder("NVMe/TCP target listening on ");
     banner.append(bind).append(':').append(target.port());
@@ -170,8 +181,8 @@ final class TargetCommand implements Callable<Integer> {
     keys.keySet().forEach(h -> admitted.add(h + " (DH-HMAC-CHAP)"));
     banner.append(
         admitted.isEmpty() ? " for any host" : " for hosts " + String.join(", ", admitted));
-    if (pollThreads > 0) {
-      banner.append(", on ").append(pollThreads).append(" polling thread(s)");
+    if (!pollWindow.isZero()) {
+      banner.append(", polling ").append(busyPoll).append(" after each event");
     }
     banner.append("; Ctrl-C stops");
     for (var e : subsystem.namespaces().entrySet()) {

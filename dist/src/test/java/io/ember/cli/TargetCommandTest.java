@@ -274,11 +274,11 @@ class TargetCommandTest {
   }
 
   @Test
-  void aTargetOnPollingThreadsServesWritesAndReads(@TempDir Path tmp) throws Exception {
+  void aPollingTargetServesWritesAndReads(@TempDir Path tmp) throws Exception {
     Path log = tmp.resolve("target.log");
-    Process target = onLoopback(log, "--poll-threads", "1", "--namespace", "memory:16m");
+    Process target = onLoopback(log, "--busy-poll", "10ms", "--namespace", "memory:16m");
     String uri = processes.awaitLine(log, FIRST_NAMESPACE, target);
-    assertTrue(java.nio.file.Files.readString(log).contains("on 1 polling thread(s)"));
+    assertTrue(java.nio.file.Files.readString(log).contains("polling 10ms after each event"));
     byte[] data = new byte[3 * 4096];
     new Random(11).nextBytes(data);
     try (NvmfController c = NvmfHost.connect(uri, NvmfHostOptions.defaults())) {
@@ -340,12 +340,17 @@ class TargetCommandTest {
     assertTrue(shrink.err().contains("holds 3145728 bytes, more than 1048576"), shrink.err());
     assertEquals(3 << 20, java.nio.file.Files.size(tmp.resolve("big.img")));
 
-    EmberCliTest.Result negative =
-        EmberCliTest.run("target", "--poll-threads", "-1", "--namespace", "memory:16m");
-    assertEquals(EmberCli.USAGE_ERROR, negative.code(), negative.err());
-    assertTrue(
-        negative.err().startsWith("ember: --poll-threads: -1 is not between 0 and 64"),
-        negative.err());
+    for (String[] wrong :
+        new String[][] {
+          {"lots", "'lots' is not a duration such as 10ms or 200us"},
+          {"2s", "2s is not between 0 and 1s"},
+          {"-5ms", "-5ms is not between 0 and 1s"},
+        }) {
+      EmberCliTest.Result r =
+          EmberCliTest.run("target", "--busy-poll", wrong[0], "--namespace", "memory:16m");
+      assertEquals(EmberCli.USAGE_ERROR, r.code(), r.err());
+      assertTrue(r.err().startsWith("ember: --busy-poll: " + wrong[1]), r.err());
+    }
 
     EmberCliTest.Result none = EmberCliTest.run("target");
     assertEquals(EmberCli.USAGE_ERROR, none.code());

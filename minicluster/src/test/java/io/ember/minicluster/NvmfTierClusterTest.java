@@ -194,15 +194,14 @@ class NvmfTierClusterTest {
   }
 
   /**
-   * NVMf locations are asked again once older than the name node lets them be trusted; asking again
-   * for the blocks of a run the file already holds is not a run that came back short, and the file
-   * goes on taking its blocks in runs.
+   * A client whose NVMf connections poll for a while after each event: commands must find the loops
+   * polling or wake them once the window has passed, and data round-trips either way.
    */
   @Test
   void aClientThatPollsItsTargetWritesAndReadsLikeAnyOther() throws Exception {
     cluster = embeddedNvmfOnly("16m");
     EmberClient polling =
-        cluster.newClient(EmberConfig.defaults().with(NvmfTierKeys.POLL_THREADS, "1"));
+        cluster.newClient(EmberConfig.defaults().with(NvmfTierKeys.BUSY_POLL, "200us"));
     byte[] data = data(5 * 65536 + 123, 7);
     try (EmberOutputStream out =
         polling.create("/polled", CreateOptions.DEFAULT.withStorageClass(StorageClass.NVMF))) {
@@ -229,6 +228,11 @@ class NvmfTierClusterTest {
     }
   }
 
+  /**
+   * NVMf locations are asked again once older than the name node lets them be trusted; asking again
+   * for the blocks of a run the file already holds is not a run that came back short, and the file
+   * goes on taking its blocks in runs.
+   */
   @Test
   void aWriterThatHoldsARunPastItsTrustStillTakesTheNextRunWhole() throws Exception {
     cluster = embeddedNvmfOnly("16m");

@@ -74,7 +74,7 @@ public final class NvmfTier implements StorageTier {
                   NvmfHostOptions.builder()
                       .ioQueues(config.get(NvmfTierKeys.QUEUES))
                       .ioQueueSize(config.get(NvmfTierKeys.QUEUE_DEPTH))
-                      .pollThreads(config.get(NvmfTierKeys.POLL_THREADS))
+                      .busyPoll(config.get(NvmfTierKeys.BUSY_POLL))
                       .commandTimeout(config.get(EmberKeys.RPC_TIMEOUT))
                       .connectTimeout(config.get(EmberKeys.CONNECT_TIMEOUT)),
                   config)

@@ -4,6 +4,7 @@ import io.ember.nvmf.NvmfHostOptions;
 import io.ember.nvmf.auth.DhchapSecret;
 import io.ember.protocol.ConfigKey;
 import io.ember.protocol.EmberConfig;
+import java.time.Duration;
 import java.util.List;
 
 /** Configuration keys of the NVMf tier's client side. */
@@ -20,17 +21,18 @@ public final class NvmfTierKeys {
           "ember.client.nvmf.queue-depth", 64, 2, 1024, "commands in flight per NVMf queue");
 
   /**
-   * Threads per NVMf target that poll the client's connections to it instead of sleeping until data
-   * arrives: lower latency for small I/O, at the price of a whole core per thread, busy or idle.
+   * How long a client's NVMf network threads keep polling their connections after their last event
+   * before they sleep; zero sleeps at once.
    */
-  public static final ConfigKey<Integer> POLL_THREADS =
-      ConfigKey.ofInt(
-          "ember.client.nvmf.poll-threads",
-          0,
-          0,
-          64,
-          "threads per NVMf target that poll its connections instead of sleeping; each takes a whole"
-              + " core (0: none, threads sleep until data arrives)");
+  public static final ConfigKey<Duration> BUSY_POLL =
+      ConfigKey.ofDuration(
+          "ember.client.nvmf.busy-poll",
+          "0",
+          Duration.ZERO,
+          Duration.ofSeconds(1),
+          "how long a client's NVMf network threads poll for the next completion or command before"
+              + " they sleep (e.g. 10ms; 0: they sleep at once); polling saves thread wake-ups on"
+              + " small I/O at the cost of up to this much CPU per thread after each burst");
 
   /**
    * The host NQN this process connects to NVMf targets with, data nodes and clients alike; a target
@@ -64,7 +66,7 @@ public final class NvmfTierKeys {
 
   /** Every key of this class. */
   public static final List<ConfigKey<?>> ALL =
-      List.of(QUEUES, QUEUE_DEPTH, POLL_THREADS, HOST_NQN, DHCHAP_SECRET, DHCHAP_CTRL_SECRET);
+      List.of(QUEUES, QUEUE_DEPTH, BUSY_POLL, HOST_NQN, DHCHAP_SECRET, DHCHAP_CTRL_SECRET);
 
   private static boolean secretOrEmpty(String s) {
     if (s.isBlank()) {
