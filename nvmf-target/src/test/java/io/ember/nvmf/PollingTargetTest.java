@@ -114,7 +114,9 @@ class PollingTargetTest extends EmbeddedTargetTest {
                 options()
                     .ioQueues(1)
                     .busyPoll(FOR_GOOD)
-                    .commandTimeout(Duration.ofSeconds(1))
+                    // Longer than CommandTimeoutTest's second: the connect's own admin commands
+                    // share the cores with threads that never sleep here.
+                    .commandTimeout(Duration.ofSeconds(3))
                     .build())) {
       CompletableFuture<Void> timesOut = c.ioQueue(0).read(1, 0, ByteBuffer.allocateDirect(512));
       assertTrue(
