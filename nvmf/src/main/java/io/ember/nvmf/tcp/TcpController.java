@@ -155,9 +155,11 @@ public final class TcpController implements NvmfController {
     maxTransfer = ControllerSetup.maxTransfer(cap, identify, opts.maxTransferSize());
     if (kato > 0) {
       long period = Math.max(100, kato / 2);
+      // On the admin queue's own loop: the submit then needs no hand-off, and a polling group
+      // keeps no second loop awake for it.
       keepAlive =
-          group
-              .next()
+          admin
+              .eventLoop()
               .scheduleAtFixedRate(this::sendKeepAlive, period, period, TimeUnit.MILLISECONDS);
     }
     namespaces = ControllerSetup.identifyNamespaces(this::adminSync, uri, identify);

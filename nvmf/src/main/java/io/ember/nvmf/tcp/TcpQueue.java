@@ -19,6 +19,7 @@ import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.channel.ChannelInitializer;
 import io.netty.channel.ChannelOption;
 import io.netty.channel.ChannelOutboundBuffer;
+import io.netty.channel.EventLoop;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.socket.SocketChannel;
 import io.netty.handler.codec.DecoderException;
@@ -184,6 +185,11 @@ final class TcpQueue extends CommandQueue {
   @Override
   public int depth() {
     return slots.length;
+  }
+
+  /** The loop that owns this queue's socket; valid once {@link #open} returned. */
+  EventLoop eventLoop() {
+    return ch.eventLoop();
   }
 
   String where() {
