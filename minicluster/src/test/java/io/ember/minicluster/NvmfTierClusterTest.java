@@ -194,12 +194,24 @@ class NvmfTierClusterTest {
   }
 
   /**
-   * A client whose NVMf connections poll for a while after each event: commands must find the loops
-   * polling or wake them once the window has passed, and data round-trips either way.
+   * A client whose NVMf connections poll for a while after each event, against a data node whose
+   * embedded target polls too: commands must find the loops polling or wake them once the window
+   * has passed, and data round-trips either way.
    */
   @Test
   void aClientThatPollsItsTargetWritesAndReadsLikeAnyOther() throws Exception {
-    cluster = embeddedNvmfOnly("16m");
+    cluster =
+        MiniCluster.builder()
+            .dramDatanodes(0)
+            .blockSize("64k")
+            .set(NvmfDataNodeKeys.EMBEDDED_SIZE, "16m")
+            .set(NvmfDataNodeKeys.EMBEDDED_BUSY_POLL, "200us")
+            .nvmfDatanode("")
+            .build();
+    assertTrue(
+        Thread.getAllStackTraces().keySet().stream()
+            .anyMatch(t -> t.getName().startsWith("nvmf-target-poll-")),
+        "the embedded target does not poll");
     EmberClient polling =
         cluster.newClient(EmberConfig.defaults().with(NvmfTierKeys.BUSY_POLL, "200us"));
     byte[] data = data(5 * 65536 + 123, 7);

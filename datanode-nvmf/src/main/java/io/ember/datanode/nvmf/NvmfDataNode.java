@@ -436,6 +436,7 @@ public final class NvmfDataNode implements DataNode {
           .listen("127.0.0.1", 0)
           .subsystem(subsystem)
           .countCommands(config.get(EmberKeys.METRICS_ENABLED))
+          .busyPoll(config.get(NvmfDataNodeKeys.EMBEDDED_BUSY_POLL))
           .build()
           .start();
     } catch (IOException | IllegalArgumentException e) {
