@@ -81,6 +81,23 @@ public final class NvmfTierBench implements Callable<Integer> {
               + "(default ${DEFAULT-VALUE})")
   int warmupSeconds;
 
+  @Option(
+      names = "--busy-poll",
+      paramLabel = "DURATION",
+      defaultValue = "0",
+      description =
+          "how long the NVMf network threads of Ember's client, and of the embedded target, poll"
+              + " after each event before they sleep, e.g. 10ms (default ${DEFAULT-VALUE}: they"
+              + " sleep at once)")
+  String busyPoll;
+
+  @Option(
+      names = "--bare-busy-poll",
+      paramLabel = "DURATION",
+      defaultValue = "0",
+      description = "the same for the bare host (default ${DEFAULT-VALUE})")
+  String bareBusyPoll;
+
   @CommandLine.Mixin ReportOption report;
 
   @CommandLine.Spec CommandLine.Model.CommandSpec spec;
@@ -138,11 +155,15 @@ public final class NvmfTierBench implements Callable<Integer> {
       throw new CommandLine.ParameterException(
           spec.commandLine(), "--size must be at least 1m, --ops and --rounds positive");
     }
+    pollWindow("--busy-poll", busyPoll);
+    Duration bareWindow = pollWindow("--bare-busy-poll", bareBusyPoll);
     MiniCluster.Builder b =
         MiniCluster.builder()
             .dramDatanodes(0)
             .set(EmberKeys.IO_THREADS, "0")
             .set(io.ember.tier.nvmf.NvmfTierKeys.QUEUES, Integer.toString(queues))
+            .set(io.ember.tier.nvmf.NvmfTierKeys.BUSY_POLL, busyPoll)
+            .set(NvmfDataNodeKeys.EMBEDDED_BUSY_POLL, busyPoll)
             .set(NvmfDataNodeKeys.EMBEDDED_SIZE, Long.toString(2 * bytes + (64L << 20)));
     b.nvmfDatanode(target == null ? "" : target);
     double[][] r = new double[10][rounds];
@@ -158,7 +179,12 @@ public final class NvmfTierBench implements Callable<Integer> {
       long seqOps = bytes / SEQ;
       try (NvmfController bare =
           NvmfHost.connect(
-              uri, NvmfHostOptions.builder().ioQueues(queues).ioQueueSize(64).build())) {
+              uri,
+              NvmfHostOptions.builder()
+                  .ioQueues(queues)
+                  .ioQueueSize(64)
+                  .busyPoll(bareWindow)
+                  .build())) {
         int nsid = uri.nsid();
         int lba = bare.namespace(nsid).blockSize();
         // The bare host works in the upper half of the namespace, Ember's blocks in the lower;
@@ -354,7 +380,13 @@ public final class NvmfTierBench implements Callable<Integer> {
             + rounds
             + " round(s) after "
             + warmupSeconds
-            + " s of warm-up, measured in the same run; * bare and Ember calls alternate one by one;"
+            + " s of warm-up, measured in the same run"
+            + ", NVMf threads polling after each event for "
+            + busyPoll
+            + " in Ember's client and the embedded target, "
+            + bareBusyPoll
+            + " in the bare host"
+            + "; * bare and Ember calls alternate one by one;"
             + "\nthe bare host uses direct buffers with 8 in flight; 'async' rows give Ember the "
             + "same, 'stream' rows add the copy into the caller's byte[] and the stream's window.";
     out.println(rmw);
@@ -370,6 +402,21 @@ public final class NvmfTierBench implements Callable<Integer> {
     }
     out.flush();
     return 0;
+  }
+
+  private Duration pollWindow(String option, String value) {
+    Duration window;
+    try {
+      window = ConfigKey.parseDuration(value);
+    } catch (IllegalArgumentException e) {
+      throw new CommandLine.ParameterException(
+          spec.commandLine(), option + ": '" + value + "' is not a duration such as 10ms");
+    }
+    if (window.isNegative() || window.compareTo(Duration.ofSeconds(1)) > 0) {
+      throw new CommandLine.ParameterException(
+          spec.commandLine(), option + ": " + value + " is not between 0 and 1s");
+    }
+    return window;
   }
 
   private interface Issue {

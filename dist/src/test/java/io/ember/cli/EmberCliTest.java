@@ -779,6 +779,35 @@ class EmberCliTest {
   }
 
   @Test
+  void benchNvmfComparesTheTierWithABareHostPollingOrNot() {
+    Result r =
+        run(
+            "bench",
+            "nvmf",
+            "--size",
+            "1m",
+            "--ops",
+            "20",
+            "--rounds",
+            "1",
+            "--warmup",
+            "0",
+            "--busy-poll",
+            "1ms",
+            "--bare-busy-poll",
+            "1ms");
+    assertEquals(0, r.code(), r.err());
+    for (String figure :
+        List.of("seq 1 MiB write, async", "random 4 KiB read", "4 KiB write, one at a time")) {
+      assertTrue(r.out().lines().anyMatch(l -> l.startsWith(figure)), r.out());
+    }
+    assertTrue(r.out().contains("polling after each event for 1ms"), r.out());
+    Result bad = run("bench", "nvmf", "--bare-busy-poll", "2s");
+    assertEquals(EmberCli.USAGE_ERROR, bad.code(), bad.err());
+    assertTrue(bad.err().startsWith("ember: --bare-busy-poll: 2s is not between"), bad.err());
+  }
+
+  @Test
   void benchTakesSettingsAndRefusesUnknownOnes() {
     Result ok =
         run(
