@@ -121,7 +121,7 @@ final class TargetCommand implements Callable<Integer> {
     Duration pollWindow;
     try {
       pollWindow = ConfigKey.parseDuration(busyPoll);
-    } catch (IllegalArgumentException | ArithmeticException e) {
+    } catch (IllegalArgumentException e) {
       throw new ParameterException(
           spec.commandLine(),
           "--busy-poll: '" + busyPoll + "' is not a duration such as 10ms or 200us");

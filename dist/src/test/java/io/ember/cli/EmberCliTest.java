@@ -805,6 +805,11 @@ class EmberCliTest {
     Result bad = run("bench", "nvmf", "--bare-busy-poll", "2s");
     assertEquals(EmberCli.USAGE_ERROR, bad.code(), bad.err());
     assertTrue(bad.err().startsWith("ember: --bare-busy-poll: 2s is not between"), bad.err());
+    Result overflow = run("bench", "nvmf", "--busy-poll", "9223372036854775807h");
+    assertEquals(EmberCli.USAGE_ERROR, overflow.code(), overflow.err());
+    assertTrue(
+        overflow.err().startsWith("ember: --busy-poll: '9223372036854775807h' is not a duration"),
+        overflow.err());
   }
 
   @Test

@@ -186,8 +186,21 @@ public final class ConfigKey<T> {
     return v + units[u];
   }
 
-  /** Parses "50us", "500ms", "10s", "2m", "1h", "7d" or a plain number of milliseconds. */
+  /**
+   * Parses "50us", "500ms", "10s", "2m", "1h", "7d" or a plain number of milliseconds.
+   *
+   * @throws IllegalArgumentException when {@code text} is not such a duration, or one too long to
+   *     hold
+   */
   public static Duration parseDuration(String text) {
+    try {
+      return parseDuration0(text);
+    } catch (ArithmeticException e) {
+      throw new IllegalArgumentException(text + " is too long a duration", e);
+    }
+  }
+
+  private static Duration parseDuration0(String text) {
     String t = text.trim().toLowerCase(Locale.ROOT);
     if (t.endsWith("us")) {
       return Duration.ofNanos(

@@ -25,6 +25,11 @@ class ConfigTest {
     assertEquals(Duration.ofMillis(500), ConfigKey.parseDuration("500ms"));
     assertEquals(Duration.ofSeconds(10), ConfigKey.parseDuration("10s"));
     assertEquals(Duration.ofMinutes(2), ConfigKey.parseDuration("2m"));
+    // Callers catch IllegalArgumentException alone: an overflow must be one too.
+    assertThrows(
+        IllegalArgumentException.class, () -> ConfigKey.parseDuration("9223372036854775807us"));
+    assertThrows(
+        IllegalArgumentException.class, () -> ConfigKey.parseDuration("9223372036854775807h"));
   }
 
   @Test
