@@ -72,12 +72,15 @@ class NvmfTierClusterTest {
 
   /** A cluster whose only data node is NVMf, on an embedded target of {@code size}. */
   private static MiniCluster embeddedNvmfOnly(String size) throws EmberException {
+    return embeddedNvmfOnlyBuilder(size).build();
+  }
+
+  private static MiniCluster.Builder embeddedNvmfOnlyBuilder(String size) {
     return MiniCluster.builder()
         .dramDatanodes(0)
         .blockSize("64k")
         .set(NvmfDataNodeKeys.EMBEDDED_SIZE, size)
-        .nvmfDatanode("")
-        .build();
+        .nvmfDatanode("");
   }
 
   /** Reads {@code path} whole through {@code c}, which must fail; returns the failure. */
@@ -201,13 +204,7 @@ class NvmfTierClusterTest {
   @Test
   void aClientThatPollsItsTargetWritesAndReadsLikeAnyOther() throws Exception {
     cluster =
-        MiniCluster.builder()
-            .dramDatanodes(0)
-            .blockSize("64k")
-            .set(NvmfDataNodeKeys.EMBEDDED_SIZE, "16m")
-            .set(NvmfDataNodeKeys.EMBEDDED_BUSY_POLL, "200us")
-            .nvmfDatanode("")
-            .build();
+        embeddedNvmfOnlyBuilder("16m").set(NvmfDataNodeKeys.EMBEDDED_BUSY_POLL, "200us").build();
     assertTrue(
         Thread.getAllStackTraces().keySet().stream()
             .anyMatch(t -> t.getName().startsWith("nvmf-target-poll-")),
