@@ -121,10 +121,10 @@ public final class BenchCommand implements Callable<Integer> {
   public Integer call() throws Exception {
     out = spec.commandLine().getOut();
     progress = spec.commandLine().getErr();
-    long bytes = ConfigKey.parseSize(size);
-    if (rounds < 1 || ops < 1 || bytes < (1 << 20)) {
+    long bytes = OptionValues.size(spec, "--size", size, 1 << 20, Long.MAX_VALUE);
+    if (rounds < 1 || ops < 1) {
       throw new CommandLine.ParameterException(
-          spec.commandLine(), "--rounds and --ops must be positive and --size at least 1m");
+          spec.commandLine(), "--rounds and --ops must be positive");
     }
     EmberConfig overrides = BenchCommand.settings(spec, settings);
     MiniCluster cluster = null;

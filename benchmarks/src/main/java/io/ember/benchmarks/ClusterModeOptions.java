@@ -1,6 +1,5 @@
 package io.ember.benchmarks;
 
-import io.ember.protocol.ConfigKey;
 import java.util.Map;
 import java.util.TreeMap;
 import picocli.CommandLine;
@@ -36,14 +35,13 @@ final class ClusterModeOptions {
    * @throws CommandLine.ParameterException when a count is out of range
    */
   long bytes(CommandLine.Model.CommandSpec spec, RoundOptions round) {
-    long bytes = ConfigKey.parseSize(size) / LookupsAndTransfers.OP * LookupsAndTransfers.OP;
-    if (round.rounds < 1
-        || round.seconds < 1
-        || warmupSeconds < 0
-        || bytes < LookupsAndTransfers.OP) {
+    long bytes =
+        OptionValues.size(spec, "--size", size, LookupsAndTransfers.OP, Long.MAX_VALUE)
+            / LookupsAndTransfers.OP
+            * LookupsAndTransfers.OP;
+    if (round.rounds < 1 || round.seconds < 1 || warmupSeconds < 0) {
       throw new CommandLine.ParameterException(
-          spec.commandLine(),
-          "--rounds and --seconds must be positive, --warmup not negative, --size at least 1m");
+          spec.commandLine(), "--rounds and --seconds must be positive, --warmup not negative");
     }
     return bytes;
   }

@@ -103,11 +103,11 @@ public final class HadoopBench implements Callable<Integer> {
   public Integer call() throws Exception {
     PrintWriter out = spec.commandLine().getOut();
     PrintWriter progress = spec.commandLine().getErr();
-    long bytes = ConfigKey.parseSize(size);
     int op = 1 << 20;
-    if (bytes < op || rounds < 1 || ops < 1) {
+    long bytes = OptionValues.size(spec, "--size", size, op, Long.MAX_VALUE);
+    if (rounds < 1 || ops < 1) {
       throw new CommandLine.ParameterException(
-          spec.commandLine(), "--size must be at least 1m, and --rounds and --ops positive");
+          spec.commandLine(), "--rounds and --ops must be positive");
     }
     if (!List.of("all", "throughput", "metadata").contains(only)) {
       throw new CommandLine.ParameterException(

@@ -168,7 +168,9 @@ public final class MetricsBench implements Callable<Integer> {
     PrintWriter out = spec.commandLine().getOut();
     progress = spec.commandLine().getErr();
     bytes = modes.bytes(spec, round);
-    Duration interval = ConfigKey.parseDuration(scrapeInterval);
+    Duration interval =
+        OptionValues.duration(
+            spec, "--scrape-interval", scrapeInterval, Duration.ZERO, Duration.ofHours(1));
     EmberConfig overrides = BenchCommand.settings(spec, modes.settings);
     byte[] buf = new byte[OP];
     new java.util.Random(1).nextBytes(buf);

@@ -13,7 +13,6 @@ import io.ember.nvmf.NvmfHost;
 import io.ember.nvmf.NvmfHostOptions;
 import io.ember.nvmf.NvmfQueue;
 import io.ember.nvmf.NvmfUri;
-import io.ember.protocol.ConfigKey;
 import io.ember.protocol.EmberException;
 import io.ember.protocol.EmberKeys;
 import io.ember.protocol.Messages.ClassUsage;
@@ -150,10 +149,10 @@ public final class NvmfTierBench implements Callable<Integer> {
   public Integer call() throws Exception {
     PrintWriter out = spec.commandLine().getOut();
     PrintWriter progress = spec.commandLine().getErr();
-    long bytes = ConfigKey.parseSize(size);
-    if (bytes < SEQ || ops < 1 || rounds < 1) {
+    long bytes = OptionValues.size(spec, "--size", size, SEQ, Long.MAX_VALUE);
+    if (ops < 1 || rounds < 1) {
       throw new CommandLine.ParameterException(
-          spec.commandLine(), "--size must be at least 1m, --ops and --rounds positive");
+          spec.commandLine(), "--ops and --rounds must be positive");
     }
     pollWindow("--busy-poll", busyPoll);
     Duration bareWindow = pollWindow("--bare-busy-poll", bareBusyPoll);
@@ -405,18 +404,7 @@ public final class NvmfTierBench implements Callable<Integer> {
   }
 
   private Duration pollWindow(String option, String value) {
-    Duration window;
-    try {
-      window = ConfigKey.parseDuration(value);
-    } catch (IllegalArgumentException e) {
-      throw new CommandLine.ParameterException(
-          spec.commandLine(), option + ": '" + value + "' is not a duration such as 10ms");
-    }
-    if (window.isNegative() || window.compareTo(Duration.ofSeconds(1)) > 0) {
-      throw new CommandLine.ParameterException(
-          spec.commandLine(), option + ": " + value + " is not between 0 and 1s");
-    }
-    return window;
+    return OptionValues.duration(spec, option, value, Duration.ZERO, Duration.ofSeconds(1));
   }
 
   private interface Issue {

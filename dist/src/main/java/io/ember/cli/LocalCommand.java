@@ -1,5 +1,6 @@
 package io.ember.cli;
 
+import io.ember.benchmarks.OptionValues;
 import io.ember.client.CreateOptions;
 import io.ember.client.EmberClient;
 import io.ember.client.EmberOutputStream;
@@ -85,7 +86,7 @@ final class LocalCommand implements Callable<Integer> {
     if (namenodeDir != null) {
       builder.set(NameNodeKeys.DIR, namenodeDir.toString());
     }
-    boolean nvmf = io.ember.protocol.ConfigKey.parseSize(nvmfSize) > 0;
+    boolean nvmf = OptionValues.size(spec, "--nvmf-size", nvmfSize, 0, Long.MAX_VALUE) > 0;
     java.nio.file.Path backing = nvmfFile;
     if (nvmf) {
       if (backing == null) {

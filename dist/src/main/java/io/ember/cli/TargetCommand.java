@@ -1,5 +1,6 @@
 package io.ember.cli;
 
+import io.ember.benchmarks.OptionValues;
 import io.ember.nvmf.NvmfUri;
 import io.ember.nvmf.target.FileNamespace;
 import io.ember.nvmf.target.HostKeys;
@@ -118,18 +119,8 @@ final class TargetCommand implements Callable<Integer> {
     if (port < 0 || port > 65535) {
       throw new ParameterException(spec.commandLine(), "--port: " + port + " is not a port");
     }
-    Duration pollWindow;
-    try {
-      pollWindow = ConfigKey.parseDuration(busyPoll);
-    } catch (IllegalArgumentException e) {
-      throw new ParameterException(
-          spec.commandLine(),
-          "--busy-poll: '" + busyPoll + "' is not a duration such as 10ms or 200us");
-    }
-    if (pollWindow.isNegative() || pollWindow.compareTo(Duration.ofSeconds(1)) > 0) {
-      throw new ParameterException(
-          spec.commandLine(), "--busy-poll: " + busyPoll + " is not between 0 and 1s");
-    }
+    Duration pollWindow =
+        OptionValues.duration(spec, "--busy-poll", busyPoll, Duration.ZERO, Duration.ofSeconds(1));
     Subsystem subsystem;
     try {
       subsystem = new Subsystem(nqn);

@@ -813,6 +813,29 @@ class EmberCliTest {
   }
 
   @Test
+  void aMistypedSizeOrDurationIsAUsageErrorNamingTheOption() {
+    // Each is refused before anything starts: these used to end in Java's own "For input
+    // string" with no option named, or, for a negative scrape interval, after a cluster started.
+    for (String[] wrong :
+        new String[][] {
+          {"bench --size lots", "--size: 'lots' is not a size such as 512m or 4g"},
+          {"bench --size 512k", "--size: 512k is less than 1m"},
+          {"bench nvmf --size 1.5g", "--size: '1.5g' is not a size such as 512m or 4g"},
+          {"bench hadoop --size -1m", "--size: '-1m' is not a size such as 512m or 4g"},
+          {"bench security --size lots", "--size: 'lots' is not a size such as 512m or 4g"},
+          {"bench metrics --scrape-interval -1s", "--scrape-interval: -1s is not between 0 and 1h"},
+          {"bench metrics --scrape-interval often", "--scrape-interval: 'often' is not a duration"},
+          {"local --nvmf-size lots", "--nvmf-size: 'lots' is not a size such as 512m or 4g"},
+        }) {
+      Result r = run(wrong[0].split(" "));
+      assertEquals(EmberCli.USAGE_ERROR, r.code(), wrong[0] + ": " + r.err());
+      assertTrue(r.err().startsWith("ember: " + wrong[1]), wrong[0] + ": " + r.err());
+      // The error and where to find help, nothing else: no stack trace, no cluster started.
+      assertEquals(2, r.err().lines().count(), r.err());
+    }
+  }
+
+  @Test
   void benchTakesSettingsAndRefusesUnknownOnes() {
     Result ok =
         run(
