@@ -301,7 +301,15 @@ public final class BenchCommand implements Callable<Integer> {
       double emberProcessCpu,
       double rawProcessCpu) {}
 
-  /** Moves {@code bytes} through the raw socket and then through an Ember file, in ops of buf. */
+  /** One side's part of a round: MiB/s written and read, and the CPU nanoseconds of the write. */
+  private record Side(
+      double write, double read, long receiverCpu, long senderCpu, long processCpu) {}
+
+  /**
+   * Moves {@code bytes} through the raw socket and through an Ember file, in ops of buf. Even
+   * rounds start with the raw socket and odd ones with Ember, so whatever the first side leaves
+   * behind (garbage to collect, a cooler cache, a neighbour's burst) falls on both sides alike.
+   */
   private Figures round(
       EmberClient client,
       RawSocketBaseline raw,
@@ -313,17 +321,74 @@ public final class BenchCommand implements Callable<Integer> {
       int index,
       String round)
       throws Exception {
+    Side r;
+    Side e;
+    if (index % 2 == 0) {
+      r = rawSide(raw, bytes, buf.length, label, round);
+      e = emberSide(client, dir, buf, bytes, buffered, label, index, round);
+    } else {
+      e = emberSide(client, dir, buf, bytes, buffered, label, index, round);
+      r = rawSide(raw, bytes, buf.length, label, round);
+    }
+    Figures f =
+        new Figures(
+            e.write(),
+            r.write(),
+            e.read(),
+            r.read(),
+            msPerGiB(e.receiverCpu(), bytes),
+            msPerGiB(r.receiverCpu(), bytes),
+            msPerGiB(e.senderCpu(), bytes),
+            msPerGiB(r.senderCpu(), bytes),
+            msPerGiB(e.processCpu(), bytes),
+            msPerGiB(r.processCpu(), bytes));
+    note(
+        String.format(
+            Locale.ROOT,
+            "throughput %s ops, %s: write %.0f vs raw %.0f MiB/s, read %.0f vs raw %.0f MiB/s;"
+                + " CPU per GiB written, ms: sender %.0f vs %.0f, receiver %.0f vs %.0f,"
+                + " process %.0f vs %.0f",
+            label,
+            round,
+            f.emberWrite(),
+            f.rawWrite(),
+            f.emberRead(),
+            f.rawRead(),
+            f.emberSenderCpu(),
+            f.rawSenderCpu(),
+            f.emberReceiverCpu(),
+            f.rawReceiverCpu(),
+            f.emberProcessCpu(),
+            f.rawProcessCpu()));
+    return f;
+  }
+
+  private Side rawSide(RawSocketBaseline raw, long bytes, int opSize, String label, String round)
+      throws Exception {
+    note(String.format(Locale.ROOT, "throughput %s ops, %s: raw socket...", label, round));
+    long serverCpu0 = cpuNanos(RawSocketBaseline.SERVER_THREAD);
+    long sender0 = CPU.getCurrentThreadCpuTime();
+    long process0 = processCpuNanos();
+    double write = raw.send(bytes, opSize);
+    long process = processCpuNanos() - process0;
+    long sender = CPU.getCurrentThreadCpuTime() - sender0;
+    long serverCpu = cpuNanos(RawSocketBaseline.SERVER_THREAD) - serverCpu0;
+    double read = raw.receive(bytes, opSize);
+    return new Side(write, read, serverCpu, sender, process);
+  }
+
+  private Side emberSide(
+      EmberClient client,
+      String dir,
+      byte[] buf,
+      long bytes,
+      boolean buffered,
+      String label,
+      int index,
+      String round)
+      throws Exception {
     int opSize = buf.length;
     long ops = bytes / opSize;
-    note(String.format(Locale.ROOT, "throughput %s ops, %s: raw socket...", label, round));
-    long rawCpu0 = cpuNanos(RawSocketBaseline.SERVER_THREAD);
-    long rawSender0 = CPU.getCurrentThreadCpuTime();
-    long rawProcess0 = processCpuNanos();
-    double rw = raw.send(bytes, opSize);
-    long rawProcess = processCpuNanos() - rawProcess0;
-    long rawSender = CPU.getCurrentThreadCpuTime() - rawSender0;
-    long rawCpu = cpuNanos(RawSocketBaseline.SERVER_THREAD) - rawCpu0;
-    double rr = raw.receive(bytes, opSize);
     note(String.format(Locale.ROOT, "throughput %s ops, %s: Ember...", label, round));
     String path = dir + "/t-" + opSize + "-" + index;
     long dnCpu0 = cpuNanos(DATANODE_THREADS);
@@ -354,37 +419,7 @@ public final class BenchCommand implements Callable<Integer> {
     }
     long t2 = System.nanoTime();
     client.delete(path, false);
-    Figures f =
-        new Figures(
-            mibPerSec(bytes, t1 - t0),
-            rw,
-            mibPerSec(bytes, t2 - t1),
-            rr,
-            msPerGiB(dnCpu, bytes),
-            msPerGiB(rawCpu, bytes),
-            msPerGiB(sender, bytes),
-            msPerGiB(rawSender, bytes),
-            msPerGiB(process, bytes),
-            msPerGiB(rawProcess, bytes));
-    note(
-        String.format(
-            Locale.ROOT,
-            "throughput %s ops, %s: write %.0f vs raw %.0f MiB/s, read %.0f vs raw %.0f MiB/s;"
-                + " CPU per GiB written, ms: sender %.0f vs %.0f, receiver %.0f vs %.0f,"
-                + " process %.0f vs %.0f",
-            label,
-            round,
-            f.emberWrite(),
-            rw,
-            f.emberRead(),
-            rr,
-            f.emberSenderCpu(),
-            f.rawSenderCpu(),
-            f.emberReceiverCpu(),
-            f.rawReceiverCpu(),
-            f.emberProcessCpu(),
-            f.rawProcessCpu()));
-    return f;
+    return new Side(mibPerSec(bytes, t1 - t0), mibPerSec(bytes, t2 - t1), dnCpu, sender, process);
   }
 
   private void metadata(EmberClient client, String dir, int threadCount) throws Exception {
@@ -520,7 +555,8 @@ public final class BenchCommand implements Callable<Integer> {
         + rounds
         + " round(s), after "
         + warmupSeconds
-        + " s of warm-up traffic per throughput measure.";
+        + " s of warm-up traffic per throughput measure; throughput rounds start with the"
+        + " baseline and with Ember in turn.";
   }
 
   private void printTable() {
