@@ -201,6 +201,15 @@ final class Datanode {
         cooling.addLast(new long[] {slot, reusableAt});
       }
     }
+    // A node deallocates each batch before its next heartbeat and reports it there, so what that
+    // report leaves out was not done: the target failed or timed out, the node was closing, or the
+    // batch never reached it (the answer that carried it was lost). Those go out again; kept
+    // waiting for a report that will not come, they stayed out of use until the node registered
+    // again, and a long-lived node lost capacity with every failure.
+    for (Long slot : trimming) {
+      toTrim.addLast(slot);
+    }
+    trimming.clear();
     java.util.List<Long> next = new java.util.ArrayList<>();
     while (next.size() < max && !toTrim.isEmpty()) {
       Long slot = toTrim.pollFirst();

@@ -424,9 +424,10 @@ class NameNodeStateTest {
     assertEquals(0, usage(StorageClass.NVMF).freeBlocks());
     List<Long> toTrim = nn.heartbeat(dn, List.of());
     assertEquals(Set.of(a, b), new HashSet<>(toTrim));
-    assertEquals(List.of(), nn.heartbeat(dn, List.of())); // handed out once
     assertCode(ErrorCode.NO_CAPACITY, () -> nn.allocateBlock(g.id(), 0));
-    nn.heartbeat(dn, List.of(a, 12345L)); // an unknown slot is ignored
+    // The node deallocated a but not b (say its target timed out): b goes out again. An unknown
+    // slot is ignored.
+    assertEquals(List.of(b), nn.heartbeat(dn, List.of(a, 12345L)));
     // Deallocated, but a reader may still use a location it checked just before the delete.
     assertEquals(0, usage(StorageClass.NVMF).freeBlocks());
     assertCode(ErrorCode.NO_CAPACITY, () -> nn.allocateBlock(g.id(), 0));
@@ -440,6 +441,28 @@ class NameNodeStateTest {
             .endsWith(
                 "; 1 freed block is still being deallocated and will be free" + " within seconds"),
         oneLeft.getMessage());
+  }
+
+  @Test
+  void deallocationsANodeDidNotReportGoOutAgainAndThoseItDidNever() throws Exception {
+    int dn = nn.register(StorageClass.NVMF, "nvmf", "t", 3L * BS, true).datanodeId();
+    NodeStatus f = nn.create("/f", NodeType.FILE, StorageClass.NVMF, false);
+    Set<Long> slots = new HashSet<>();
+    for (int i = 0; i < 3; i++) {
+      slots.add(nn.allocateBlock(f.id(), i).address() / BS);
+    }
+    nn.delete("/f", false);
+    assertEquals(slots, new HashSet<>(nn.heartbeat(dn, List.of())));
+    // The answer that carried them was lost: the node's next heartbeat reports nothing new, and
+    // the batch goes out again instead of staying out of use until the node registers again.
+    assertEquals(slots, new HashSet<>(nn.heartbeat(dn, List.of())));
+    // Done, reported (twice, as after a lost answer to the report): nothing goes out again, and
+    // the blocks come back once the reuse delay has passed.
+    assertEquals(List.of(), nn.heartbeat(dn, List.copyOf(slots)));
+    assertEquals(List.of(), nn.heartbeat(dn, List.copyOf(slots)));
+    assertEquals(List.of(), nn.heartbeat(dn, List.of()));
+    clock.addAndGet(BlockLocation.UNCHECKED_REUSE_DELAY.toNanos());
+    assertEquals(3, usage(StorageClass.NVMF).freeBlocks());
   }
 
   @Test
