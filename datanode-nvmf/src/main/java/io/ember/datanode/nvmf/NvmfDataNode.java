@@ -586,6 +586,12 @@ public final class NvmfDataNode implements DataNode {
       try {
         calls.get(i).get(10, TimeUnit.SECONDS);
         done.add(slots.get(i));
+      } catch (InterruptedException e) {
+        // The node is closing: the slots not reported done are the name node's to ask for again,
+        // and a warning per slot would only fill the log of an orderly stop.
+        Thread.currentThread().interrupt();
+        LOG.debug("{}: deallocation stopped by close, {} slot(s) left", uri, slots.size() - i);
+        return done;
       } catch (Exception e) {
         LOG.warn("deallocating block slot {} on {} failed: {}", slots.get(i), uri, e.toString());
       }
