@@ -72,6 +72,24 @@ class NamespaceTest {
     }
   }
 
+  @org.junit.jupiter.api.Test
+  void aMemoryNamespaceNeverHoldsMoreMemoryThanItsSize() throws Exception {
+    try (MemoryNamespace ns = new MemoryNamespace(4L << 20, 4096)) {
+      byte[] data = new byte[4 << 20];
+      Random random = new Random(5);
+      // A data node's life: files written over the whole namespace, deleted, their blocks
+      // deallocated, written again.
+      for (int round = 0; round < 10; round++) {
+        random.nextBytes(data);
+        ns.write(0, Unpooled.wrappedBuffer(data));
+        assertArrayEquals(data, read(ns, 0, data.length));
+        ns.deallocate(0, data.length);
+        assertArrayEquals(new byte[data.length], read(ns, 0, data.length));
+      }
+      assertEquals(4, ns.chunksAllocated());
+    }
+  }
+
   @ParameterizedTest
   @ValueSource(ints = {0, 100, 513, 65537 * 2})
   void badSizesAreRejected(int blockSize) {
