@@ -428,8 +428,9 @@ public final class NvmfTierBench implements Callable<Integer> {
   /**
    * Deallocates {@code sectors} from {@code first}, untimed, before the bare host writes there.
    * Ember's files land on blocks its data node deallocated when the last round deleted them, and a
-   * target may pay for writing there (the embedded target's memory namespace allocates the memory
-   * again); the bare host then pays the same, so the difference stays the tier's own.
+   * target may pay for writing there (a thinly provisioned device allocates again; the embedded
+   * memory namespace did, until it kept its chunks); the bare host then pays the same, so the
+   * difference stays the tier's own.
    */
   private static void deallocate(NvmfController bare, int nsid, long first, long sectors) {
     if (bare.identify().supportsDsm()) {
