@@ -163,7 +163,10 @@ public final class NvmfTierBench implements Callable<Integer> {
             .set(io.ember.tier.nvmf.NvmfTierKeys.QUEUES, Integer.toString(queues))
             .set(io.ember.tier.nvmf.NvmfTierKeys.BUSY_POLL, busyPoll)
             .set(NvmfDataNodeKeys.EMBEDDED_BUSY_POLL, busyPoll)
-            .set(NvmfDataNodeKeys.EMBEDDED_SIZE, Long.toString(2 * bytes + (64L << 20)));
+            // A round holds its two sequential files and the 4 KiB one at once.
+            .set(
+                NvmfDataNodeKeys.EMBEDDED_SIZE,
+                Long.toString(2 * bytes + (long) ops * SMALL + (64L << 20)));
     b.nvmfDatanode(target == null ? "" : target);
     double[][] r = new double[10][rounds];
     long rmwSectors;
@@ -186,8 +189,11 @@ public final class NvmfTierBench implements Callable<Integer> {
                   .build())) {
         int nsid = uri.nsid();
         int lba = bare.namespace(nsid).blockSize();
-        // The bare host works in the upper half of the namespace, Ember's blocks in the lower;
-        // it must stop short of the last LBA, where the data node records its registration.
+        // The bare host works in the upper half of the namespace. The name node may place Ember's
+        // blocks there too (it hands out blocks never used before first), and the bare host's
+        // writes then overwrite them: the bench never checks what it reads, so neither side pays
+        // for that. It must stop short of the last LBA, where the data node records its
+        // registration.
         long bareBase = bare.namespace(nsid).sizeBytes() / 2 / lba;
         if ((bareBase + 1) * lba + bytes > bare.namespace(nsid).sizeBytes()) {
           throw new CommandLine.ParameterException(
@@ -224,7 +230,6 @@ public final class NvmfTierBench implements Callable<Integer> {
               () -> {
                 progress.printf(Locale.ROOT, "bench: %s: bare host...%n", roundName);
                 progress.flush();
-                deallocate(bare, nsid, bareBase, bytes / lba);
                 long t0 = System.nanoTime();
                 pipeline(
                     seqOps,
@@ -294,7 +299,6 @@ public final class NvmfTierBench implements Callable<Integer> {
                               .thenApply(n -> (Void) null));
                 }
                 long t10 = System.nanoTime();
-                client.delete(asyncPath, false);
                 r[8][slot] = BenchCommand.mibPerSec(seqOps * SEQ, t9 - t8);
                 r[9][slot] = BenchCommand.mibPerSec(seqOps * SEQ, t10 - t9);
               };
@@ -336,7 +340,6 @@ public final class NvmfTierBench implements Callable<Integer> {
             }
           }
           client.delete(path, false);
-          deallocate(bare, nsid, bareBase, (long) ops * SMALL / lba);
           long bareWrite = 0;
           long emberWrite = 0;
           try (EmberOutputStream o = client.create(path + "-4k", nvmf)) {
@@ -352,6 +355,10 @@ public final class NvmfTierBench implements Callable<Integer> {
             }
           }
           client.delete(path + "-4k", false);
+          // Deleted only now, with the round's other files: the data node deallocates the blocks
+          // of a deleted file in the background, and that work must not fall on the other side's
+          // timed transfers.
+          client.delete(path + "-async", false);
           awaitFreeNvmfBlocks(client, freeAtStart, progress);
           r[2][slot] = ops / (bareRead / 1e9);
           r[3][slot] = ops / (bareWrite / 1e9);
@@ -423,19 +430,6 @@ public final class NvmfTierBench implements Callable<Integer> {
 
   private Duration pollWindow(String option, String value) {
     return OptionValues.duration(spec, option, value, Duration.ZERO, Duration.ofSeconds(1));
-  }
-
-  /**
-   * Deallocates {@code sectors} from {@code first}, untimed, before the bare host writes there.
-   * Ember's files land on blocks its data node deallocated when the last round deleted them, and a
-   * target may pay for writing there (a thinly provisioned device allocates again; the embedded
-   * memory namespace did, until it kept its chunks); the bare host then pays the same, so the
-   * difference stays the tier's own.
-   */
-  private static void deallocate(NvmfController bare, int nsid, long first, long sectors) {
-    if (bare.identify().supportsDsm()) {
-      bare.ioQueue(0).deallocate(nsid, first, sectors).join();
-    }
   }
 
   /** One side's sequential transfers in a round. */
