@@ -47,6 +47,22 @@ final class Datanode {
   private final java.util.Set<Long> trimming = new java.util.HashSet<>();
 
   /**
+   * Sent, and left out of the report that should have said they were done: slot and the time (the
+   * name node's clock) after which each goes out again, oldest first.
+   */
+  private final java.util.LinkedHashMap<Long, Long> retrying = new java.util.LinkedHashMap<>();
+
+  /**
+   * How long a deallocation the data node did not report waits before it is sent again. A node
+   * stops waiting for a deallocation after 10 s, but the command may still be queued on the target,
+   * and NVMe orders nothing between commands: sent again at once, the second could complete, the
+   * block cool and go to a new file, and the first then zero the new data. Two minutes outlast the
+   * NVMf host's command timeout (30 s) more than twice over, after which the host has given the
+   * command up and reset its queue.
+   */
+  static final long TRIM_RETRY_NANOS = java.time.Duration.ofMinutes(2).toNanos();
+
+  /**
    * Deallocated, but not reusable before {@link BlockLocation#UNCHECKED_REUSE_DELAY} has passed:
    * storage that trims cannot check generations, so a client may still use a location it checked
    * with the name node before the free. Pairs of slot and the time (the name node's clock) after
@@ -94,6 +110,10 @@ final class Datanode {
       toTrim.addFirst(slot);
     }
     trimming.clear();
+    for (Long slot : retrying.keySet()) {
+      toTrim.addFirst(slot);
+    }
+    retrying.clear();
   }
 
   /** Blocks below this index were handed out at least once. */
@@ -114,6 +134,7 @@ final class Datanode {
     freed.clear();
     toTrim.clear();
     trimming.clear();
+    retrying.clear();
     cooling.clear();
     for (long slot = 0; slot < nextFresh; slot++) {
       if (!owned.get(Math.toIntExact(slot))) {
@@ -131,7 +152,11 @@ final class Datanode {
    * or cooling after it.
    */
   long returningBlocks(long nowNanos) {
-    return toTrim.size() + trimming.size() + cooling.size() - cooledCount(nowNanos);
+    return toTrim.size()
+        + trimming.size()
+        + retrying.size()
+        + cooling.size()
+        - cooledCount(nowNanos);
   }
 
   /** Cooling blocks whose delay has passed: free, though not yet moved to {@link #freed}. */
@@ -197,19 +222,27 @@ final class Datanode {
     drainCooled(nowNanos);
     long reusableAt = nowNanos + REUSE_DELAY_NANOS;
     for (Long slot : done) {
-      if (trimming.remove(slot)) {
+      if (trimming.remove(slot) || retrying.remove(slot) != null) {
         cooling.addLast(new long[] {slot, reusableAt});
       }
     }
     // A node deallocates each batch before its next heartbeat and reports it there, so what that
     // report leaves out was not done: the target failed or timed out, the node was closing, or the
-    // batch never reached it (the answer that carried it was lost). Those go out again; kept
-    // waiting for a report that will not come, they stayed out of use until the node registered
-    // again, and a long-lived node lost capacity with every failure.
+    // batch never reached it (the answer that carried it was lost). Those go out again after
+    // TRIM_RETRY_NANOS; kept waiting for a report that will not come, they stayed out of use
+    // until the node registered again, and a long-lived node lost capacity with every failure.
     for (Long slot : trimming) {
-      toTrim.addLast(slot);
+      retrying.put(slot, nowNanos + TRIM_RETRY_NANOS);
     }
     trimming.clear();
+    for (var it = retrying.entrySet().iterator(); it.hasNext(); ) {
+      var retry = it.next();
+      if (nowNanos - retry.getValue() < 0) {
+        break; // the rest were left out later
+      }
+      toTrim.addLast(retry.getKey());
+      it.remove();
+    }
     java.util.List<Long> next = new java.util.ArrayList<>();
     while (next.size() < max && !toTrim.isEmpty()) {
       Long slot = toTrim.pollFirst();
@@ -221,7 +254,7 @@ final class Datanode {
 
   /** Blocks freed but not yet trimmed, or trimmed but not yet confirmed. */
   int trimmingCount() {
-    return toTrim.size() + trimming.size();
+    return toTrim.size() + trimming.size() + retrying.size();
   }
 
   /** Blocks a block report found overwritten by an allocation the name node lost. */

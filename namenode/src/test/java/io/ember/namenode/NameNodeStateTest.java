@@ -425,9 +425,10 @@ class NameNodeStateTest {
     List<Long> toTrim = nn.heartbeat(dn, List.of());
     assertEquals(Set.of(a, b), new HashSet<>(toTrim));
     assertCode(ErrorCode.NO_CAPACITY, () -> nn.allocateBlock(g.id(), 0));
-    // The node deallocated a but not b (say its target timed out): b goes out again. An unknown
-    // slot is ignored.
-    assertEquals(List.of(b), nn.heartbeat(dn, List.of(a, 12345L)));
+    // The node deallocated a but not b (say its target timed out): b goes out again, once a
+    // command still queued for it on the target can no longer complete. An unknown slot is
+    // ignored.
+    assertEquals(List.of(), nn.heartbeat(dn, List.of(a, 12345L)));
     // Deallocated, but a reader may still use a location it checked just before the delete.
     assertEquals(0, usage(StorageClass.NVMF).freeBlocks());
     assertCode(ErrorCode.NO_CAPACITY, () -> nn.allocateBlock(g.id(), 0));
@@ -454,7 +455,18 @@ class NameNodeStateTest {
     nn.delete("/f", false);
     assertEquals(slots, new HashSet<>(nn.heartbeat(dn, List.of())));
     // The answer that carried them was lost: the node's next heartbeat reports nothing new, and
-    // the batch goes out again instead of staying out of use until the node registers again.
+    // the batch goes out again instead of staying out of use until the node registers again;
+    // not at once, as a deallocation the node gave up on may still be queued on its target.
+    assertEquals(List.of(), nn.heartbeat(dn, List.of()));
+    clock.addAndGet(Datanode.TRIM_RETRY_NANOS - 1);
+    assertEquals(List.of(), nn.heartbeat(dn, List.of()));
+    // Meanwhile a writer who finds the tier full learns that they are on their way back.
+    NodeStatus g = nn.create("/g", NodeType.FILE, StorageClass.NVMF, false);
+    EmberException full = assertThrows(EmberException.class, () -> nn.allocateBlock(g.id(), 0));
+    assertTrue(
+        full.getMessage().contains("3 freed blocks are still being deallocated"),
+        full.getMessage());
+    clock.addAndGet(1);
     assertEquals(slots, new HashSet<>(nn.heartbeat(dn, List.of())));
     // Done, reported (twice, as after a lost answer to the report): nothing goes out again, and
     // the blocks come back once the reuse delay has passed.

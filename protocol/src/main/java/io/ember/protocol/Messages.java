@@ -725,8 +725,10 @@ public final class Messages {
   public static final int MAX_TRIM_SLOTS = 4096;
 
   /**
-   * HEARTBEAT: a data node is alive; {@code trimmed} lists the block slots it has deallocated since
-   * the last heartbeat. Answered by a {@link HeartbeatResponse}.
+   * HEARTBEAT: a data node is alive; {@code trimmed} lists the block slots of the last answer's
+   * trim list that it deallocated, before this heartbeat (a heartbeat whose answer was lost sends
+   * the same list again). A slot of that list left out counts as not deallocated, and the name node
+   * sends it again later. Answered by a {@link HeartbeatResponse}.
    */
   public record HeartbeatRequest(int datanodeId, List<Long> trimmed) implements Message {
     /** A heartbeat that reports no trims. */
