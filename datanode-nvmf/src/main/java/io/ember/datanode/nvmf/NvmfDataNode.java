@@ -582,6 +582,8 @@ public final class NvmfDataNode implements DataNode {
       calls.add(c.ioQueue(0).deallocate(nsid, slot * sectorsPerBlock, sectorsPerBlock));
     }
     List<Long> done = new ArrayList<>(slots.size());
+    int failed = 0;
+    String firstFailure = null;
     for (int i = 0; i < slots.size(); i++) {
       try {
         calls.get(i).get(10, TimeUnit.SECONDS);
@@ -593,8 +595,21 @@ public final class NvmfDataNode implements DataNode {
         LOG.debug("{}: deallocation stopped by close, {} slot(s) left", uri, slots.size() - i);
         return done;
       } catch (Exception e) {
-        LOG.warn("deallocating block slot {} on {} failed: {}", slots.get(i), uri, e.toString());
+        failed++;
+        if (firstFailure == null) {
+          firstFailure = "slot " + slots.get(i) + ": " + e;
+        }
       }
+    }
+    if (failed > 0) {
+      // One line a batch: a target that keeps failing would otherwise log a line per slot.
+      LOG.warn(
+          "deallocating {} of {} block slot(s) on {} failed ({}); the name node sends them again"
+              + " later",
+          failed,
+          slots.size(),
+          uri,
+          firstFailure);
     }
     return done;
   }
