@@ -119,7 +119,7 @@ public final class MetricsBench implements Callable<Integer> {
         // Runs until shutdownNow: scrape() keeps every failure to itself.
         var unused =
             scraper.scheduleWithFixedDelay(
-                () -> scrape(http, targets), 0, interval.toMillis(), TimeUnit.MILLISECONDS);
+                () -> scrape(http, targets), 0, interval.toNanos(), TimeUnit.NANOSECONDS);
       } else {
         scraper = null;
       }

@@ -86,7 +86,14 @@ final class LocalCommand implements Callable<Integer> {
     if (namenodeDir != null) {
       builder.set(NameNodeKeys.DIR, namenodeDir.toString());
     }
-    boolean nvmf = OptionValues.size(spec, "--nvmf-size", nvmfSize, 0, Long.MAX_VALUE) > 0;
+    // 0 turns the tier off; otherwise the range of NvmfDataNodeKeys.EMBEDDED_SIZE, checked here
+    // so that the error names the option rather than the key it sets.
+    long nvmfBytes = OptionValues.size(spec, "--nvmf-size", nvmfSize, 0, 1L << 44);
+    if (nvmfBytes > 0 && nvmfBytes < (1L << 20)) {
+      throw new CommandLine.ParameterException(
+          spec.commandLine(), "--nvmf-size: " + nvmfSize + " is less than 1m (0: no NVMf tier)");
+    }
+    boolean nvmf = nvmfBytes > 0;
     java.nio.file.Path backing = nvmfFile;
     if (nvmf) {
       if (backing == null) {

@@ -826,6 +826,8 @@ class EmberCliTest {
           {"bench metrics --scrape-interval -1s", "--scrape-interval: -1s is not between 0 and 1h"},
           {"bench metrics --scrape-interval often", "--scrape-interval: 'often' is not a duration"},
           {"local --nvmf-size lots", "--nvmf-size: 'lots' is not a size such as 512m or 4g"},
+          {"local --nvmf-size 4k", "--nvmf-size: 4k is less than 1m (0: no NVMf tier)"},
+          {"local --nvmf-size 32t", "--nvmf-size: 32t is not between 0 and 16t"},
         }) {
       Result r = run(wrong[0].split(" "));
       assertEquals(EmberCli.USAGE_ERROR, r.code(), wrong[0] + ": " + r.err());
