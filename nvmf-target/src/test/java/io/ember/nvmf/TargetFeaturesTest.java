@@ -269,6 +269,67 @@ class TargetFeaturesTest {
     }
   }
 
+  /** A 64 MiB memory namespace that notes which thread runs each deallocation. */
+  static final class ZeroingRecorder extends OverMemory {
+    final MemoryNamespace big = new MemoryNamespace(64L << 20, 512);
+    final List<String> threads = new java.util.concurrent.CopyOnWriteArrayList<>();
+
+    @Override
+    public long blockCount() {
+      return big.blockCount();
+    }
+
+    @Override
+    public boolean blocking() {
+      return false;
+    }
+
+    @Override
+    public ByteBuf read(ByteBufAllocator alloc, long offset, int len) {
+      return big.read(alloc, offset, len);
+    }
+
+    @Override
+    public void write(long offset, ByteBuf src) {
+      big.write(offset, src);
+    }
+
+    @Override
+    public void deallocate(long offset, long len) {
+      threads.add(Thread.currentThread().getName());
+      big.deallocate(offset, len);
+    }
+  }
+
+  @Test
+  void largeZeroingLeavesTheNetworkThreadAndSmallStaysOnIt() throws Exception {
+    ZeroingRecorder ns = new ZeroingRecorder();
+    Subsystem s = new Subsystem("nqn.2024-01.io.ember:zeroing");
+    s.addNamespace(ns);
+    try (NvmfTarget t = NvmfTarget.builder().listen("127.0.0.1", 0).subsystem(s).build().start();
+        NvmfController c = NvmfHost.connect(t.uri(s.nqn()), NvmfHostOptions.defaults())) {
+      // A whole written namespace deallocated at once, as a discard of the device does, is
+      // zeroed off the network thread; a block, or Ember's 1 MiB, on it.
+      ByteBuffer data = ByteBuffer.allocateDirect(128 << 10);
+      while (data.hasRemaining()) {
+        data.put((byte) 7);
+      }
+      for (long lba = 0; lba < ns.blockCount(); lba += 256) {
+        c.ioQueue(0).write(1, lba, data.clear()).get(60, TimeUnit.SECONDS);
+      }
+      c.ioQueue(0).deallocate(1, 0, 2048).get(60, TimeUnit.SECONDS);
+      c.ioQueue(0).deallocate(1, 0, ns.blockCount()).get(60, TimeUnit.SECONDS);
+      c.ioQueue(0).writeZeroes(1, 0, 65536).get(60, TimeUnit.SECONDS);
+      assertEquals(3, ns.threads.size(), ns.threads.toString());
+      assertTrue(!ns.threads.get(0).startsWith("nvmf-target-io-"), ns.threads.toString());
+      assertTrue(ns.threads.get(1).startsWith("nvmf-target-io-"), ns.threads.toString());
+      assertTrue(ns.threads.get(2).startsWith("nvmf-target-io-"), ns.threads.toString());
+      ByteBuffer back = ByteBuffer.allocateDirect(1 << 20);
+      c.ioQueue(0).read(1, ns.blockCount() - 2048, back).get(60, TimeUnit.SECONDS);
+      assertEquals(ByteBuffer.allocateDirect(1 << 20), back.clear());
+    }
+  }
+
   @Test
   void aNamespaceThatThrowsStillGetsEveryCommandAnswered() throws Exception {
     Subsystem s = new Subsystem("nqn.2024-01.io.ember:broken");

@@ -10,11 +10,11 @@ import java.util.concurrent.atomic.AtomicReferenceArray;
 /**
  * A namespace in off-heap memory, allocated lazily in 1 MiB chunks: unwritten blocks take no memory
  * and read as zeroes. A chunk, once written, is kept until the target stops, and deallocating
- * zeroes it in place; so the namespace never holds more memory than its size. (Dropping whole
- * chunks left them to the garbage collector, which on a data node's quiet heap may not run before
- * gigabytes of them pile up: one benchmark process with a 576 MiB namespace reached 4.2 GB.) Reads
- * return views of the chunks, so read data goes to the socket without a copy. Its data is lost when
- * the target stops.
+ * zeroes it in place; so the namespace never holds more memory than its size, rounded up to whole
+ * chunks. (Dropping whole chunks left them to the garbage collector, which on a data node's quiet
+ * heap may not run before gigabytes of them pile up: one benchmark process with a 576 MiB namespace
+ * reached 4.2 GB.) Reads return views of the chunks, so read data goes to the socket without a
+ * copy. Its data is lost when the target stops.
  */
 public final class MemoryNamespace implements Namespace {
   private static final int CHUNK_SHIFT = 20;

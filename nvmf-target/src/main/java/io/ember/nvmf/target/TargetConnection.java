@@ -398,7 +398,20 @@ final class TargetConnection extends ChannelInboundHandlerAdapter {
    * Error): a host waits for every command it sent.
    */
   private void runIo(Namespace ns, int cid, int failSc, IoTask task) {
-    if (!ns.blocking()) {
+    runIo(ns, cid, failSc, 0, task);
+  }
+
+  /**
+   * Most bytes a Write Zeroes or a deallocation may cover and still run on the network thread of a
+   * namespace that does not block. A memory namespace zeroes what it held, at memory speed: cheap
+   * for a block, but a whole-device discard of a written namespace stalled the thread, and every
+   * command and keep-alive of its connections, for seconds.
+   */
+  static final long ZEROING_ON_LOOP_BYTES = 8L << 20;
+
+  /** As above, for a command that zeroes up to {@code zeroedBytes}. */
+  private void runIo(Namespace ns, int cid, int failSc, long zeroedBytes, IoTask task) {
+    if (!ns.blocking() && zeroedBytes <= ZEROING_ON_LOOP_BYTES) {
       try {
         task.run();
         ok(cid);
@@ -1414,7 +1427,8 @@ final class TargetConnection extends ChannelInboundHandlerAdapter {
           fail(cid, Nvme.SC_LBA_RANGE);
           return;
         }
-        runIo(ns, cid, 0x80, () -> ns.writeZeroes(slba * bs, (long) nlb * bs));
+        long zeroed = (long) nlb * bs;
+        runIo(ns, cid, 0x80, zeroed, () -> ns.writeZeroes(slba * bs, zeroed));
         return;
       case Nvme.IO_DSM:
         {
@@ -1468,10 +1482,15 @@ final class TargetConnection extends ChannelInboundHandlerAdapter {
       }
     }
     int bs = ns.blockSize();
+    long bytes = 0;
+    for (long n : count) {
+      bytes += n * bs; // at most 256 ranges of 2^32 blocks of 64 KiB: no overflow
+    }
     runIo(
         ns,
         cid,
         0x80,
+        bytes,
         () -> {
           for (int i = 0; i < ranges; i++) {
             if (count[i] > 0) {
