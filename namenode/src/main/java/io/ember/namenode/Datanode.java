@@ -152,11 +152,7 @@ final class Datanode {
    * or cooling after it.
    */
   long returningBlocks(long nowNanos) {
-    return toTrim.size()
-        + trimming.size()
-        + retrying.size()
-        + cooling.size()
-        - cooledCount(nowNanos);
+    return trimmingCount() + cooling.size() - cooledCount(nowNanos);
   }
 
   /** Cooling blocks whose delay has passed: free, though not yet moved to {@link #freed}. */
