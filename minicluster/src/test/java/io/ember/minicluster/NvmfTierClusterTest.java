@@ -305,6 +305,132 @@ class NvmfTierClusterTest {
     }
   }
 
+  /** A memory namespace whose deallocations fail, as a target's media would, while told to. */
+  private static final class DeallocationFailing implements Namespace {
+    private final MemoryNamespace memory;
+    volatile boolean failing = true;
+    final java.util.concurrent.atomic.AtomicInteger failed =
+        new java.util.concurrent.atomic.AtomicInteger();
+    final java.util.concurrent.atomic.AtomicInteger done =
+        new java.util.concurrent.atomic.AtomicInteger();
+
+    DeallocationFailing(MemoryNamespace memory) {
+      this.memory = memory;
+    }
+
+    @Override
+    public long blockCount() {
+      return memory.blockCount();
+    }
+
+    @Override
+    public int blockSize() {
+      return memory.blockSize();
+    }
+
+    @Override
+    public boolean blocking() {
+      return false;
+    }
+
+    @Override
+    public io.netty.buffer.ByteBuf read(
+        io.netty.buffer.ByteBufAllocator alloc, long offset, int len) {
+      return memory.read(alloc, offset, len);
+    }
+
+    @Override
+    public void write(long offset, io.netty.buffer.ByteBuf src) {
+      memory.write(offset, src);
+    }
+
+    @Override
+    public void flush() {}
+
+    @Override
+    public void deallocate(long offset, long len) throws java.io.IOException {
+      if (failing) {
+        failed.incrementAndGet();
+        throw new java.io.IOException("deallocation failed (test)");
+      }
+      memory.deallocate(offset, len);
+      done.incrementAndGet();
+    }
+  }
+
+  /**
+   * Writes one block to {@code path}, which must fail for want of capacity, and leave no file;
+   * returns the failure's message.
+   */
+  private static String fullTierMessage(EmberClient c, String path) throws EmberException {
+    CreateOptions nvmf = CreateOptions.DEFAULT.withStorageClass(StorageClass.NVMF);
+    EmberException full =
+        assertThrows(
+            EmberException.class,
+            () -> {
+              try (EmberOutputStream out = c.create(path, nvmf)) {
+                out.write(data(65536, 9));
+              }
+            });
+    assertEquals(ErrorCode.NO_CAPACITY, full.code(), full.getMessage());
+    assertEquals(
+        ErrorCode.NOT_FOUND, assertThrows(EmberException.class, () -> c.lookup(path)).code());
+    return full.getMessage();
+  }
+
+  @Test
+  void freedBlocksATargetFailsToDeallocateStayOutOfUseUntilARetrySucceeds() throws Exception {
+    String nqn = "nqn.2026-11.io.ember:failing-deallocation";
+    // 1 MiB: 15 blocks of 64 KiB and the stamp's LBA.
+    DeallocationFailing ns = new DeallocationFailing(new MemoryNamespace(1 << 20, 4096));
+    NvmfTarget t = target(nqn, 0, ns);
+    cluster =
+        MiniCluster.builder()
+            .dramDatanodes(0)
+            .blockSize("64k")
+            .set(NameNodeKeys.DEALLOCATION_RETRY, "2s")
+            .nvmfDatanode(t.uri(nqn) + "/1")
+            .build();
+    EmberClient c = cluster.newClient();
+    CreateOptions nvmf = CreateOptions.DEFAULT.withStorageClass(StorageClass.NVMF);
+    try (EmberOutputStream out = c.create("/a", nvmf)) {
+      out.write(data(15 * 65536, 2));
+    }
+    c.delete("/a", false);
+    await(() -> ns.failed.get() >= 15, "the data node to fail to deallocate the 15 freed blocks");
+    // The failed blocks still hold /a's bytes, so none goes to a new file; the writer is told
+    // they wait for a retry, not that they will be free within seconds.
+    String[] message = new String[1];
+    await(
+        () -> {
+          try {
+            message[0] = fullTierMessage(c, "/b");
+          } catch (EmberException e) {
+            throw new AssertionError(e);
+          }
+          return message[0].contains(
+              "15 freed blocks failed to deallocate on their storage and will be tried again"
+                  + " every 2 s (see the data node's log)");
+        },
+        "the name node to learn the deallocations failed");
+    assertEquals(0, usage(c, StorageClass.NVMF).freeBlocks());
+    assertEquals(0, ns.done.get());
+    int failedBefore = ns.failed.get();
+    // The name node sends them again (while the target still fails, more than once), and once
+    // the target recovers they are deallocated and come back.
+    await(() -> ns.failed.get() >= failedBefore + 15, "the failed deallocations to be retried");
+    ns.failing = false;
+    awaitNvmf(c, u -> u.freeBlocks() == 15, "the 15 freed blocks to be deallocated and returned");
+    assertTrue(ns.done.get() >= 15, ns.done.get() + " deallocations done");
+    byte[] b = data(15 * 65536, 3);
+    try (EmberOutputStream out = c.create("/b", nvmf)) {
+      out.write(b);
+    }
+    try (InputStream in = c.open("/b")) {
+      assertArrayEquals(b, in.readAllBytes());
+    }
+  }
+
   @Test
   void dataNodeRegistersAgainWhenItsTargetComesBack() throws Exception {
     String nqn = "nqn.2026-11.io.ember:comeback";

@@ -53,14 +53,11 @@ final class Datanode {
   private final java.util.LinkedHashMap<Long, Long> retrying = new java.util.LinkedHashMap<>();
 
   /**
-   * How long a deallocation the data node did not report waits before it is sent again. A node
-   * stops waiting for a deallocation after 10 s, but the command may still be queued on the target,
-   * and NVMe orders nothing between commands: sent again at once, the second could complete, the
-   * block cool and go to a new file, and the first then zero the new data. Two minutes outlast the
-   * NVMf host's command timeout (30 s) more than twice over, after which the host has given the
-   * command up and reset its queue.
+   * How long a deallocation the data node did not report waits before it is sent again, by default:
+   * see {@link NameNodeKeys#DEALLOCATION_RETRY} for why it is not sent again at once.
    */
-  static final long TRIM_RETRY_NANOS = java.time.Duration.ofMinutes(2).toNanos();
+  static final long TRIM_RETRY_NANOS =
+      io.ember.protocol.EmberConfig.defaults().get(NameNodeKeys.DEALLOCATION_RETRY).toNanos();
 
   /**
    * Deallocated, but not reusable before {@link BlockLocation#UNCHECKED_REUSE_DELAY} has passed:
@@ -212,8 +209,11 @@ final class Datanode {
     }
   }
 
-  /** Blocks the data node reports deallocated become free; returns the next ones to trim. */
-  java.util.List<Long> trimmed(java.util.List<Long> done, int max, long nowNanos) {
+  /**
+   * Blocks the data node reports deallocated become free; those it left out go out again after
+   * {@code retryNanos}. Returns the next ones to trim.
+   */
+  java.util.List<Long> trimmed(java.util.List<Long> done, int max, long nowNanos, long retryNanos) {
     // Each heartbeat moves what has cooled, so counting free blocks walks few cooled entries.
     drainCooled(nowNanos);
     long reusableAt = nowNanos + REUSE_DELAY_NANOS;
@@ -225,10 +225,10 @@ final class Datanode {
     // A node deallocates each batch before its next heartbeat and reports it there, so what that
     // report leaves out was not done: the target failed or timed out, the node was closing, or the
     // batch never reached it (the answer that carried it was lost). Those go out again after
-    // TRIM_RETRY_NANOS; kept waiting for a report that will not come, they stayed out of use
+    // retryNanos; kept waiting for a report that will not come, they stayed out of use
     // until the node registered again, and a long-lived node lost capacity with every failure.
     for (Long slot : trimming) {
-      retrying.put(slot, nowNanos + TRIM_RETRY_NANOS);
+      retrying.put(slot, nowNanos + retryNanos);
     }
     trimming.clear();
     for (var it = retrying.entrySet().iterator(); it.hasNext(); ) {
@@ -251,6 +251,11 @@ final class Datanode {
   /** Blocks freed but not yet trimmed, or trimmed but not yet confirmed. */
   int trimmingCount() {
     return toTrim.size() + trimming.size() + retrying.size();
+  }
+
+  /** Blocks whose deallocation the data node did not report, waiting to be sent again. */
+  int retryingCount() {
+    return retrying.size();
   }
 
   /** Blocks a block report found overwritten by an allocation the name node lost. */

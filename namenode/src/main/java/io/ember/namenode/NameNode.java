@@ -467,6 +467,7 @@ public final class NameNode implements AutoCloseable {
             config.get(NameNodeKeys.DATANODE_TIMEOUT),
             System::nanoTime);
     s.leaseTimeout(config.get(NameNodeKeys.LEASE_TIMEOUT));
+    s.deallocationRetry(config.get(NameNodeKeys.DEALLOCATION_RETRY));
     s.configureDelegationTokens(
         config.get(NameNodeKeys.DELEGATION_TOKEN_RENEW_INTERVAL),
         config.get(NameNodeKeys.DELEGATION_TOKEN_MAX_LIFETIME),

@@ -195,6 +195,22 @@ public final class NameNodeKeys {
           "time without renewal after which a writer's open files are closed at what it wrote");
 
   /**
+   * How long a deallocation that a data node left out of its report waits before the name node
+   * sends it again. The target may still hold the first command (the node stops waiting after 10 s;
+   * the NVMf host gives a command up after 30 s), and NVMe orders nothing between commands, so a
+   * second one sent sooner could complete, the block go to a new file, and the first then zero the
+   * new data. Keep it above the data nodes' NVMf command timeout.
+   */
+  public static final ConfigKey<Duration> DEALLOCATION_RETRY =
+      ConfigKey.ofDuration(
+          "ember.namenode.deallocation-retry",
+          "2m",
+          Duration.ofSeconds(1),
+          Duration.ofDays(1),
+          "time before a deallocation a data node did not report is sent again (keep it above"
+              + " the NVMf command timeout, 30 s)");
+
+  /**
    * Identities (besides the name node's own and the super-users) that may act as data nodes under
    * TLS (certificate names) or SCRAM (user names): register, heartbeat, report blocks, and so
    * receive the keys block tokens are signed with.
@@ -298,6 +314,7 @@ public final class NameNodeKeys {
           CHECKPOINT_RECORDS,
           CHECKPOINT_INTERVAL,
           LEASE_TIMEOUT,
+          DEALLOCATION_RETRY,
           PROBE_DATANODES,
           SUPERUSERS,
           CREDENTIALS,

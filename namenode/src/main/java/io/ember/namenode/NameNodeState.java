@@ -50,6 +50,10 @@ final class NameNodeState {
   private final int blockSize;
   private final List<StorageClass> spillOrder;
   private final long datanodeTimeoutNanos;
+
+  /** See {@link NameNodeKeys#DEALLOCATION_RETRY}. */
+  private long deallocationRetryNanos = Datanode.TRIM_RETRY_NANOS;
+
   private final LongSupplier clock;
   private final ReentrantReadWriteLock lock = new ReentrantReadWriteLock();
   private Inode.Dir root;
@@ -939,6 +943,7 @@ final class NameNodeState {
     }
     StringBuilder names = new StringBuilder();
     long returning = 0;
+    long failed = 0;
     long now = clock.getAsLong();
     for (int i = 0; i < tried.size(); i++) {
       names
@@ -946,8 +951,10 @@ final class NameNodeState {
           .append(tried.get(i).displayName());
       for (Datanode dn : liveByClass.getOrDefault(tried.get(i), List.of())) {
         returning += dn.returningBlocks(now);
+        failed += dn.retryingCount();
       }
     }
+    returning -= failed;
     // Blocks of deleted files on storage that is deallocated first come back only after the data
     // node has done it: say so, or a user who just deleted files sees a full tier and no reason.
     throw new EmberException(
@@ -966,7 +973,19 @@ final class NameNodeState {
                 : "; "
                     + returning
                     + (returning == 1 ? " freed block is" : " freed blocks are")
-                    + " still being deallocated and will be free within seconds"));
+                    + " still being deallocated and will be free within seconds")
+            // Not "within seconds": these wait for the retry, and a target that keeps failing
+            // keeps them out of use until its data node's log says why.
+            + (failed == 0
+                ? ""
+                : "; "
+                    + failed
+                    + (failed == 1
+                        ? " freed block failed to deallocate on its"
+                        : " freed blocks failed to deallocate on their")
+                    + " storage and will be tried again every "
+                    + (deallocationRetryNanos + 999_999_999) / 1_000_000_000
+                    + " s (see the data node's log)"));
   }
 
   private BlockLocation location(Inode.File file, int index) {
@@ -1227,7 +1246,11 @@ final class NameNodeState {
     try {
       Datanode dn = live(datanodeId);
       dn.lastHeartbeatNanos = clock.getAsLong();
-      return dn.trimmed(trimmed, io.ember.protocol.Messages.MAX_TRIM_SLOTS, dn.lastHeartbeatNanos);
+      return dn.trimmed(
+          trimmed,
+          io.ember.protocol.Messages.MAX_TRIM_SLOTS,
+          dn.lastHeartbeatNanos,
+          deallocationRetryNanos);
     } finally {
       lock.writeLock().unlock();
     }
@@ -1391,6 +1414,11 @@ final class NameNodeState {
   // ---- leases ------------------------------------------------------------------------------
 
   /** How long a writer's lease lasts without renewal. */
+  /** Sets {@link NameNodeKeys#DEALLOCATION_RETRY}. */
+  void deallocationRetry(Duration retry) {
+    deallocationRetryNanos = retry.toNanos();
+  }
+
   void leaseTimeout(Duration timeout) {
     leaseTimeoutNanos = timeout.toNanos();
   }

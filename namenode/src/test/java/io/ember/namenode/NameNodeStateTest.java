@@ -440,7 +440,8 @@ class NameNodeStateTest {
         oneLeft
             .getMessage()
             .endsWith(
-                "; 1 freed block is still being deallocated and will be free" + " within seconds"),
+                "; 1 freed block failed to deallocate on its storage and will be tried again every"
+                    + " 120 s (see the data node's log)"),
         oneLeft.getMessage());
   }
 
@@ -460,14 +461,23 @@ class NameNodeStateTest {
     assertEquals(List.of(), nn.heartbeat(dn, List.of()));
     clock.addAndGet(Datanode.TRIM_RETRY_NANOS - 1);
     assertEquals(List.of(), nn.heartbeat(dn, List.of()));
-    // Meanwhile a writer who finds the tier full learns that they are on their way back.
+    // Meanwhile a writer who finds the tier full learns that they wait for a retry, not seconds.
     NodeStatus g = nn.create("/g", NodeType.FILE, StorageClass.NVMF, false);
     EmberException full = assertThrows(EmberException.class, () -> nn.allocateBlock(g.id(), 0));
     assertTrue(
-        full.getMessage().contains("3 freed blocks are still being deallocated"),
+        full.getMessage()
+            .endsWith(
+                "; 3 freed blocks failed to deallocate on their storage and will be tried again"
+                    + " every 120 s (see the data node's log)"),
         full.getMessage());
     clock.addAndGet(1);
     assertEquals(slots, new HashSet<>(nn.heartbeat(dn, List.of())));
+    full = assertThrows(EmberException.class, () -> nn.allocateBlock(g.id(), 0));
+    assertTrue(
+        full.getMessage()
+            .endsWith(
+                "; 3 freed blocks are still being deallocated and will be free within seconds"),
+        full.getMessage());
     // Done, reported (twice, as after a lost answer to the report): nothing goes out again, and
     // the blocks come back once the reuse delay has passed.
     assertEquals(List.of(), nn.heartbeat(dn, List.copyOf(slots)));

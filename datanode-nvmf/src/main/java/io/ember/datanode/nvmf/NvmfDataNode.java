@@ -40,6 +40,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import org.slf4j.Logger;
@@ -594,10 +595,10 @@ public final class NvmfDataNode implements DataNode {
         Thread.currentThread().interrupt();
         LOG.debug("{}: deallocation stopped by close, {} slot(s) left", uri, slots.size() - i);
         return done;
-      } catch (Exception e) {
+      } catch (ExecutionException | TimeoutException | RuntimeException e) {
         failed++;
         if (firstFailure == null) {
-          firstFailure = "slot " + slots.get(i) + ": " + e;
+          firstFailure = "slot " + slots.get(i) + ": " + describe(e);
         }
       }
     }
@@ -612,6 +613,15 @@ public final class NvmfDataNode implements DataNode {
           firstFailure);
     }
     return done;
+  }
+
+  /** Why a deallocation failed, without the future's wrapping. */
+  private static String describe(Exception e) {
+    if (e instanceof TimeoutException) {
+      return "no answer within 10 s";
+    }
+    Throwable cause = e instanceof ExecutionException && e.getCause() != null ? e.getCause() : e;
+    return cause.getMessage() != null ? cause.getMessage() : cause.toString();
   }
 
   /** Stops heartbeats, disconnects and stops the embedded target, if any. Idempotent. */
