@@ -193,8 +193,10 @@ public final class NvmfTierBench implements Callable<Integer> {
         // blocks there too (it hands out blocks never used before first), and the bare host's
         // writes then overwrite them: the bench never checks what it reads, so neither side pays
         // for that. It must stop short of the last LBA, where the data node records its
-        // registration.
-        long bareBase = bare.namespace(nsid).sizeBytes() / 2 / lba;
+        // registration. It starts on a 1 MiB boundary, as Ember's blocks do: the embedded target
+        // keeps memory in 1 MiB chunks, and a transfer across two is received by a copy instead of
+        // straight into the chunk.
+        long bareBase = (bare.namespace(nsid).sizeBytes() / 2 & -(long) SEQ) / lba;
         if ((bareBase + 1) * lba + bytes > bare.namespace(nsid).sizeBytes()) {
           throw new CommandLine.ParameterException(
               spec.commandLine(),
