@@ -213,6 +213,13 @@ public final class NameNode implements AutoCloseable {
           EmberKeys.BLOCK_SIZE.name() + ": " + blockSize + " is not a power of two");
     }
     Duration timeout = config.get(NameNodeKeys.DATANODE_TIMEOUT);
+    if (config.get(NameNodeKeys.DEALLOCATION_RETRY).compareTo(Duration.ofSeconds(30)) <= 0) {
+      LOG.warn(
+          "name node: {} is {}, not above the NVMf command timeout (30 s): a deallocation still"
+              + " queued on a target when it is sent again could zero a block after its reuse",
+          NameNodeKeys.DEALLOCATION_RETRY.name(),
+          config.get(NameNodeKeys.DEALLOCATION_RETRY));
+    }
     checkpointRecords = config.get(NameNodeKeys.CHECKPOINT_RECORDS);
     checkpointIntervalNanos = config.get(NameNodeKeys.CHECKPOINT_INTERVAL).toNanos();
     String dirText = config.get(NameNodeKeys.DIR);

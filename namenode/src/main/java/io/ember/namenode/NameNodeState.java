@@ -975,17 +975,18 @@ final class NameNodeState {
                     + (returning == 1 ? " freed block is" : " freed blocks are")
                     + " still being deallocated and will be free within seconds")
             // Not "within seconds": these wait for the retry, and a target that keeps failing
-            // keeps them out of use until its data node's log says why.
+            // keeps them out of use for as long, which its data node's log says.
             + (failed == 0
                 ? ""
                 : "; "
                     + failed
                     + (failed == 1
-                        ? " freed block failed to deallocate on its"
-                        : " freed blocks failed to deallocate on their")
-                    + " storage and will be tried again every "
+                        ? " freed block was not confirmed deallocated by its data node and is"
+                        : " freed blocks were not confirmed deallocated by their data node and"
+                            + " are")
+                    + " sent again every "
                     + (deallocationRetryNanos + 999_999_999) / 1_000_000_000
-                    + " s (see the data node's log)"));
+                    + " s (a failure shows in the data node's log)"));
   }
 
   private BlockLocation location(Inode.File file, int index) {
@@ -1411,14 +1412,14 @@ final class NameNodeState {
     }
   }
 
-  // ---- leases ------------------------------------------------------------------------------
-
-  /** How long a writer's lease lasts without renewal. */
   /** Sets {@link NameNodeKeys#DEALLOCATION_RETRY}. */
   void deallocationRetry(Duration retry) {
     deallocationRetryNanos = retry.toNanos();
   }
 
+  // ---- leases ------------------------------------------------------------------------------
+
+  /** How long a writer's lease lasts without renewal. */
   void leaseTimeout(Duration timeout) {
     leaseTimeoutNanos = timeout.toNanos();
   }

@@ -431,17 +431,21 @@ class NameNodeStateTest {
     assertEquals(List.of(), nn.heartbeat(dn, List.of(a, 12345L)));
     // Deallocated, but a reader may still use a location it checked just before the delete.
     assertEquals(0, usage(StorageClass.NVMF).freeBlocks());
-    assertCode(ErrorCode.NO_CAPACITY, () -> nn.allocateBlock(g.id(), 0));
+    // a cools, b waits for its retry: the writer is told which comes back when.
+    full = assertThrows(EmberException.class, () -> nn.allocateBlock(g.id(), 0));
+    assertEquals(
+        "no NVMf capacity left for 4 KiB (block 0 of /g); 1 freed block is still being deallocated"
+            + " and will be free within seconds; 1 freed block was not confirmed deallocated by its"
+            + " data node and is sent again every 120 s (a failure shows in the data node's log)",
+        full.getMessage());
     clock.addAndGet(BlockLocation.UNCHECKED_REUSE_DELAY.toNanos());
     assertEquals(1, usage(StorageClass.NVMF).freeBlocks());
     assertEquals(a, nn.allocateBlock(g.id(), 0).address() / BS);
     EmberException oneLeft = assertThrows(EmberException.class, () -> nn.allocateBlock(g.id(), 1));
-    assertTrue(
-        oneLeft
-            .getMessage()
-            .endsWith(
-                "; 1 freed block failed to deallocate on its storage and will be tried again every"
-                    + " 120 s (see the data node's log)"),
+    assertEquals(
+        "no NVMf capacity left for 4 KiB (block 1 of /g); 1 freed block was not confirmed"
+            + " deallocated by its data node and is sent again every 120 s (a failure shows in the"
+            + " data node's log)",
         oneLeft.getMessage());
   }
 
@@ -464,19 +468,17 @@ class NameNodeStateTest {
     // Meanwhile a writer who finds the tier full learns that they wait for a retry, not seconds.
     NodeStatus g = nn.create("/g", NodeType.FILE, StorageClass.NVMF, false);
     EmberException full = assertThrows(EmberException.class, () -> nn.allocateBlock(g.id(), 0));
-    assertTrue(
-        full.getMessage()
-            .endsWith(
-                "; 3 freed blocks failed to deallocate on their storage and will be tried again"
-                    + " every 120 s (see the data node's log)"),
+    assertEquals(
+        "no NVMf capacity left for 4 KiB (block 0 of /g); 3 freed blocks were not confirmed"
+            + " deallocated by their data node and are sent again every 120 s (a failure shows in"
+            + " the data node's log)",
         full.getMessage());
     clock.addAndGet(1);
     assertEquals(slots, new HashSet<>(nn.heartbeat(dn, List.of())));
     full = assertThrows(EmberException.class, () -> nn.allocateBlock(g.id(), 0));
-    assertTrue(
-        full.getMessage()
-            .endsWith(
-                "; 3 freed blocks are still being deallocated and will be free within seconds"),
+    assertEquals(
+        "no NVMf capacity left for 4 KiB (block 0 of /g); 3 freed blocks are still being"
+            + " deallocated and will be free within seconds",
         full.getMessage());
     // Done, reported (twice, as after a lost answer to the report): nothing goes out again, and
     // the blocks come back once the reuse delay has passed.

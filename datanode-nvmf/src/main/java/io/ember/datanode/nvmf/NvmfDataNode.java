@@ -562,6 +562,12 @@ public final class NvmfDataNode implements DataNode {
     }
   }
 
+  /**
+   * How long a deallocation is waited for before it counts as failed; the name node sends it again
+   * only after {@code ember.namenode.deallocation-retry}, as the target may still hold it.
+   */
+  private static final Duration DEALLOCATION_WAIT = Duration.ofSeconds(10);
+
   /** Deallocates freed blocks on the target; returns the slots done. */
   private List<Long> deallocate(List<Long> slots) {
     NvmfController c = controller;
@@ -587,7 +593,7 @@ public final class NvmfDataNode implements DataNode {
     String firstFailure = null;
     for (int i = 0; i < slots.size(); i++) {
       try {
-        calls.get(i).get(10, TimeUnit.SECONDS);
+        calls.get(i).get(DEALLOCATION_WAIT.toSeconds(), TimeUnit.SECONDS);
         done.add(slots.get(i));
       } catch (InterruptedException e) {
         // The node is closing: the slots not reported done are the name node's to ask for again,
@@ -618,7 +624,7 @@ public final class NvmfDataNode implements DataNode {
   /** Why a deallocation failed, without the future's wrapping. */
   private static String describe(Exception e) {
     if (e instanceof TimeoutException) {
-      return "no answer within 10 s";
+      return "no answer within " + DEALLOCATION_WAIT.toSeconds() + " s";
     }
     Throwable cause = e instanceof ExecutionException && e.getCause() != null ? e.getCause() : e;
     return cause.getMessage() != null ? cause.getMessage() : cause.toString();
