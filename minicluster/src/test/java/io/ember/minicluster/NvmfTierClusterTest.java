@@ -75,12 +75,13 @@ class NvmfTierClusterTest {
     return embeddedNvmfOnlyBuilder(size).build();
   }
 
+  /** A cluster of 64 KiB blocks with no DRAM data node, for the test to add NVMf ones. */
+  private static MiniCluster.Builder nvmfOnly() {
+    return MiniCluster.builder().dramDatanodes(0).blockSize("64k");
+  }
+
   private static MiniCluster.Builder embeddedNvmfOnlyBuilder(String size) {
-    return MiniCluster.builder()
-        .dramDatanodes(0)
-        .blockSize("64k")
-        .set(NvmfDataNodeKeys.EMBEDDED_SIZE, size)
-        .nvmfDatanode("");
+    return nvmfOnly().set(NvmfDataNodeKeys.EMBEDDED_SIZE, size).nvmfDatanode("");
   }
 
   /** Reads {@code path} whole through {@code c}, which must fail; returns the failure. */
@@ -115,9 +116,7 @@ class NvmfTierClusterTest {
         hosts,
         "# the cluster's members\n" + host + " " + hostKey + " " + ctrlKey + " group=ffdhe2048\n");
     cluster =
-        MiniCluster.builder()
-            .dramDatanodes(0)
-            .blockSize("64k")
+        nvmfOnly()
             .set(NvmfDataNodeKeys.EMBEDDED_SIZE, "4m")
             .set(NvmfDataNodeKeys.EMBEDDED_HOSTS, hosts.toString())
             .set(NvmfTierKeys.HOST_NQN, host)
@@ -385,9 +384,7 @@ class NvmfTierClusterTest {
     DeallocationFailing ns = new DeallocationFailing(new MemoryNamespace(1 << 20, 4096));
     NvmfTarget t = target(nqn, 0, ns);
     cluster =
-        MiniCluster.builder()
-            .dramDatanodes(0)
-            .blockSize("64k")
+        nvmfOnly()
             .set(NameNodeKeys.DEALLOCATION_RETRY, "2s")
             .nvmfDatanode(t.uri(nqn) + "/1")
             .build();
@@ -433,9 +430,7 @@ class NvmfTierClusterTest {
     NvmfTarget first = target(nqn, 0, new MemoryNamespace(8 << 20, 4096));
     int port = first.port();
     cluster =
-        MiniCluster.builder()
-            .dramDatanodes(0)
-            .blockSize("64k")
+        nvmfOnly()
             .set(NameNodeKeys.DATANODE_TIMEOUT, "5s")
             .nvmfDatanode(first.uri(nqn) + "/1")
             .build();
@@ -500,9 +495,7 @@ class NvmfTierClusterTest {
     NvmfTarget first = fileTarget(nqn, file, 0);
     int port = first.port();
     cluster =
-        MiniCluster.builder()
-            .dramDatanodes(0)
-            .blockSize("64k")
+        nvmfOnly()
             .set(NameNodeKeys.DATANODE_TIMEOUT, "5s")
             .nvmfDatanode(first.uri(nqn) + "/1")
             .build();
