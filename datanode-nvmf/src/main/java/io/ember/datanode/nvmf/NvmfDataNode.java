@@ -563,8 +563,9 @@ public final class NvmfDataNode implements DataNode {
   }
 
   /**
-   * How long a deallocation is waited for before it counts as failed; the name node sends it again
-   * only after {@code ember.namenode.deallocation-retry}, as the target may still hold it.
+   * How long a batch of deallocations is waited for before those unanswered count as failed; the
+   * name node sends them again only after {@code ember.namenode.deallocation-retry}, as the target
+   * may still hold them.
    */
   private static final Duration DEALLOCATION_WAIT = Duration.ofSeconds(10);
 
@@ -591,9 +592,12 @@ public final class NvmfDataNode implements DataNode {
     List<Long> done = new ArrayList<>(slots.size());
     int failed = 0;
     String firstFailure = null;
+    // One deadline for the batch, not one per slot: the commands went out together, and a target
+    // that answers none would otherwise hold the heartbeat thread for as many waits as slots.
+    long deadline = System.nanoTime() + DEALLOCATION_WAIT.toNanos();
     for (int i = 0; i < slots.size(); i++) {
       try {
-        calls.get(i).get(DEALLOCATION_WAIT.toSeconds(), TimeUnit.SECONDS);
+        calls.get(i).get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
         done.add(slots.get(i));
       } catch (InterruptedException e) {
         // The node is closing: the slots not reported done are the name node's to ask for again,
