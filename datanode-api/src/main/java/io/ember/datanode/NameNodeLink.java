@@ -12,8 +12,12 @@ import io.ember.protocol.Messages;
 import io.ember.protocol.RpcClients;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.LinkedHashSet;
 import java.util.List;
+import java.util.Set;
+import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.ThreadLocalRandom;
@@ -27,6 +31,10 @@ import org.slf4j.LoggerFactory;
  * A data node's side of the name node protocol: registers, heartbeats on a timer, registers again
  * when the name node forgets it (a restart, or it was marked lost), and deallocates the blocks the
  * name node hands back for trimming. Shared by every kind of data node.
+ *
+ * <p>Deallocation runs on a thread of its own and is reported at the first heartbeat after it ends:
+ * a target slow to deallocate must not hold up heartbeats, or the name node would mark a node lost
+ * that serves its blocks well.
  *
  * <p>A node the name node marked lost only because its heartbeats were late (a stalled JVM, a
  * loaded machine) registers again as the same node and gets its blocks back. While {@code healthy}
@@ -77,7 +85,29 @@ public final class NameNodeLink implements AutoCloseable {
   /** A block report is owed to the name node (heartbeat thread only). */
   private boolean reportPending;
 
-  private List<Long> trimmed = List.of();
+  /** Runs {@link #trimmer}, one batch at a time. */
+  private final ExecutorService deallocator;
+
+  /**
+   * Guards the deallocation hand-offs below: the heartbeat thread hands slots over and takes the
+   * report, the deallocator works through them.
+   */
+  private final Object deallocation = new Object();
+
+  /** Slots the name node sent that no batch has taken yet, in order, without repeats. */
+  private final Set<Long> toDeallocate = new LinkedHashSet<>();
+
+  /** Slots deallocated and not yet reported, oldest first. */
+  private final List<Long> deallocated = new ArrayList<>();
+
+  /** A batch is running or about to: slots handed over now join its next round. */
+  private boolean deallocating;
+
+  /**
+   * Counts registrations: a batch that ends after the node registered again is not reported, as the
+   * name node sends again what it had not heard back about.
+   */
+  private long registrations;
 
   /**
    * Where a data node records which incarnation its storage's contents belong to. Clients that
@@ -156,7 +186,9 @@ public final class NameNodeLink implements AutoCloseable {
    * A link that registers {@code registration} with the name node of {@code config}.
    *
    * @param name how logs name this data node, e.g. "DRAM data node at 127.0.0.1:4000"
-   * @param trimmer deallocates the given block slots and returns those it did (heartbeat thread)
+   * @param trimmer deallocates the given block slots and returns those it did; runs on a thread of
+   *     its own, one batch at a time, and should stop early when that thread is interrupted (the
+   *     link is closing)
    * @param healthy whether the node can serve its blocks now (heartbeat thread)
    * @param stamp where the storage records its incarnation (heartbeat thread)
    */
@@ -193,6 +225,13 @@ public final class NameNodeLink implements AutoCloseable {
         Executors.newSingleThreadScheduledExecutor(
             r -> {
               Thread t = new Thread(r, "datanode-heartbeat");
+              t.setDaemon(true);
+              return t;
+            });
+    this.deallocator =
+        Executors.newSingleThreadExecutor(
+            r -> {
+              Thread t = new Thread(r, "datanode-deallocate");
               t.setDaemon(true);
               return t;
             });
@@ -316,7 +355,12 @@ public final class NameNodeLink implements AutoCloseable {
     blockSize = r.blockSize();
     useKeys(r.blockKeys());
     datanodeId = r.datanodeId();
-    trimmed = List.of();
+    synchronized (deallocation) {
+      // The name node sends again whatever it had not heard back about.
+      registrations++;
+      toDeallocate.clear();
+      deallocated.clear();
+    }
     LOG.info(
         "{}: registered as data node {} with {} blocks of {} bytes",
         name,
@@ -383,13 +427,22 @@ public final class NameNodeLink implements AutoCloseable {
         return;
       }
       int id = datanodeId;
-      List<Long> report = trimmed;
+      List<Long> report;
+      synchronized (deallocation) {
+        report = List.copyOf(deallocated);
+      }
       Messages.HeartbeatResponse r =
           callNamenode(
               MessageType.HEARTBEAT,
               new Messages.HeartbeatRequest(id, report),
               Messages.HeartbeatResponse::decode);
-      trimmed = r.toTrim().isEmpty() ? List.of() : new ArrayList<>(trimmer.apply(r.toTrim()));
+      synchronized (deallocation) {
+        // Only this thread registers (which clears the list), and the deallocator only appends.
+        deallocated.subList(0, report.size()).clear();
+      }
+      if (!r.toTrim().isEmpty()) {
+        deallocateLater(r.toTrim());
+      }
       useKeys(r.blockKeys());
       reportIfPending();
     } catch (EmberException e) {
@@ -407,6 +460,58 @@ public final class NameNodeLink implements AutoCloseable {
       }
     } catch (RuntimeException e) {
       LOG.error("{}: heartbeat failed", name, e);
+    }
+  }
+
+  /** Hands {@code slots} to the deallocator: a batch running now takes them when it ends. */
+  private void deallocateLater(List<Long> slots) {
+    synchronized (deallocation) {
+      toDeallocate.addAll(slots);
+      if (deallocating) {
+        return;
+      }
+      deallocating = true;
+    }
+    try {
+      deallocator.execute(this::deallocatePending);
+    } catch (RejectedExecutionException e) {
+      // Closing: the slots are the name node's to send again.
+      synchronized (deallocation) {
+        deallocating = false;
+      }
+    }
+  }
+
+  /** Deallocates what the name node sent, a batch at a time, until nothing is left. */
+  private void deallocatePending() {
+    while (true) {
+      List<Long> batch = new ArrayList<>();
+      long registration;
+      synchronized (deallocation) {
+        if (toDeallocate.isEmpty() || Thread.currentThread().isInterrupted()) {
+          deallocating = false;
+          return;
+        }
+        // Batches no larger than one heartbeat's, however many heartbeats a slow one spanned.
+        for (var it = toDeallocate.iterator();
+            it.hasNext() && batch.size() < Messages.MAX_TRIM_SLOTS; ) {
+          batch.add(it.next());
+          it.remove();
+        }
+        registration = registrations;
+      }
+      List<Long> done;
+      try {
+        done = trimmer.apply(batch);
+      } catch (RuntimeException e) {
+        LOG.error("{}: deallocating {} block slot(s) failed", name, batch.size(), e);
+        done = List.of();
+      }
+      synchronized (deallocation) {
+        if (registration == registrations) {
+          deallocated.addAll(done);
+        }
+      }
     }
   }
 
@@ -429,8 +534,10 @@ public final class NameNodeLink implements AutoCloseable {
       beating.cancel(false);
     }
     timer.shutdownNow();
+    deallocator.shutdownNow();
     try {
       timer.awaitTermination(5, TimeUnit.SECONDS);
+      deallocator.awaitTermination(5, TimeUnit.SECONDS);
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
     }

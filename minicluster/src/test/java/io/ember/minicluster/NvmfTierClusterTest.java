@@ -23,6 +23,7 @@ import io.ember.protocol.EmberConfig;
 import io.ember.protocol.EmberException;
 import io.ember.protocol.EmberKeys;
 import io.ember.protocol.ErrorCode;
+import io.ember.protocol.Messages;
 import io.ember.protocol.Messages.ClassUsage;
 import io.ember.protocol.StorageClass;
 import io.ember.tier.nvmf.NvmfTierKeys;
@@ -304,17 +305,46 @@ class NvmfTierClusterTest {
     }
   }
 
-  /** A memory namespace whose deallocations fail, as a target's media would, while told to. */
-  private static final class DeallocationFailing implements Namespace {
+  /**
+   * A memory namespace whose deallocations fail, as a target's media would, or do not end (a target
+   * stalled on them), while told to.
+   */
+  private static final class TroubledDeallocation implements Namespace {
     private final MemoryNamespace memory;
-    volatile boolean failing = true;
+    private final boolean blocking;
+    volatile boolean failing;
+
+    /** While set, each deallocation waits for it (a minute at most), on the target's workers. */
+    volatile java.util.concurrent.CountDownLatch stall;
+
+    final java.util.concurrent.atomic.AtomicInteger stalled =
+        new java.util.concurrent.atomic.AtomicInteger();
     final java.util.concurrent.atomic.AtomicInteger failed =
         new java.util.concurrent.atomic.AtomicInteger();
     final java.util.concurrent.atomic.AtomicInteger done =
         new java.util.concurrent.atomic.AtomicInteger();
 
-    DeallocationFailing(MemoryNamespace memory) {
+    /** Deallocations fail until told otherwise. */
+    static TroubledDeallocation failing(MemoryNamespace memory) {
+      TroubledDeallocation ns = new TroubledDeallocation(memory, false);
+      ns.failing = true;
+      return ns;
+    }
+
+    /**
+     * Deallocations wait for {@code stall}; the target runs this namespace's I/O on its workers, so
+     * a stalled deallocation holds up only a worker, not the reads of other commands.
+     */
+    static TroubledDeallocation stalling(
+        MemoryNamespace memory, java.util.concurrent.CountDownLatch stall) {
+      TroubledDeallocation ns = new TroubledDeallocation(memory, true);
+      ns.stall = stall;
+      return ns;
+    }
+
+    private TroubledDeallocation(MemoryNamespace memory, boolean blocking) {
       this.memory = memory;
+      this.blocking = blocking;
     }
 
     @Override
@@ -329,7 +359,7 @@ class NvmfTierClusterTest {
 
     @Override
     public boolean blocking() {
-      return false;
+      return blocking;
     }
 
     @Override
@@ -348,6 +378,16 @@ class NvmfTierClusterTest {
 
     @Override
     public void deallocate(long offset, long len) throws java.io.IOException {
+      java.util.concurrent.CountDownLatch held = stall;
+      if (held != null) {
+        stalled.incrementAndGet();
+        try {
+          held.await(1, java.util.concurrent.TimeUnit.MINUTES);
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+          throw new java.io.IOException("interrupted (test)", e);
+        }
+      }
       if (failing) {
         failed.incrementAndGet();
         throw new java.io.IOException("deallocation failed (test)");
@@ -381,7 +421,7 @@ class NvmfTierClusterTest {
   void freedBlocksATargetFailsToDeallocateStayOutOfUseUntilARetrySucceeds() throws Exception {
     String nqn = "nqn.2026-11.io.ember:failing-deallocation";
     // 1 MiB: 15 blocks of 64 KiB and the stamp's LBA.
-    DeallocationFailing ns = new DeallocationFailing(new MemoryNamespace(1 << 20, 4096));
+    TroubledDeallocation ns = TroubledDeallocation.failing(new MemoryNamespace(1 << 20, 4096));
     NvmfTarget t = target(nqn, 0, ns);
     cluster =
         nvmfOnly()
@@ -422,6 +462,71 @@ class NvmfTierClusterTest {
     try (InputStream in = c.open("/b")) {
       assertArrayEquals(b, in.readAllBytes());
     }
+  }
+
+  @Test
+  void aDeallocationTheTargetStallsOnDoesNotStopHeartbeats() throws Exception {
+    String nqn = "nqn.2026-12.io.ember:stalled-deallocation";
+    java.util.concurrent.CountDownLatch stall = new java.util.concurrent.CountDownLatch(1);
+    TroubledDeallocation ns =
+        TroubledDeallocation.stalling(new MemoryNamespace(1 << 20, 4096), stall);
+    NvmfTarget t = target(nqn, 0, ns);
+    Duration timeout = Duration.ofSeconds(5);
+    cluster =
+        nvmfOnly()
+            .set(NameNodeKeys.DATANODE_TIMEOUT, timeout.toSeconds() + "s")
+            .set(EmberKeys.HEARTBEAT_INTERVAL, "200ms")
+            // Should the node give up on the stalled command first (a very slow machine), the
+            // retry soon deallocates the block all the same.
+            .set(NameNodeKeys.DEALLOCATION_RETRY, "2s")
+            .nvmfDatanode(t.uri(nqn) + "/1")
+            .build();
+    try {
+      EmberClient c = cluster.newClient();
+      CreateOptions nvmf = CreateOptions.DEFAULT.withStorageClass(StorageClass.NVMF);
+      try (EmberOutputStream out = c.create("/a", nvmf)) {
+        out.write(data(65536, 4));
+      }
+      c.delete("/a", false);
+      await(() -> ns.stalled.get() >= 1, "the target to take the deallocation");
+      long stalledSince = System.nanoTime();
+      // The node must stay live while the target sits on the deallocation for longer than the
+      // name node's data node timeout; the heartbeat thread that used to wait for it stopped
+      // beating, and the node was marked lost.
+      long[] heartbeatAfter = {Long.MIN_VALUE};
+      await(
+          () -> {
+            Messages.DatanodeInfo dn;
+            try {
+              dn = nvmfDatanode(c);
+            } catch (EmberException e) {
+              return false;
+            }
+            assertEquals("live", dn.state(), "data node state while its target stalls");
+            heartbeatAfter[0] =
+                System.nanoTime()
+                    - Duration.ofMillis(dn.lastHeartbeatMillisAgo()).toNanos()
+                    - stalledSince;
+            return heartbeatAfter[0] > timeout.toNanos();
+          },
+          "a heartbeat more than " + timeout + " into the stalled deallocation");
+      stall.countDown();
+      // Once the target answers, the block is reported deallocated and comes back.
+      awaitNvmf(c, u -> u.freeBlocks() == 15, "the freed block to be deallocated and returned");
+      assertTrue(ns.done.get() >= 1, ns.done.get() + " deallocations done");
+    } finally {
+      stall.countDown();
+    }
+  }
+
+  private static Messages.DatanodeInfo nvmfDatanode(EmberClient c) throws EmberException {
+    return c.datanodes().stream()
+        .filter(d -> d.storageClass().equals(StorageClass.NVMF))
+        .reduce(
+            (a, b) -> {
+              throw new AssertionError("more than one NVMf data node: " + a + ", " + b);
+            })
+        .orElseThrow();
   }
 
   @Test

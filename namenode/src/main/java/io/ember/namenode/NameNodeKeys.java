@@ -196,10 +196,11 @@ public final class NameNodeKeys {
 
   /**
    * How long a deallocation that a data node left out of its report waits before the name node
-   * sends it again. The target may still hold the first command (the node stops waiting after 10 s;
-   * the NVMf host gives a command up after 30 s), and NVMe orders nothing between commands, so a
-   * second one sent sooner could complete, the block go to a new file, and the first then zero the
-   * new data. Keep it above the data nodes' NVMf command timeout.
+   * sends it again; a report that comes later still counts. The target may still hold the first
+   * command (the node sends a batch once its previous one ends, within 10 s, stops waiting for it
+   * after 10 s more, and the NVMf host gives a command up after 30 s), and NVMe orders nothing
+   * between commands, so a second one sent sooner could complete, the block go to a new file, and
+   * the first then zero the new data. Keep it above the data nodes' NVMf command timeout.
    */
   public static final ConfigKey<Duration> DEALLOCATION_RETRY =
       ConfigKey.ofDuration(

@@ -569,7 +569,10 @@ public final class NvmfDataNode implements DataNode {
    */
   private static final Duration DEALLOCATION_WAIT = Duration.ofSeconds(10);
 
-  /** Deallocates freed blocks on the target; returns the slots done. */
+  /**
+   * Deallocates freed blocks on the target; returns the slots done. Runs on the link's deallocation
+   * thread, so a target slow to answer delays no heartbeat.
+   */
   private List<Long> deallocate(List<Long> slots) {
     NvmfController c = controller;
     int blockSize = link.blockSize();
@@ -593,7 +596,7 @@ public final class NvmfDataNode implements DataNode {
     int failed = 0;
     String firstFailure = null;
     // One deadline for the batch, not one per slot: the commands went out together, and a target
-    // that answers none would otherwise hold the heartbeat thread for as many waits as slots.
+    // that answers none would otherwise hold up every later batch for as many waits as slots.
     long deadline = System.nanoTime() + DEALLOCATION_WAIT.toNanos();
     for (int i = 0; i < slots.size(); i++) {
       try {
