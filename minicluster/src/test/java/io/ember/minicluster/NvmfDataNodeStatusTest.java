@@ -91,6 +91,18 @@ class NvmfDataNodeStatusTest {
                   + host
                   + ",le=\"+Inf\"}"));
 
+      // The data node's and the client's I/O queues, spread over the target's network threads.
+      java.util.List<Double> perThread = new java.util.ArrayList<>();
+      for (int t = 0; after.containsKey(threadQueues(t)); t++) {
+        perThread.add(after.get(threadQueues(t)));
+      }
+      assertTrue(!perThread.isEmpty(), "no ember_nvmf_target_thread_io_queues: " + after.keySet());
+      assertTrue(
+          perThread.stream().mapToDouble(Double::doubleValue).sum() >= 2, perThread.toString());
+      assertTrue(
+          java.util.Collections.max(perThread) - java.util.Collections.min(perThread) <= 1,
+          "I/O queues per network thread: " + perThread);
+
       String page = get(http, at + "/");
       assertTrue(page.contains("Controllers of the embedded target"), page);
       JsonNode summary = new ObjectMapper().readTree(get(http, at + "/api/summary"));
@@ -98,6 +110,10 @@ class NvmfDataNodeStatusTest {
       assertTrue(summary.get("connected").asBoolean());
       assertTrue(summary.get("controllers").size() >= 2, summary.toString());
     }
+  }
+
+  private static String threadQueues(int thread) {
+    return "ember_nvmf_target_thread_io_queues{thread=\"" + thread + "\"}";
   }
 
   /** Each controller in the metrics, as its id and host NQN on two lines. */

@@ -16,7 +16,8 @@ import io.prometheus.metrics.model.snapshots.MetricSnapshots;
 /**
  * The embedded target's figures per controller, read from the target at each scrape: controllers
  * come and go with their hosts, and a controller's series go with it (a new controller has a new
- * id, so its counters start afresh under other labels).
+ * id, so its counters start afresh under other labels); and how many I/O queues each of its network
+ * threads serves.
  */
 final class TargetMetrics implements MultiCollector {
   private final NvmfTarget target;
@@ -47,6 +48,18 @@ final class TargetMetrics implements MultiCollector {
         HistogramSnapshot.builder()
             .name("ember_nvmf_target_command_latency_seconds")
             .help("time from an I/O command's arrival to its completion, by controller");
+    GaugeSnapshot.Builder threadQueues =
+        GaugeSnapshot.builder()
+            .name("ember_nvmf_target_thread_io_queues")
+            .help("I/O queues each of the embedded target's network threads serves");
+    java.util.List<Integer> perThread = target.ioQueuesPerThread();
+    for (int i = 0; i < perThread.size(); i++) {
+      threadQueues.dataPoint(
+          GaugeDataPointSnapshot.builder()
+              .labels(Labels.of("thread", Integer.toString(i)))
+              .value(perThread.get(i))
+              .build());
+    }
     for (ControllerStats c : target.controllerStats()) {
       Labels labels = Labels.of("controller", Integer.toString(c.cntlid()), "host", c.hostNqn());
       commands.dataPoint(counter(labels.add("kind", "read"), c.reads()));
@@ -66,7 +79,12 @@ final class TargetMetrics implements MultiCollector {
               .build());
     }
     return MetricSnapshots.of(
-        commands.build(), failed.build(), bytes.build(), depth.build(), latency.build());
+        commands.build(),
+        failed.build(),
+        bytes.build(),
+        depth.build(),
+        latency.build(),
+        threadQueues.build());
   }
 
   private static CounterDataPointSnapshot counter(Labels labels, long value) {

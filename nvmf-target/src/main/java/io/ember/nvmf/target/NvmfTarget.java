@@ -6,7 +6,6 @@ import io.netty.bootstrap.ServerBootstrap;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelInitializer;
 import io.netty.channel.ChannelOption;
-import io.netty.channel.EventLoopGroup;
 import io.netty.channel.socket.SocketChannel;
 import java.io.IOException;
 import java.net.InetSocketAddress;
@@ -49,7 +48,7 @@ public final class NvmfTarget implements AutoCloseable {
   private final AtomicInteger nextCntlid = new AtomicInteger(1);
   final Map<Integer, TargetController> controllers = new ConcurrentHashMap<>();
   final AtomicInteger discoveryGeneration = new AtomicInteger(1);
-  private EventLoopGroup group;
+  private PlacingEventLoopGroup group;
   ExecutorService blockingIo;
 
   /**
@@ -97,7 +96,8 @@ public final class NvmfTarget implements AutoCloseable {
    */
   public NvmfTarget start() throws IOException {
     group =
-        Transports.group(threads, busyPoll.isZero() ? "nvmf-target" : "nvmf-target-poll", busyPoll);
+        new PlacingEventLoopGroup(
+            threads, busyPoll.isZero() ? "nvmf-target" : "nvmf-target-poll", busyPoll);
     AtomicInteger n = new AtomicInteger();
     ThreadFactory tf =
         r -> {
@@ -184,6 +184,21 @@ public final class NvmfTarget implements AutoCloseable {
    */
   public long bytesLanded() {
     return landed.sum();
+  }
+
+  /**
+   * How many I/O queues each network thread serves, one entry per thread; empty before {@link
+   * #start}. A connection goes to the thread with the fewest, so these differ by at most one while
+   * hosts only connect.
+   */
+  public List<Integer> ioQueuesPerThread() {
+    PlacingEventLoopGroup g = group;
+    return g == null ? List.of() : g.ioQueuesPerLoop();
+  }
+
+  /** The network threads, which count the I/O queues each serves. */
+  PlacingEventLoopGroup networkThreads() {
+    return group;
   }
 
   /** Number of live controllers (admin queues connected), for tests and monitoring. */

@@ -980,6 +980,10 @@ final class TargetConnection extends ChannelInboundHandlerAdapter {
     }
     ctrl = k;
     qid = q;
+    PlacingEventLoopGroup threads = t.networkThreads();
+    if (q > 0 && threads != null) {
+      threads.ioQueueConnected(ch);
+    }
     sqsize = size;
     sqhd = 1 % size;
     sqFlowOff = (cattr & 4) != 0;

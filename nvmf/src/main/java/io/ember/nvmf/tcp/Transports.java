@@ -44,15 +44,22 @@ public final class Transports {
    * PollingSelectStrategy}); zero sleeps at once.
    */
   public static EventLoopGroup group(int threads, String name, Duration busyPoll) {
+    return new MultiThreadIoEventLoopGroup(
+        threads, new DefaultThreadFactory(name, true), ioHandlers(busyPoll));
+  }
+
+  /**
+   * The I/O handlers of {@link #group(int, String, Duration)}'s event loops, for a group built
+   * otherwise: epoll or NIO, polling for {@code busyPoll} before they sleep.
+   */
+  public static IoHandlerFactory ioHandlers(Duration busyPoll) {
     SelectStrategyFactory strategy =
         busyPoll.isZero()
             ? DefaultSelectStrategyFactory.INSTANCE
             : PollingSelectStrategy.factory(busyPoll);
-    IoHandlerFactory f =
-        EPOLL
-            ? EpollIoHandler.newFactory(0, strategy)
-            : NioIoHandler.newFactory(SelectorProvider.provider(), strategy);
-    return new MultiThreadIoEventLoopGroup(threads, new DefaultThreadFactory(name, true), f);
+    return EPOLL
+        ? EpollIoHandler.newFactory(0, strategy)
+        : NioIoHandler.newFactory(SelectorProvider.provider(), strategy);
   }
 
   /** Client socket channel class matching {@link #group(int, String)}. */
