@@ -234,6 +234,16 @@ public final class EmberOutputStream extends OutputStream {
     }
     closed = true;
     releaseBuffer();
+    if (nextRun != null) {
+      // Answered before the close is sent, so the name node frees what the file did not use
+      // rather than hand a closed file blocks; whether it gave them does not matter now.
+      try {
+        client.await(nextRun);
+      } catch (EmberException unused) {
+        // The close is refused if the name node cannot be reached, and a refused run gave nothing.
+      }
+      nextRun = null;
+    }
     try {
       client.blocking(() -> client.closeFile(fileId, position));
     } catch (EmberException e) {
@@ -377,13 +387,15 @@ public final class EmberOutputStream extends OutputStream {
       asking(0, 1);
       allocatedComesWhole = true;
       allocated = CompletableFuture.completedFuture(List.of(block));
+      runAnswer = allocated;
     }
   }
 
   /**
    * At most this many bytes of blocks are asked for ahead of the writes that need them: with 1 MiB
    * blocks a fast writer asks the name node (and waits for its journal) once per 16 blocks rather
-   * than for each, and a file closed early gives back at most this much unwritten.
+   * than for each, and a file closed early gives back at most twice this much unwritten (the run it
+   * was writing and the {@linkplain #nextRun next}).
    */
   private static final long AHEAD_BYTES = 16L << 20;
 
@@ -392,6 +404,29 @@ public final class EmberOutputStream extends OutputStream {
    * already sent, a block at it needs the next.
    */
   private int askedUntil;
+
+  /**
+   * The run after {@link #allocated}, from {@link #nextRunFrom}, asked while a writer still had
+   * half of the current one to write, or null. Without it a fast writer's window drained at the end
+   * of every run while it waited for the name node (and its journal): about a tenth of the NVMf
+   * tier's 1 MiB write throughput.
+   */
+  private CompletableFuture<List<BlockLocation>> nextRun;
+
+  private int nextRunFrom;
+  private int nextRunCount;
+  private long nextRunAskedNanos;
+  private long nextRunAskedMillis;
+
+  /**
+   * The last request for blocks as the name node answers it, for {@link #runCount} blocks from
+   * {@link #runFrom}: unlike {@link #allocated}, which a writer ahead of the answers keeps
+   * re-basing on the block it needs, it tells whether the run came back whole.
+   */
+  private CompletableFuture<List<BlockLocation>> runAnswer;
+
+  private int runFrom;
+  private int runCount;
 
   /**
    * Whether {@link #allocated} comes whole or not at all (one block, or blocks the file already
@@ -435,6 +470,59 @@ public final class EmberOutputStream extends OutputStream {
   }
 
   private CompletableFuture<BlockLocation> block(int index) {
+    if (nextRun != null && index >= nextRunFrom) {
+      if (index == nextRunFrom) {
+        allocatedFrom = nextRunFrom;
+        askedUntil = nextRunFrom + nextRunCount;
+        allocatedAskedNanos = nextRunAskedNanos;
+        allocatedAskedMillis = nextRunAskedMillis;
+        allocatedComesWhole = nextRunCount == 1;
+        allocated = nextRun;
+        runFrom = nextRunFrom;
+        runCount = nextRunCount;
+        runAnswer = nextRun;
+      }
+      nextRun = null;
+    }
+    CompletableFuture<BlockLocation> located = locate(index);
+    askNextRunEarly(index);
+    return located;
+  }
+
+  /**
+   * Asks for the run after the current one once a writer is half way through it, so the answer is
+   * back before the writes need it. Only for files already a full run long, that took their last
+   * run whole: a small file asks nothing it might not use, and a file whose runs came back short (a
+   * tier nearly full) asks block by block.
+   */
+  private void askNextRunEarly(int index) {
+    CompletableFuture<List<BlockLocation>> run = runAnswer;
+    if (nextRun != null
+        || oneAtATime
+        || run == null
+        || !run.isDone()
+        || run.isCompletedExceptionally()) {
+      return;
+    }
+    int fullRun =
+        (int) Math.min(Messages.MAX_BLOCKS_PER_CALL, Math.max(1, AHEAD_BYTES / blockSize));
+    if (runCount < fullRun
+        || runFrom < fullRun
+        || askedUntil != runFrom + runCount
+        || run.join().size() != runCount
+        || index < runFrom + runCount / 2) {
+      return;
+    }
+    // The file holds every block before askedUntil, so the name node cannot refuse this as a gap.
+    nextRunFrom = askedUntil;
+    nextRunCount = blocksToAsk(askedUntil);
+    nextRunAskedNanos = System.nanoTime();
+    nextRunAskedMillis = System.currentTimeMillis();
+    nextRun = ask(nextRunFrom, nextRunCount);
+  }
+
+  /** Block {@code index}, from the run held or on its way, or asked for now. */
+  private CompletableFuture<BlockLocation> locate(int index) {
     int at = index - allocatedFrom;
     if (allocated != null && at > 0 && !allocated.isDone()) {
       CompletableFuture<List<BlockLocation>> before = allocated;
@@ -464,6 +552,7 @@ public final class EmberOutputStream extends OutputStream {
         asking(index, count);
         allocatedComesWhole = whole;
         CompletableFuture<List<BlockLocation>> sent = ask(index, count);
+        runAnswer = sent;
         allocated = askedAgainIfAGap(index, before, sent);
       }
       return allocated.thenApply(blocks -> blocks.get(0));
@@ -480,6 +569,7 @@ public final class EmberOutputStream extends OutputStream {
       asking(index, count);
       allocatedComesWhole = count == 1;
       allocated = ask(index, count);
+      runAnswer = allocated;
       at = 0;
     } else if (given != null && untrustedNow(given.get(at))) {
       // So are the blocks held of storage that cannot check generations (NVMf), once they are
@@ -490,6 +580,7 @@ public final class EmberOutputStream extends OutputStream {
       asking(index, rest);
       allocatedComesWhole = true;
       allocated = client.allocateBlocks(fileId, index, rest);
+      runAnswer = allocated;
       at = 0;
     } else if (given != null && tokenDueForRenewal(given.get(at))) {
       // Half way to its token's expiry, the block is asked for again: the name node answers an
@@ -501,6 +592,7 @@ public final class EmberOutputStream extends OutputStream {
       allocatedComesWhole = true;
       allocated =
           client.allocateBlocks(fileId, index, kept.size()).exceptionally(renewalFailed -> kept);
+      runAnswer = allocated;
       at = 0;
     }
     int offset = at;
@@ -536,6 +628,8 @@ public final class EmberOutputStream extends OutputStream {
   private void asking(int from, int count) {
     allocatedFrom = from;
     askedUntil = from + count;
+    runFrom = from;
+    runCount = count;
     allocatedAskedNanos = System.nanoTime();
     allocatedAskedMillis = System.currentTimeMillis();
   }
