@@ -394,8 +394,8 @@ public final class EmberOutputStream extends OutputStream {
   /**
    * At most this many bytes of blocks are asked for ahead of the writes that need them: with 1 MiB
    * blocks a fast writer asks the name node (and waits for its journal) once per 16 blocks rather
-   * than for each, and a file closed early gives back at most twice this much unwritten (the run it
-   * was writing and the {@linkplain #nextRun next}).
+   * than for each, and a file closed early gives back at most this much and one more run unwritten
+   * (the run it was writing and the {@linkplain #nextRun next}).
    */
   private static final long AHEAD_BYTES = 16L << 20;
 
@@ -491,9 +491,11 @@ public final class EmberOutputStream extends OutputStream {
 
   /**
    * Asks for the run after the current one once a writer is half way through it, so the answer is
-   * back before the writes need it. Only for files already a full run long, that took their last
-   * run whole: a small file asks nothing it might not use, and a file whose runs came back short (a
-   * tier nearly full) asks block by block.
+   * back before the writes need it. Only for files already a full run long (16 MiB, or one block
+   * when blocks are larger), that took their last run whole: a small file asks nothing it might not
+   * use, and a file whose runs came back short (a tier nearly full) asks block by block. The name
+   * node takes the run's first block as needed, as it takes every request's, so a file that ends
+   * within half a run holds that block, unused, until it closes.
    */
   private void askNextRunEarly(int index) {
     CompletableFuture<List<BlockLocation>> run = runAnswer;

@@ -94,13 +94,13 @@ public final class NameNodeLink implements AutoCloseable {
    */
   private final Object deallocation = new Object();
 
-  /** Slots the name node sent that no batch has taken yet, in order, without repeats. */
+  /** Slots the latest heartbeat answer sent that no batch has taken yet. */
   private final Set<Long> toDeallocate = new LinkedHashSet<>();
 
   /** Slots deallocated and not yet reported, oldest first. */
   private final List<Long> deallocated = new ArrayList<>();
 
-  /** A batch is running or about to: slots handed over now join its next round. */
+  /** A batch is running or about to: slots handed over now go once it ends. */
   private boolean deallocating;
 
   /**
@@ -221,20 +221,16 @@ public final class NameNodeLink implements AutoCloseable {
     Duration interval = config.get(EmberKeys.HEARTBEAT_INTERVAL);
     this.intervalMillis = interval.toMillis();
     this.lifeCycle = new LifeCycle(name + " link");
-    this.timer =
-        Executors.newSingleThreadScheduledExecutor(
-            r -> {
-              Thread t = new Thread(r, "datanode-heartbeat");
-              t.setDaemon(true);
-              return t;
-            });
-    this.deallocator =
-        Executors.newSingleThreadExecutor(
-            r -> {
-              Thread t = new Thread(r, "datanode-deallocate");
-              t.setDaemon(true);
-              return t;
-            });
+    this.timer = Executors.newSingleThreadScheduledExecutor(daemon("datanode-heartbeat"));
+    this.deallocator = Executors.newSingleThreadExecutor(daemon("datanode-deallocate"));
+  }
+
+  private static java.util.concurrent.ThreadFactory daemon(String name) {
+    return r -> {
+      Thread t = new Thread(r, name);
+      t.setDaemon(true);
+      return t;
+    };
   }
 
   /** Registers now (or keeps trying in the background) and starts heartbeats. */
@@ -267,6 +263,7 @@ public final class NameNodeLink implements AutoCloseable {
   }
 
   private void register() throws EmberException {
+    awaitDeallocationsEnded();
     long held = stamp.held();
     if (held != 0) {
       boolean revived = false;
@@ -429,7 +426,10 @@ public final class NameNodeLink implements AutoCloseable {
       int id = datanodeId;
       List<Long> report;
       synchronized (deallocation) {
-        report = List.copyOf(deallocated);
+        // No more than the name node reads in one report; the rest go with the next heartbeats.
+        report =
+            List.copyOf(
+                deallocated.subList(0, Math.min(deallocated.size(), Messages.MAX_TRIM_SLOTS)));
       }
       Messages.HeartbeatResponse r =
           callNamenode(
@@ -463,9 +463,17 @@ public final class NameNodeLink implements AutoCloseable {
     }
   }
 
-  /** Hands {@code slots} to the deallocator: a batch running now takes them when it ends. */
+  /**
+   * Hands {@code slots} to the deallocator: a batch running now takes them when it ends. They
+   * replace slots an earlier heartbeat handed over that no batch has taken yet: those are left out
+   * of the report and the name node sends them again after its retry delay, which assumes that a
+   * deallocation goes out within seconds of its heartbeat. Kept in a queue behind a slow target,
+   * one could go out after the name node sent it again, its second copy was done and the block was
+   * reused, and zero the new data.
+   */
   private void deallocateLater(List<Long> slots) {
     synchronized (deallocation) {
+      toDeallocate.clear();
       toDeallocate.addAll(slots);
       if (deallocating) {
         return;
@@ -476,41 +484,81 @@ public final class NameNodeLink implements AutoCloseable {
       deallocator.execute(this::deallocatePending);
     } catch (RejectedExecutionException e) {
       // Closing: the slots are the name node's to send again.
-      synchronized (deallocation) {
-        deallocating = false;
-      }
+      idle();
     }
+  }
+
+  /** No batch runs now; call holding {@link #deallocation}. */
+  private void idle() {
+    deallocating = false;
+    deallocation.notifyAll();
   }
 
   /** Deallocates what the name node sent, a batch at a time, until nothing is left. */
   private void deallocatePending() {
-    while (true) {
-      List<Long> batch = new ArrayList<>();
-      long registration;
-      synchronized (deallocation) {
-        if (toDeallocate.isEmpty() || Thread.currentThread().isInterrupted()) {
-          deallocating = false;
-          return;
+    boolean ended = false;
+    try {
+      while (true) {
+        List<Long> batch;
+        long registration;
+        synchronized (deallocation) {
+          if (toDeallocate.isEmpty() || Thread.currentThread().isInterrupted()) {
+            ended = true;
+            idle();
+            return;
+          }
+          batch = new ArrayList<>(toDeallocate);
+          toDeallocate.clear();
+          registration = registrations;
         }
-        // Batches no larger than one heartbeat's, however many heartbeats a slow one spanned.
-        for (var it = toDeallocate.iterator();
-            it.hasNext() && batch.size() < Messages.MAX_TRIM_SLOTS; ) {
-          batch.add(it.next());
-          it.remove();
+        List<Long> done;
+        try {
+          done = trimmer.apply(batch);
+        } catch (RuntimeException e) {
+          LOG.error("{}: deallocating {} block slot(s) failed", name, batch.size(), e);
+          done = List.of();
         }
-        registration = registrations;
+        synchronized (deallocation) {
+          if (registration == registrations) {
+            deallocated.addAll(done);
+          }
+        }
       }
-      List<Long> done;
+    } finally {
+      if (!ended) {
+        // An Error from the trimmer: the next heartbeat's slots start a batch again.
+        synchronized (deallocation) {
+          idle();
+        }
+      }
+    }
+  }
+
+  /** The longest a registration waits for a batch of deallocations still running. */
+  private static final Duration DEALLOCATION_DRAIN = Duration.ofSeconds(15);
+
+  /**
+   * Drops the slots no batch has taken and waits, up to {@link #DEALLOCATION_DRAIN}, for the batch
+   * that runs, if any: a node that registers as new offers every block as free, and a deallocation
+   * that went out after that could zero a block already written again.
+   */
+  private void awaitDeallocationsEnded() {
+    long deadline = System.nanoTime() + DEALLOCATION_DRAIN.toNanos();
+    synchronized (deallocation) {
+      toDeallocate.clear();
       try {
-        done = trimmer.apply(batch);
-      } catch (RuntimeException e) {
-        LOG.error("{}: deallocating {} block slot(s) failed", name, batch.size(), e);
-        done = List.of();
-      }
-      synchronized (deallocation) {
-        if (registration == registrations) {
-          deallocated.addAll(done);
+        long left;
+        while (deallocating && (left = deadline - System.nanoTime()) > 0) {
+          TimeUnit.NANOSECONDS.timedWait(deallocation, left);
         }
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+      if (deallocating) {
+        LOG.warn(
+            "{}: registering while a batch of deallocations still runs after {} s",
+            name,
+            DEALLOCATION_DRAIN.toSeconds());
       }
     }
   }

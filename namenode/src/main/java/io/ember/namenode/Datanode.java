@@ -222,10 +222,11 @@ final class Datanode {
         cooling.addLast(new long[] {slot, reusableAt});
       }
     }
-    // A node starts each batch as it arrives and reports it at the first heartbeat after it ends,
-    // usually the next. What that report leaves out was not done yet (a slow target), failed or
-    // timed out, was cut short by a closing node, or never reached it (the answer that carried it
-    // was lost). Those go out again after retryNanos, and a later report still counts; kept
+    // A node starts each batch once the one it runs ends (within seconds) and reports it at the
+    // first heartbeat after that, usually the next. What that report leaves out was not done yet
+    // (a slow target), was dropped for a newer batch while one ran, failed or timed out, was cut
+    // short by a closing node, or never reached it (the answer that carried it was lost). Those go
+    // out again after retryNanos, and a later report still counts; kept
     // waiting for a report that might not come, they stayed out of use until the node registered
     // again, and a long-lived node lost capacity with every failure.
     for (Long slot : trimming) {
