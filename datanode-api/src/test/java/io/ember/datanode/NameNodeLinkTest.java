@@ -125,4 +125,90 @@ class NameNodeLinkTest {
       }
     }
   }
+
+  private static Messages.ClassUsage nvmf(RpcClients rpc, HostPort nn) throws Exception {
+    return Futures.await(
+            rpc.get(nn, "name node")
+                .thenCompose(
+                    c -> c.call(MessageType.DF, Message.EMPTY, Messages.DfResponse::decode)))
+        .classes()
+        .stream()
+        .filter(u -> u.storageClass().equals(StorageClass.NVMF))
+        .findFirst()
+        .orElseThrow();
+  }
+
+  /** Creates {@code path} on NVMf with its first block and closes it empty, which frees it. */
+  private static void emptyFile(RpcClients rpc, HostPort nn, String path) throws Exception {
+    Messages.CreateResponse created =
+        Futures.await(
+            rpc.get(nn, "name node")
+                .thenCompose(
+                    c ->
+                        c.call(
+                            MessageType.CREATE,
+                            new Messages.CreateRequest(
+                                path,
+                                io.ember.protocol.NodeType.FILE,
+                                StorageClass.NVMF,
+                                false,
+                                "test writer",
+                                true,
+                                false),
+                            Messages.CreateResponse::decode)));
+    assertTrue(created.firstBlock() != null, "no first block for " + path);
+    Futures.await(
+        rpc.get(nn, "name node")
+            .thenCompose(
+                c ->
+                    c.call(
+                        MessageType.CLOSE_FILE,
+                        new Messages.CloseFileRequest(created.status().id(), 0),
+                        io.ember.protocol.NodeStatus::decode)));
+  }
+
+  @Test
+  void aTrimmerThatThrowsAnErrorDoesNotStopLaterDeallocations() throws Exception {
+    EmberConfig config =
+        EmberConfig.defaults()
+            .with(NameNodeKeys.PROBE_DATANODES, "false")
+            .with(EmberKeys.HEARTBEAT_INTERVAL, "100ms");
+    AtomicInteger batches = new AtomicInteger();
+    try (NameNode nn = NameNode.start(config, "127.0.0.1", 0);
+        RpcClients rpc = new RpcClients(config, "test", 1)) {
+      HostPort address = new HostPort("127.0.0.1", nn.address().getPort());
+      EmberConfig linkConfig = config.with(EmberKeys.NAMENODE_ADDRESS, address.toString());
+      try (NameNodeLink link =
+          new NameNodeLink(
+              linkConfig,
+              "test node",
+              new Messages.RegisterRequest(
+                  StorageClass.NVMF, "nvmf", "127.0.0.1:1", 8L << 20, true),
+              slots -> {
+                if (batches.getAndIncrement() == 0) {
+                  throw new AssertionError("a trimmer that fails hard (test)");
+                }
+                return slots;
+              },
+              () -> true,
+              new NameNodeLink.MemoryStamp())) {
+        link.start();
+        long total = nvmf(rpc, address).totalBlocks();
+        emptyFile(rpc, address, "/a");
+        await("the first batch to fail", () -> batches.get() >= 1);
+        emptyFile(rpc, address, "/b");
+        // /a's block waits for the name node's retry (minutes); /b's comes back.
+        await("the second batch", () -> batches.get() >= 2);
+        await(
+            "/b's block to come back",
+            () -> {
+              try {
+                return nvmf(rpc, address).freeBlocks() == total - 1;
+              } catch (Exception e) {
+                return false;
+              }
+            });
+      }
+    }
+  }
 }
