@@ -484,7 +484,9 @@ public final class NameNodeLink implements AutoCloseable {
       deallocator.execute(this::deallocatePending);
     } catch (RejectedExecutionException e) {
       // Closing: the slots are the name node's to send again.
-      idle();
+      synchronized (deallocation) {
+        idle();
+      }
     }
   }
 
