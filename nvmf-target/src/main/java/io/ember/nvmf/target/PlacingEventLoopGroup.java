@@ -11,7 +11,6 @@ import io.netty.util.concurrent.DefaultThreadFactory;
 import io.netty.util.concurrent.EventExecutor;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
 
@@ -25,21 +24,25 @@ import java.util.concurrent.atomic.AtomicInteger;
 final class PlacingEventLoopGroup extends MultiThreadIoEventLoopGroup {
   /** What a loop serves. */
   private static final class Load {
+    final EventLoop loop;
+
     /** Connections placed on the loop and not yet closed, whatever their queue. */
     final AtomicInteger connections = new AtomicInteger();
 
     /** Connections on the loop that connected an I/O queue. */
     final AtomicInteger ioQueues = new AtomicInteger();
+
+    Load(EventLoop loop) {
+      this.loop = loop;
+    }
   }
 
   /** Marks a connection counted as an I/O queue. */
   private static final AttributeKey<Boolean> IO_QUEUE =
       AttributeKey.valueOf(PlacingEventLoopGroup.class, "ioQueue");
 
-  /** Every loop of the group, in the group's order; fixed once built. */
-  private final List<EventLoop> loops = new ArrayList<>();
-
-  private final IdentityHashMap<EventExecutor, Load> loads = new IdentityHashMap<>();
+  /** Every loop of the group with what it serves, in the group's order; fixed once built. */
+  private final List<Load> loads = new ArrayList<>();
 
   /** Where the search for the least loaded loop starts, so that ties go round. */
   private final AtomicInteger turn = new AtomicInteger();
@@ -47,8 +50,7 @@ final class PlacingEventLoopGroup extends MultiThreadIoEventLoopGroup {
   PlacingEventLoopGroup(int threads, String name, Duration busyPoll) {
     super(threads, new DefaultThreadFactory(name, true), Transports.ioHandlers(busyPoll));
     for (EventExecutor e : this) {
-      loops.add((EventLoop) e);
-      loads.put(e, new Load());
+      loads.add(new Load((EventLoop) e));
     }
   }
 
@@ -62,10 +64,9 @@ final class PlacingEventLoopGroup extends MultiThreadIoEventLoopGroup {
     if (channel instanceof ServerChannel) {
       return super.register(channel);
     }
-    EventLoop loop = leastLoaded();
-    Load load = loads.get(loop);
+    Load load = leastLoaded();
     load.connections.incrementAndGet();
-    ChannelFuture registered = loop.register(channel);
+    ChannelFuture registered = load.loop.register(channel);
     registered.addListener(
         f -> {
           if (!f.isSuccess()) {
@@ -85,19 +86,18 @@ final class PlacingEventLoopGroup extends MultiThreadIoEventLoopGroup {
     return registered;
   }
 
-  private EventLoop leastLoaded() {
-    int n = loops.size();
+  private Load leastLoaded() {
+    int n = loads.size();
     int from = Math.floorMod(turn.getAndIncrement(), n);
-    EventLoop best = null;
+    Load best = null;
     int bestQueues = Integer.MAX_VALUE;
     int bestConnections = Integer.MAX_VALUE;
     for (int i = 0; i < n; i++) {
-      EventLoop loop = loops.get((from + i) % n);
-      Load load = loads.get(loop);
+      Load load = loads.get((from + i) % n);
       int queues = load.ioQueues.get();
       int connections = load.connections.get();
       if (queues < bestQueues || (queues == bestQueues && connections < bestConnections)) {
-        best = loop;
+        best = load;
         bestQueues = queues;
         bestConnections = connections;
       }
@@ -107,17 +107,19 @@ final class PlacingEventLoopGroup extends MultiThreadIoEventLoopGroup {
 
   /** {@code channel}, which this group placed, connected an I/O queue; counted until it closes. */
   void ioQueueConnected(Channel channel) {
-    Load load = loads.get(channel.eventLoop());
-    if (load != null && channel.attr(IO_QUEUE).setIfAbsent(Boolean.TRUE) == null) {
-      load.ioQueues.incrementAndGet();
+    for (Load load : loads) {
+      if (load.loop == channel.eventLoop()
+          && channel.attr(IO_QUEUE).setIfAbsent(Boolean.TRUE) == null) {
+        load.ioQueues.incrementAndGet();
+      }
     }
   }
 
   /** I/O queues connected on each loop, in the group's order. */
   List<Integer> ioQueuesPerLoop() {
-    List<Integer> out = new ArrayList<>(loops.size());
-    for (EventLoop loop : loops) {
-      out.add(loads.get(loop).ioQueues.get());
+    List<Integer> out = new ArrayList<>(loads.size());
+    for (Load load : loads) {
+      out.add(load.ioQueues.get());
     }
     return out;
   }
