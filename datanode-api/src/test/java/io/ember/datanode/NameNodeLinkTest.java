@@ -30,14 +30,15 @@ class NameNodeLinkTest {
   /** Far longer than any step takes even on a starved machine: the test waits for events. */
   private static final Duration PATIENCE = Duration.ofSeconds(90);
 
-  private static Messages.ClassUsage dram(RpcClients rpc, HostPort nn) throws Exception {
+  private static Messages.ClassUsage usage(RpcClients rpc, HostPort nn, StorageClass storageClass)
+      throws Exception {
     return Futures.await(
             rpc.get(nn, "name node")
                 .thenCompose(
                     c -> c.call(MessageType.DF, Message.EMPTY, Messages.DfResponse::decode)))
         .classes()
         .stream()
-        .filter(u -> u.storageClass().equals(StorageClass.DRAM))
+        .filter(u -> u.storageClass().equals(storageClass))
         .findFirst()
         .orElseThrow();
   }
@@ -111,7 +112,7 @@ class NameNodeLinkTest {
             "three registrations after the first",
             () -> stamp.registrations.get() >= 4 && link.datanodeId() >= 0);
         assertEquals(id, link.datanodeId());
-        Messages.ClassUsage usage = dram(rpc, address);
+        Messages.ClassUsage usage = usage(rpc, address, StorageClass.DRAM);
         assertEquals(1, usage.liveNodes() + usage.lostNodes(), "one node, not one per return");
 
         // A node that could not serve its blocks cannot vouch for them: it comes back as new.
@@ -124,18 +125,6 @@ class NameNodeLinkTest {
         assertTrue(link.datanodeId() > id, "registered as " + link.datanodeId());
       }
     }
-  }
-
-  private static Messages.ClassUsage nvmf(RpcClients rpc, HostPort nn) throws Exception {
-    return Futures.await(
-            rpc.get(nn, "name node")
-                .thenCompose(
-                    c -> c.call(MessageType.DF, Message.EMPTY, Messages.DfResponse::decode)))
-        .classes()
-        .stream()
-        .filter(u -> u.storageClass().equals(StorageClass.NVMF))
-        .findFirst()
-        .orElseThrow();
   }
 
   /** Creates {@code path} on NVMf with its first block and closes it empty, which frees it. */
@@ -193,7 +182,7 @@ class NameNodeLinkTest {
               () -> true,
               new NameNodeLink.MemoryStamp())) {
         link.start();
-        long total = nvmf(rpc, address).totalBlocks();
+        long total = usage(rpc, address, StorageClass.NVMF).totalBlocks();
         emptyFile(rpc, address, "/a");
         await("the first batch to fail", () -> batches.get() >= 1);
         emptyFile(rpc, address, "/b");
@@ -203,7 +192,7 @@ class NameNodeLinkTest {
             "/b's block to come back",
             () -> {
               try {
-                return nvmf(rpc, address).freeBlocks() == total - 1;
+                return usage(rpc, address, StorageClass.NVMF).freeBlocks() == total - 1;
               } catch (Exception e) {
                 return false;
               }

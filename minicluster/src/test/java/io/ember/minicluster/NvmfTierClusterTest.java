@@ -493,7 +493,6 @@ class NvmfTierClusterTest {
       // The node must stay live while the target sits on the deallocation for longer than the
       // name node's data node timeout; the heartbeat thread that used to wait for it stopped
       // beating, and the node was marked lost.
-      long[] heartbeatAfter = {Long.MIN_VALUE};
       await(
           () -> {
             Messages.DatanodeInfo dn;
@@ -503,11 +502,11 @@ class NvmfTierClusterTest {
               return false;
             }
             assertEquals("live", dn.state(), "data node state while its target stalls");
-            heartbeatAfter[0] =
+            long heartbeatAfter =
                 System.nanoTime()
                     - Duration.ofMillis(dn.lastHeartbeatMillisAgo()).toNanos()
                     - stalledSince;
-            return heartbeatAfter[0] > timeout.toNanos();
+            return heartbeatAfter > timeout.toNanos();
           },
           "a heartbeat more than " + timeout + " into the stalled deallocation");
       stall.countDown();
