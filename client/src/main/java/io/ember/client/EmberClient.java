@@ -824,23 +824,41 @@ public final class EmberClient implements AutoCloseable {
    * answer that is empty, too long or out of order fails as a malformed frame.
    */
   CompletableFuture<List<BlockLocation>> allocateBlocks(long fileId, int index, int count) {
+    return allocate(MessageType.ALLOCATE_BLOCKS, fileId, index, count, 1);
+  }
+
+  /**
+   * Blocks {@code index} onward of a file being written, asked before any write needs them: at most
+   * {@code count}, and none when the file's class has no blocks to spare. An answer too long or out
+   * of order fails as a malformed frame.
+   */
+  CompletableFuture<List<BlockLocation>> allocateAhead(long fileId, int index, int count) {
+    return allocate(MessageType.ALLOCATE_AHEAD, fileId, index, count, 0);
+  }
+
+  private CompletableFuture<List<BlockLocation>> allocate(
+      MessageType type, long fileId, int index, int count, int least) {
     return call(
-        MessageType.ALLOCATE_BLOCKS,
+        type,
         new Messages.AllocateBlocksRequest(fileId, index, count),
         in -> {
           List<BlockLocation> blocks = Messages.BlocksResponse.decode(in).blocks();
-          if (blocks.isEmpty() || blocks.size() > count) {
+          if (blocks.size() < least || blocks.size() > count) {
             throw new io.ember.protocol.MalformedFrameException(
-                "ALLOCATE_BLOCKS answer holds "
+                type
+                    + " answer holds "
                     + blocks.size()
-                    + " blocks; 1 to "
+                    + " blocks; "
+                    + least
+                    + " to "
                     + count
                     + " asked");
           }
           for (int k = 0; k < blocks.size(); k++) {
             if (blocks.get(k).index() != index + k) {
               throw new io.ember.protocol.MalformedFrameException(
-                  "ALLOCATE_BLOCKS answer gives block "
+                  type
+                      + " answer gives block "
                       + blocks.get(k).index()
                       + " where block "
                       + (index + k)

@@ -458,15 +458,18 @@ public final class EmberOutputStream extends OutputStream {
 
   /** Asks the name node for blocks from {@code index}, noting a run that comes back short. */
   private CompletableFuture<List<BlockLocation>> ask(int index, int count) {
-    return client
-        .allocateBlocks(fileId, index, count)
-        .thenApply(
-            blocks -> {
-              if (blocks.size() < count) {
-                oneAtATime = true;
-              }
-              return blocks;
-            });
+    return notingShort(client.allocateBlocks(fileId, index, count), count);
+  }
+
+  private CompletableFuture<List<BlockLocation>> notingShort(
+      CompletableFuture<List<BlockLocation>> answer, int count) {
+    return answer.thenApply(
+        blocks -> {
+          if (blocks.size() < count) {
+            oneAtATime = true;
+          }
+          return blocks;
+        });
   }
 
   private CompletableFuture<BlockLocation> block(int index) {
@@ -477,7 +480,12 @@ public final class EmberOutputStream extends OutputStream {
         allocatedAskedNanos = nextRunAskedNanos;
         allocatedAskedMillis = nextRunAskedMillis;
         allocatedComesWhole = nextRunCount == 1;
-        allocated = nextRun;
+        // A run asked ahead may come back empty (the class keeps its reserve for blocks that are
+        // needed): this block is needed now, so it is asked for as such.
+        allocated =
+            nextRun.thenCompose(
+                blocks ->
+                    blocks.isEmpty() ? ask(index, 1) : CompletableFuture.completedFuture(blocks));
         runFrom = nextRunFrom;
         runCount = nextRunCount;
         runAnswer = nextRun;
@@ -493,9 +501,11 @@ public final class EmberOutputStream extends OutputStream {
    * Asks for the run after the current one once a writer is half way through it, so the answer is
    * back before the writes need it. Only for files already a full run long (16 MiB, or one block
    * when blocks are larger), that took their last run whole: a small file asks nothing it might not
-   * use, and a file whose runs came back short (a tier nearly full) asks block by block. The name
-   * node takes the run's first block as needed, as it takes every request's, so a file that ends
-   * within half a run holds that block, unused, until it closes.
+   * use, and a file whose runs came back short (a tier nearly full) asks block by block. The run is
+   * asked as {@linkplain EmberClient#allocateAhead ahead of need}: the name node gives it only from
+   * the file's own class and never from the reserve it keeps for blocks that are needed, so a file
+   * that ends within half a run neither spills into another class nor takes the last free blocks
+   * for nothing.
    */
   private void askNextRunEarly(int index) {
     CompletableFuture<List<BlockLocation>> run = runAnswer;
@@ -520,7 +530,7 @@ public final class EmberOutputStream extends OutputStream {
     nextRunCount = blocksToAsk(askedUntil);
     nextRunAskedNanos = System.nanoTime();
     nextRunAskedMillis = System.currentTimeMillis();
-    nextRun = ask(nextRunFrom, nextRunCount);
+    nextRun = notingShort(client.allocateAhead(fileId, nextRunFrom, nextRunCount), nextRunCount);
   }
 
   /** Block {@code index}, from the run held or on its way, or asked for now. */

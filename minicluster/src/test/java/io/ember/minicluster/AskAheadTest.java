@@ -84,4 +84,43 @@ class AskAheadTest {
       assertArrayEquals(bytes, TestFiles.readAll(c, "/full"));
     }
   }
+
+  @Test
+  void aRunAskedAheadLeavesTheTiersReserveToAnotherWriter() throws Exception {
+    try (MiniCluster cluster = cluster("37m");
+        EmberClient c = cluster.newClient()) {
+      byte[] bytes = data(25 * MIB, 9);
+      byte[] other = data(5 * MIB, 11);
+      try (EmberOutputStream out = c.create("/ahead", CreateOptions.DEFAULT)) {
+        out.write(bytes, 0, 24 * MIB);
+        out.flush();
+        // Block 24 is half way through the run of blocks 16 to 31: the run from block 32 is asked
+        // now, ahead of need, when the file holds 32 blocks and the 5 free are the tier's reserve
+        // (an eighth, rounded up). Block 32 had been taken as needed, leaving the other file 4.
+        out.write(bytes, 24 * MIB, MIB);
+        // The name node answers one connection's requests in order: this create comes after.
+        try (EmberOutputStream second = c.create("/other", CreateOptions.DEFAULT)) {
+          second.write(other);
+        }
+      }
+      assertEquals(30, usedBlocks(c));
+      assertArrayEquals(bytes, TestFiles.readAll(c, "/ahead"));
+      assertArrayEquals(other, TestFiles.readAll(c, "/other"));
+    }
+  }
+
+  @Test
+  void aRunAskedAheadThatComesBackEmptyIsAskedAgainWhenNeeded() throws Exception {
+    try (MiniCluster cluster = cluster("37m");
+        EmberClient c = cluster.newClient()) {
+      // At block 24 the file holds 32 of the 37 blocks, and the 5 free are the tier's reserve:
+      // the run asked ahead comes back empty, and each block after is asked as a write needs it.
+      byte[] bytes = data(37 * MIB, 10);
+      try (EmberOutputStream out = c.create("/last", CreateOptions.DEFAULT)) {
+        out.write(bytes);
+      }
+      assertEquals(37, usedBlocks(c));
+      assertArrayEquals(bytes, TestFiles.readAll(c, "/last"));
+    }
+  }
 }

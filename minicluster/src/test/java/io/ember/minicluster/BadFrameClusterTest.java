@@ -86,10 +86,12 @@ class BadFrameClusterTest {
         2, errorCodeOfReply(nn, frame(MessageType.CREATE.code(), new byte[] {0, 0, 0, 9})));
     assertEquals(3, errorCodeOfReply(nn, frame(MessageType.BLOCK_READ.code(), new byte[12])));
     // A run of no blocks, or of more than one answer may hold, is refused as malformed.
-    for (int count : new int[] {0, -1, 1025}) {
-      byte[] ask = java.nio.ByteBuffer.allocate(16).putLong(1).putInt(1).putInt(count).array();
-      assertEquals(
-          2, errorCodeOfReply(nn, frame(MessageType.ALLOCATE_BLOCKS.code(), ask)), "" + count);
+    for (MessageType type :
+        new MessageType[] {MessageType.ALLOCATE_BLOCKS, MessageType.ALLOCATE_AHEAD}) {
+      for (int count : new int[] {0, -1, 1025}) {
+        byte[] ask = java.nio.ByteBuffer.allocate(16).putLong(1).putInt(1).putInt(count).array();
+        assertEquals(2, errorCodeOfReply(nn, frame(type.code(), ask)), type + " " + count);
+      }
     }
     Random r = new Random(3);
     for (int i = 0; i < 20; i++) {

@@ -1221,6 +1221,15 @@ public final class NameNode implements AutoCloseable {
                   state.allocateBlocks(caller(channel), r.fileId(), r.index(), r.count()),
                   BlockToken.READ | BlockToken.WRITE));
         }
+      case ALLOCATE_AHEAD:
+        {
+          Messages.AllocateBlocksRequest r = Messages.AllocateBlocksRequest.decode(in);
+          return new Messages.BlocksResponse(
+              granted(
+                  channel,
+                  state.allocateAhead(caller(channel), r.fileId(), r.index(), r.count()),
+                  BlockToken.READ | BlockToken.WRITE));
+        }
       case GET_BLOCKS:
         {
           Messages.GetBlocksRequest r = Messages.GetBlocksRequest.decode(in);

@@ -714,6 +714,27 @@ final class NameNodeState {
    */
   List<BlockLocation> allocateBlocks(Caller caller, long fileId, int index, int count)
       throws EmberException {
+    return allocate(caller, fileId, index, count, false);
+  }
+
+  List<BlockLocation> allocateAhead(long fileId, int index, int count) throws EmberException {
+    return allocateAhead(internal(), fileId, index, count);
+  }
+
+  /**
+   * Blocks {@code index} onward of a file that its writer asks for before any write needs them: as
+   * {@link #allocateBlocks}, except that every block is given ahead, block {@code index} too. So
+   * they all come from the file's own storage class and only while it has more than its reserve
+   * free; the answer may be empty, and the writer then asks for the block when a write needs it.
+   * Blocks the file already has are answered as they are.
+   */
+  List<BlockLocation> allocateAhead(Caller caller, long fileId, int index, int count)
+      throws EmberException {
+    return allocate(caller, fileId, index, count, true);
+  }
+
+  private List<BlockLocation> allocate(
+      Caller caller, long fileId, int index, int count, boolean firstAhead) throws EmberException {
     lock.writeLock().lock();
     try {
       Inode.File file = file(fileId);
@@ -742,18 +763,23 @@ final class NameNodeState {
                 + " blocks: files grow one block at a time");
       }
       List<BlockLocation> out = new ArrayList<>();
-      out.add(allocateLocked(file, index, null));
-      Block first = file.blocks.get(index);
-      if (count > 1 && first.datanode().storageClass.equals(file.storageClass)) {
-        long most = Math.max(1, MAX_AHEAD_BYTES / blockSize);
-        long ahead = Math.min(Math.min(count - 1L, most), spareForAhead(file.storageClass));
-        for (int i = 1; i <= ahead; i++) {
-          BlockLocation next = allocateLocked(file, index + i, file.storageClass);
-          if (next == null) {
-            break;
-          }
-          out.add(next);
+      int next = index;
+      if (!firstAhead) {
+        out.add(allocateLocked(file, next++, null));
+        if (!file.blocks.get(index).datanode().storageClass.equals(file.storageClass)) {
+          // A run never takes another class's blocks ahead of need.
+          return out;
         }
+      }
+      long most = Math.max(1, MAX_AHEAD_BYTES / blockSize);
+      long wanted = Math.min(count - out.size(), most);
+      long ahead = wanted > 0 ? Math.min(wanted, spareForAhead(file.storageClass)) : 0;
+      for (int i = 0; i < ahead; i++) {
+        BlockLocation given = allocateLocked(file, next++, file.storageClass);
+        if (given == null) {
+          break;
+        }
+        out.add(given);
       }
       return out;
     } finally {

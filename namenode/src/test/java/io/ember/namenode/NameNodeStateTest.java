@@ -328,6 +328,31 @@ class NameNodeStateTest {
   }
 
   @Test
+  void aRunAskedAheadOfNeedKeepsTheReserveAndNeverSpills() throws Exception {
+    nn.register(StorageClass.DRAM, "dram", "h:1", 16L * BS);
+    nn.register(StorageClass.NVMF, "nvmf", "t", 16L * BS);
+    NodeStatus f = file("/f");
+    nn.allocateBlock(f.id(), 0);
+    // Unlike a run asked as it is needed, the first block is ahead too: an eighth of the class
+    // (2 blocks) stays free.
+    List<BlockLocation> run = nn.allocateAhead(f.id(), 1, 100);
+    assertEquals(13, run.size());
+    assertEquals(1, run.get(0).index());
+    assertEquals(2, usage(StorageClass.DRAM).freeBlocks());
+    // At the reserve the answer is empty, with the next class's blocks untouched: the writer asks
+    // for the block when a write needs it.
+    assertEquals(List.of(), nn.allocateAhead(f.id(), 14, 8));
+    assertEquals(2, usage(StorageClass.DRAM).freeBlocks());
+    assertEquals(16, usage(StorageClass.NVMF).freeBlocks());
+    assertEquals(1, nn.allocateBlocks(f.id(), 14, 8).size());
+    // Blocks the file has are answered as they are; a gap and a closed file are refused.
+    assertEquals(run.subList(0, 2), nn.allocateAhead(f.id(), 1, 2));
+    assertCode(ErrorCode.INVALID_ARGUMENT, () -> nn.allocateAhead(f.id(), 16, 4));
+    nn.closeFile(f.id(), BS);
+    assertCode(ErrorCode.FILE_CLOSED, () -> nn.allocateAhead(f.id(), 1, 4));
+  }
+
+  @Test
   void noRequestHoldsMoreThanSixtyFourMebibytesAhead() throws Exception {
     NameNodeState mib =
         new NameNodeState(1 << 20, List.of(StorageClass.DRAM), Duration.ofSeconds(10), clock::get);

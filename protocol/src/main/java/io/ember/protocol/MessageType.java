@@ -50,6 +50,11 @@ public enum MessageType {
    * journal force.
    */
   ALLOCATE_BLOCKS(33),
+  /**
+   * Blocks a writer asks for before any write needs them, body as {@link #ALLOCATE_BLOCKS}: all
+   * from the file's own class and only while it has blocks to spare, so the answer may be empty.
+   */
+  ALLOCATE_AHEAD(34),
   // Data node.
   BLOCK_WRITE(40),
   BLOCK_READ(41),
