@@ -53,10 +53,12 @@ final class Journal implements AutoCloseable {
   static final int MAX_RECORD = 64 << 20;
   static final long RETRY_MILLIS = 1000;
   static final long BATCH_FORCE_MILLIS = 100;
+  static final long ANNOUNCE_WAIT_MILLIS = 200;
   private static final String PREFIX = "journal-";
 
   private final Path dir;
   private final Sync sync;
+  private final long announceWaitMillis;
   private final Thread writer;
 
   // Guarded by this.
@@ -78,6 +80,12 @@ final class Journal implements AutoCloseable {
   private long nextSeq;
   private ByteBuffer pending = ByteBuffer.allocate(64 << 10);
   private long pendingLastSeq;
+
+  /** Records are {@linkplain #queue queued} that no {@link #announce} has handed over yet. */
+  private boolean unannounced;
+
+  private long batchesWritten;
+
   private final ArrayDeque<Waiter> waiters = new ArrayDeque<>();
   private boolean writing;
   private boolean closed;
@@ -91,9 +99,10 @@ final class Journal implements AutoCloseable {
   /** Checksums records as they are appended; guarded by this. */
   private final CRC32C crc = new CRC32C();
 
-  private Journal(Path dir, Sync sync, long nextSeq) throws IOException {
+  private Journal(Path dir, Sync sync, long nextSeq, long announceWaitMillis) throws IOException {
     this.dir = dir;
     this.sync = sync;
+    this.announceWaitMillis = announceWaitMillis;
     this.nextSeq = nextSeq;
     this.pendingLastSeq = nextSeq - 1;
     openSegment(nextSeq);
@@ -107,7 +116,13 @@ final class Journal implements AutoCloseable {
    * writer thread.
    */
   static Journal open(Path dir, Sync sync, long nextSeq) throws IOException {
-    return new Journal(dir, sync, nextSeq);
+    return open(dir, sync, nextSeq, ANNOUNCE_WAIT_MILLIS);
+  }
+
+  /** As {@link #open(Path, Sync, long)}, with how long a queued record waits for its announce. */
+  static Journal open(Path dir, Sync sync, long nextSeq, long announceWaitMillis)
+      throws IOException {
+    return new Journal(dir, sync, nextSeq, announceWaitMillis);
   }
 
   private void openSegment(long firstSeq) throws IOException {
@@ -167,6 +182,18 @@ final class Journal implements AutoCloseable {
    *     ErrorCode#JOURNAL_FAILED}
    */
   synchronized CompletableFuture<Void> append(byte[] payload) {
+    CompletableFuture<Void> done = queue(payload);
+    announce();
+    return done;
+  }
+
+  /**
+   * Queues a record of a change still under way, as {@link #append} does, but leaves it to {@link
+   * #announce} to hand it to the writer: a change that makes several records (a create and its
+   * first block) has them written and forced together, not the first alone and then the rest. A
+   * record never announced is written anyway, at most twice {@link #ANNOUNCE_WAIT_MILLIS} ms late.
+   */
+  synchronized CompletableFuture<Void> queue(byte[] payload) {
     long seq = nextSeq++;
     int need = RECORD_HEADER + payload.length;
     if (pending.remaining() < need) {
@@ -186,7 +213,7 @@ final class Journal implements AutoCloseable {
     pending.put(payload);
     pendingLastSeq = seq;
     appendedSinceRoll++;
-    notifyAll();
+    unannounced = true;
     if (sync == Sync.NONE) {
       // Nothing is promised beyond the process: the answer need not wait for the write.
       return DONE;
@@ -194,6 +221,14 @@ final class Journal implements AutoCloseable {
     CompletableFuture<Void> done = new CompletableFuture<>();
     waiters.add(new Waiter(seq, done));
     return done;
+  }
+
+  /** Hands the records queued so far to the writer: the change that made them is whole. */
+  synchronized void announce() {
+    if (unannounced) {
+      unannounced = false;
+      notifyAll();
+    }
   }
 
   /** Completes once every record appended so far is as durable as {@link Sync} asks. */
@@ -214,6 +249,7 @@ final class Journal implements AutoCloseable {
   private void writeLoop() {
     long lastForce = System.nanoTime();
     boolean unforced = false;
+    boolean waitedForAnnounce = false;
     long batchForceNanos = TimeUnit.MILLISECONDS.toNanos(BATCH_FORCE_MILLIS);
     while (true) {
       ByteBuffer batch;
@@ -230,7 +266,15 @@ final class Journal implements AutoCloseable {
             break;
           }
           if (pending.position() > 0) {
-            break;
+            if (!unannounced || waitedForAnnounce) {
+              waitedForAnnounce = false;
+              break;
+            }
+            // The change under way may queue more; should it never announce them, its records
+            // are only late.
+            waitedForAnnounce = true;
+            waitQuietly(announceWaitMillis);
+            continue;
           }
           if (unforced) {
             long due = lastForce + batchForceNanos - System.nanoTime();
@@ -239,7 +283,8 @@ final class Journal implements AutoCloseable {
             }
             waitQuietly(Math.max(1, TimeUnit.NANOSECONDS.toMillis(due)));
           } else {
-            waitQuietly(0);
+            // Queuing does not wake the writer: it looks now and then for records never announced.
+            waitQuietly(announceWaitMillis);
           }
         }
         batch = pending.duplicate().flip();
@@ -316,7 +361,18 @@ final class Journal implements AutoCloseable {
     }
   }
 
+  /** Batches written so far: each is one write, and one force when every change is forced. */
+  synchronized long batchesWritten() {
+    return batchesWritten;
+  }
+
+  /** What the writer thread is doing, for tests that wait for it to be idle. */
+  Thread.State writerState() {
+    return writer.getState();
+  }
+
   private synchronized void written(int length, long lastSeq) {
+    batchesWritten++;
     // Records appended while the batch was written move to the front.
     pending.flip().position(length);
     pending.compact();

@@ -172,7 +172,7 @@ final class NameNodeState {
       root.group = ids.superGroup();
       root.permission = rootPermission;
     } finally {
-      lock.writeLock().unlock();
+      unlockChanges();
     }
   }
 
@@ -325,7 +325,7 @@ final class NameNodeState {
       }
       return new io.ember.protocol.Messages.CreateResponse(status(made), first);
     } finally {
-      lock.writeLock().unlock();
+      unlockChanges();
     }
   }
 
@@ -530,7 +530,7 @@ final class NameNodeState {
       }
       unlinkAndLog(node, Paths.join(parts), System.currentTimeMillis());
     } finally {
-      lock.writeLock().unlock();
+      unlockChanges();
     }
   }
 
@@ -585,7 +585,7 @@ final class NameNodeState {
             });
       }
     } finally {
-      lock.writeLock().unlock();
+      unlockChanges();
     }
   }
 
@@ -645,7 +645,7 @@ final class NameNodeState {
           });
       return status(node);
     } finally {
-      lock.writeLock().unlock();
+      unlockChanges();
     }
   }
 
@@ -783,7 +783,7 @@ final class NameNodeState {
       }
       return out;
     } finally {
-      lock.writeLock().unlock();
+      unlockChanges();
     }
   }
 
@@ -920,7 +920,7 @@ final class NameNodeState {
           });
       return status(file);
     } finally {
-      lock.writeLock().unlock();
+      unlockChanges();
     }
   }
 
@@ -1139,7 +1139,7 @@ final class NameNodeState {
           "registered {}: {} blocks of {} ({})", dn.describe(), blocks, sc.displayName(), tier);
       return new RegisterResponse(id, blockSize, blocks);
     } finally {
-      lock.writeLock().unlock();
+      unlockChanges();
     }
   }
 
@@ -1244,7 +1244,7 @@ final class NameNodeState {
       }
       return marked;
     } finally {
-      lock.writeLock().unlock();
+      unlockChanges();
     }
   }
 
@@ -1279,7 +1279,7 @@ final class NameNodeState {
           dn.lastHeartbeatNanos,
           deallocationRetryNanos);
     } finally {
-      lock.writeLock().unlock();
+      unlockChanges();
     }
   }
 
@@ -1332,7 +1332,7 @@ final class NameNodeState {
         marked++;
       }
     } finally {
-      lock.writeLock().unlock();
+      unlockChanges();
     }
     return marked;
   }
@@ -1543,7 +1543,7 @@ final class NameNodeState {
       }
       return lost;
     } finally {
-      lock.writeLock().unlock();
+      unlockChanges();
     }
   }
 
@@ -1682,7 +1682,7 @@ final class NameNodeState {
       }
     } finally {
       var unused = takeLogged();
-      lock.writeLock().unlock();
+      unlockChanges();
     }
     return closed;
   }
@@ -1785,7 +1785,7 @@ final class NameNodeState {
             out.writeLong(now);
           });
     } finally {
-      lock.writeLock().unlock();
+      unlockChanges();
     }
   }
 
@@ -1798,7 +1798,7 @@ final class NameNodeState {
     try {
       delegationTokens.configure(renewInterval, maxLifetime, keyUpdateInterval);
     } finally {
-      lock.writeLock().unlock();
+      unlockChanges();
     }
   }
 
@@ -1842,7 +1842,7 @@ final class NameNodeState {
       setTokenExpiry(id.sequence(), delegationTokens.expiryFrom(id, now));
       return delegationTokens.sign(id);
     } finally {
-      lock.writeLock().unlock();
+      unlockChanges();
     }
   }
 
@@ -1880,7 +1880,7 @@ final class NameNodeState {
       setTokenExpiry(id.sequence(), expires);
       return expires;
     } finally {
-      lock.writeLock().unlock();
+      unlockChanges();
     }
   }
 
@@ -1908,7 +1908,7 @@ final class NameNodeState {
       delegationTokens.remove(id.sequence());
       log(EDIT_TOKEN_CANCEL, out -> out.writeLong(id.sequence()));
     } finally {
-      lock.writeLock().unlock();
+      unlockChanges();
     }
   }
 
@@ -1949,11 +1949,24 @@ final class NameNodeState {
       delegationTokens.purge(System.currentTimeMillis());
       return delegationTokens.size();
     } finally {
-      lock.writeLock().unlock();
+      unlockChanges();
     }
   }
 
   // ---- durability --------------------------------------------------------------------------
+
+  /**
+   * Releases the write lock; when it was the outermost hold, the change it guarded is whole, and
+   * the journal writes its records together.
+   */
+  private void unlockChanges() {
+    Journal j = journal;
+    boolean outermost = lock.getWriteHoldCount() == 1;
+    lock.writeLock().unlock();
+    if (outermost && j != null) {
+      j.announce();
+    }
+  }
 
   /** Records every change from now on in {@code journal} before it is acknowledged. */
   void attachJournal(Journal journal) {
@@ -1961,7 +1974,7 @@ final class NameNodeState {
     try {
       this.journal = journal;
     } finally {
-      lock.writeLock().unlock();
+      unlockChanges();
     }
   }
 
@@ -1998,7 +2011,7 @@ final class NameNodeState {
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }
-    LOGGED.set(journal.append(bytes.toByteArray()));
+    LOGGED.set(journal.queue(bytes.toByteArray()));
   }
 
   /**
@@ -2157,7 +2170,7 @@ final class NameNodeState {
       throw new IOException(e.getMessage(), e);
     } finally {
       replaying = false;
-      lock.writeLock().unlock();
+      unlockChanges();
     }
   }
 
@@ -2214,7 +2227,7 @@ final class NameNodeState {
         }
       }
     } finally {
-      lock.writeLock().unlock();
+      unlockChanges();
     }
   }
 
@@ -2362,7 +2375,7 @@ final class NameNodeState {
     } catch (EmberException e) {
       throw new IOException(e.getMessage(), e);
     } finally {
-      lock.writeLock().unlock();
+      unlockChanges();
     }
   }
 

@@ -77,6 +77,32 @@ class JournalTest {
   }
 
   @Test
+  void aChangesRecordsAreWrittenAndForcedTogether() throws Exception {
+    Checkpoints.write(dir, 0, newState()::save);
+    // Records never announced would wait an hour: each batch below is one change, whole.
+    Journal j = Journal.open(dir, Journal.Sync.ALWAYS, 1, TimeUnit.HOURS.toMillis(1));
+    String live;
+    try {
+      NameNodeState s = journaled(j);
+      s.register(StorageClass.DRAM, "dram", "h:1", 16L * BS);
+      s.takeLogged().get(60, TimeUnit.SECONDS);
+      long before = j.batchesWritten();
+      // A create with its first block, and the close of the empty file that gives the block back,
+      // are two records each.
+      NodeStatus f = s.create("/f", NodeType.FILE, StorageClass.DRAM, false, "w", true).status();
+      s.takeLogged().get(60, TimeUnit.SECONDS);
+      assertEquals(before + 1, j.batchesWritten());
+      s.closeFile(f.id(), 0);
+      s.takeLogged().get(60, TimeUnit.SECONDS);
+      assertEquals(before + 2, j.batchesWritten());
+      live = describe(s, "/f");
+    } finally {
+      j.close();
+    }
+    assertEquals(live, describe(restored(), "/f"));
+  }
+
+  @Test
   void aCutAtEveryByteOfTheLastRecordReplaysTheRecordsBeforeIt() throws Exception {
     writeRecords(Journal.Sync.ALWAYS, 5);
     Path segment = Journal.segments(dir).get(0);
