@@ -427,6 +427,7 @@ public final class BenchCommand implements Callable<Integer> {
     double[] lookup = new double[rounds];
     double[] noop = new double[rounds];
     double[] rawForCreate = new double[rounds];
+    double[] forcedForCreate = new double[rounds];
     double[] create = new double[rounds];
     double[] lookupCpu = new double[rounds];
     double[] rawCpu = new double[rounds];
@@ -444,10 +445,15 @@ public final class BenchCommand implements Callable<Integer> {
       PingPongBaseline.Connection[] lookupLike = new PingPongBaseline.Connection[threadCount];
       PingPongBaseline.CreateClose[] createCloseLike =
           new PingPongBaseline.CreateClose[threadCount];
+      PingPongBaseline.CreateClose[] forcedCreateCloseLike =
+          new PingPongBaseline.CreateClose[threadCount];
       for (int t = 0; t < threadCount; t++) {
         lookupLike[t] = pingPong.connect(lookupAsk, statusAnswer);
         createCloseLike[t] =
             pingPong.connectCreateClose(createDir + "0/f-0-0", client.leaseHolder(), looked, block);
+        forcedCreateCloseLike[t] =
+            pingPong.connectCreateClose(
+                createDir + "0/f-0-0", client.leaseHolder(), looked, block, true);
       }
       // Placed once every server thread and connection exists; callers started later inherit it.
       ThreadPlacement placement = pin.place(progress);
@@ -482,10 +488,12 @@ public final class BenchCommand implements Callable<Integer> {
                   List.of(
                       (t, i) -> createCloseLike[t].roundTrips(),
                       (t, i) ->
-                          client.create(cdir + "/f-" + t + "-" + i, CreateOptions.DEFAULT).close()),
+                          client.create(cdir + "/f-" + t + "-" + i, CreateOptions.DEFAULT).close(),
+                      (t, i) -> forcedCreateCloseLike[t].roundTrips()),
                   progress);
           rawForCreate[r] = c[0];
           create[r] = c[1];
+          forcedForCreate[r] = c[2];
           client.delete(cdir, true);
           if (threadCount == 1) {
             rawCpu[r] = callerCpuMicros(() -> lookupLike[0].roundTrip());
@@ -501,6 +509,8 @@ public final class BenchCommand implements Callable<Integer> {
     String goal = threadCount == 1 ? ">= 0.50" : "";
     figures.add("lookup, " + th, "ops/s", lookup, rawForLookup, goal);
     figures.add("create + close (empty file), " + th, "ops/s", create, rawForCreate, goal);
+    figures.add(
+        "create + close beside forced round trips, " + th, "ops/s", create, forcedForCreate, "");
     figures.add("no-op RPC, " + th, "ops/s", noop, rawForLookup, "");
     if (threadCount == 1 && CPU.isCurrentThreadCpuTimeSupported()) {
       figures.add("caller CPU per lookup, " + th, "us", lookupCpu, rawCpu, "");
@@ -543,6 +553,10 @@ public final class BenchCommand implements Callable<Integer> {
           + " included; lower is better); metadata = a"
           + " raw TCP ping-pong on loopback (blocking sockets, a server"
           + " thread per connection) of the same request and answer sizes (two for create + close),"
+          + " and for create + close a second, whose server writes each request to a file and"
+          + " forces it before it answers, as a name node whose journal syncs always does (the"
+          + " file sits in this machine's temporary directory, where an in-process name node keeps"
+          + " its journal; one force per request, none shared),"
           + " alternated call by call with the measured operation; the no-op RPC is Ember's own"
           + " round trip that does nothing. Metadata calls are the blocking ones (lookup, create,"
           + " close), as an application makes them; with ember.client.spin-wait set, the"

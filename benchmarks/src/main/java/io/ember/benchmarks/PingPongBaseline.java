@@ -14,10 +14,14 @@ import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.StandardSocketOptions;
 import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
 import java.nio.channels.SelectionKey;
 import java.nio.channels.Selector;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -68,10 +72,24 @@ final class PingPongBaseline implements AutoCloseable {
 
   /** A connection whose round trips send {@code requestBytes} and get {@code responseBytes}. */
   Connection connect(int requestBytes, int responseBytes) throws IOException {
+    return connect(requestBytes, responseBytes, false);
+  }
+
+  /**
+   * A connection as {@link #connect(int, int)}; with {@code forced}, the server writes each request
+   * to a file of its own, written ahead with zeros as the name node's journal is, and forces it
+   * before it answers: the floor for a change that is on disk before it is acknowledged.
+   */
+  Connection connect(int requestBytes, int responseBytes, boolean forced) throws IOException {
     SocketChannel c = SocketChannel.open(server.getLocalAddress());
     open.add(c);
     c.setOption(StandardSocketOptions.TCP_NODELAY, true);
-    ByteBuffer sizes = ByteBuffer.allocate(8).putInt(requestBytes).putInt(responseBytes).flip();
+    ByteBuffer sizes =
+        ByteBuffer.allocate(9)
+            .putInt(requestBytes)
+            .putInt(responseBytes)
+            .put((byte) (forced ? 1 : 0))
+            .flip();
     while (sizes.hasRemaining()) {
       c.write(sizes);
     }
@@ -88,13 +106,24 @@ final class PingPongBaseline implements AutoCloseable {
   CreateClose connectCreateClose(
       String path, String leaseHolder, NodeStatus status, BlockLocation firstBlock)
       throws IOException {
+    return connectCreateClose(path, leaseHolder, status, firstBlock, false);
+  }
+
+  /**
+   * As {@link #connectCreateClose(String, String, NodeStatus, BlockLocation)}; with {@code forced},
+   * each request is forced to disk before it is answered, as {@link #connect(int, int, boolean)}.
+   */
+  CreateClose connectCreateClose(
+      String path, String leaseHolder, NodeStatus status, BlockLocation firstBlock, boolean forced)
+      throws IOException {
     int ask =
         frameBytes(
             new Messages.CreateRequest(
                 path, NodeType.FILE, StorageClass.DRAM, false, leaseHolder, true, true));
     int answer = frameBytes(new Messages.CreateResponse(status, firstBlock));
     int closeAsk = frameBytes(new Messages.CloseFileRequest(status.id(), 0));
-    return new CreateClose(connect(ask, answer), connect(closeAsk, frameBytes(status)));
+    return new CreateClose(
+        connect(ask, answer, forced), connect(closeAsk, frameBytes(status), forced));
   }
 
   /** The two round trips of an empty file's create + close. */
@@ -178,24 +207,68 @@ final class PingPongBaseline implements AutoCloseable {
   private static void answer(SocketChannel s) {
     try (s) {
       s.setOption(StandardSocketOptions.TCP_NODELAY, true);
-      ByteBuffer sizes = ByteBuffer.allocate(8);
+      ByteBuffer sizes = ByteBuffer.allocate(9);
       if (!fill(s, sizes)) {
         return;
       }
       ByteBuffer in = ByteBuffer.allocateDirect(sizes.getInt(0));
       ByteBuffer out = ByteBuffer.allocateDirect(sizes.getInt(4));
-      while (true) {
-        in.clear();
-        if (!fill(s, in)) {
-          return;
-        }
-        out.clear();
-        while (out.hasRemaining()) {
-          s.write(out);
+      try (ForcedLog log = sizes.get(8) == 1 ? new ForcedLog() : null) {
+        while (true) {
+          in.clear();
+          if (!fill(s, in)) {
+            return;
+          }
+          if (log != null) {
+            log.force(in.flip());
+          }
+          out.clear();
+          while (out.hasRemaining()) {
+            s.write(out);
+          }
         }
       }
     } catch (IOException e) {
       // The client went away or the baseline closed: nothing to answer.
+    }
+  }
+
+  /**
+   * A temporary file, in the directory where an in-process name node keeps its journal, that takes
+   * records as the journal does: at the next offset of a file written ahead with zeros, so that a
+   * force writes data and no size change.
+   */
+  private static final class ForcedLog implements AutoCloseable {
+    private static final int LENGTH = 8 << 20;
+    private final Path file;
+    private final FileChannel channel;
+    private long at;
+
+    ForcedLog() throws IOException {
+      file = Files.createTempFile("ember-ping-pong-", ".log");
+      channel = FileChannel.open(file, StandardOpenOption.WRITE, StandardOpenOption.READ);
+      ByteBuffer zeros = ByteBuffer.allocate(64 << 10);
+      for (long p = 0; p < LENGTH; ) {
+        zeros.clear();
+        p += channel.write(zeros, p);
+      }
+      channel.force(true);
+    }
+
+    void force(ByteBuffer record) throws IOException {
+      if (at + record.remaining() > LENGTH) {
+        at = 0;
+      }
+      while (record.hasRemaining()) {
+        at += channel.write(record, at);
+      }
+      channel.force(false);
+    }
+
+    @Override
+    public void close() throws IOException {
+      channel.close();
+      Files.deleteIfExists(file);
     }
   }
 
