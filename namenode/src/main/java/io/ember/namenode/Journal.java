@@ -366,11 +366,6 @@ final class Journal implements AutoCloseable {
     return batchesWritten;
   }
 
-  /** What the writer thread is doing, for tests that wait for it to be idle. */
-  Thread.State writerState() {
-    return writer.getState();
-  }
-
   private synchronized void written(int length, long lastSeq) {
     batchesWritten++;
     // Records appended while the batch was written move to the front.
