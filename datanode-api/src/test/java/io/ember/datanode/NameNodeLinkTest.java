@@ -200,4 +200,105 @@ class NameNodeLinkTest {
       }
     }
   }
+
+  /** Calls the name node as a client would. */
+  private static <T> T call(
+      RpcClients rpc,
+      HostPort nn,
+      MessageType type,
+      Message request,
+      io.ember.protocol.ResponseDecoder<T> decoder)
+      throws Exception {
+    return Futures.await(rpc.get(nn, "name node").thenCompose(c -> c.call(type, request, decoder)));
+  }
+
+  @Test
+  void moreDeallocatedSlotsThanOneReportHoldsGoBackOverSeveralHeartbeats() throws Exception {
+    EmberConfig config =
+        EmberConfig.defaults()
+            .with(NameNodeKeys.PROBE_DATANODES, "false")
+            .with(EmberKeys.BLOCK_SIZE, "4k")
+            .with(EmberKeys.HEARTBEAT_INTERVAL, "100ms");
+    int slots = 2 * Messages.MAX_TRIM_SLOTS;
+    AtomicInteger beats = new AtomicInteger();
+    AtomicInteger batches = new AtomicInteger();
+    try (NameNode nn = NameNode.start(config, "127.0.0.1", 0);
+        RpcClients rpc = new RpcClients(config, "test", 1)) {
+      HostPort address = new HostPort("127.0.0.1", nn.address().getPort());
+      EmberConfig linkConfig = config.with(EmberKeys.NAMENODE_ADDRESS, address.toString());
+      try (NameNodeLink link =
+          new NameNodeLink(
+              linkConfig,
+              "test node",
+              new Messages.RegisterRequest(
+                  StorageClass.NVMF, "nvmf", "127.0.0.1:1", (slots + 2048L) * 4096, true),
+              batch -> {
+                if (batches.getAndIncrement() == 0) {
+                  // The name node sends at most a report's worth a heartbeat: while this first
+                  // batch runs, the next heartbeats bring the rest, which end right after it, so
+                  // the node holds both batches' slots to report at once.
+                  int from = beats.get();
+                  try {
+                    await("two heartbeats during the first batch", () -> beats.get() >= from + 3);
+                  } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                  }
+                }
+                return batch;
+              },
+              () -> {
+                beats.incrementAndGet();
+                return true;
+              },
+              new NameNodeLink.MemoryStamp())) {
+        link.start();
+        long total = usage(rpc, address, StorageClass.NVMF).totalBlocks();
+        Messages.CreateResponse created =
+            call(
+                rpc,
+                address,
+                MessageType.CREATE,
+                new Messages.CreateRequest(
+                    "/big",
+                    io.ember.protocol.NodeType.FILE,
+                    StorageClass.NVMF,
+                    false,
+                    "test writer",
+                    true,
+                    false),
+                Messages.CreateResponse::decode);
+        long id = created.status().id();
+        for (int held = 1; held < slots; ) {
+          held +=
+              call(
+                      rpc,
+                      address,
+                      MessageType.ALLOCATE_BLOCKS,
+                      new Messages.AllocateBlocksRequest(
+                          id, held, Math.min(Messages.MAX_BLOCKS_PER_CALL, slots - held)),
+                      Messages.BlocksResponse::decode)
+                  .blocks()
+                  .size();
+        }
+        assertEquals(total - slots, usage(rpc, address, StorageClass.NVMF).freeBlocks());
+        // Closed empty, the file gives every block back, each to be deallocated on the target.
+        call(
+            rpc,
+            address,
+            MessageType.CLOSE_FILE,
+            new Messages.CloseFileRequest(id, 0),
+            io.ember.protocol.NodeStatus::decode);
+        await(
+            "every block to come back",
+            () -> {
+              try {
+                return usage(rpc, address, StorageClass.NVMF).freeBlocks() == total;
+              } catch (Exception e) {
+                return false;
+              }
+            });
+        assertTrue(batches.get() >= 2, batches.get() + " batches");
+      }
+    }
+  }
 }
