@@ -301,4 +301,69 @@ class NameNodeLinkTest {
       }
     }
   }
+
+  @Test
+  void slotsAHeartbeatBringsReplaceThoseStillWaitingForARunningBatch() throws Exception {
+    EmberConfig config =
+        EmberConfig.defaults()
+            .with(NameNodeKeys.PROBE_DATANODES, "false")
+            .with(NameNodeKeys.DEALLOCATION_RETRY, "15s")
+            .with(EmberKeys.HEARTBEAT_INTERVAL, "100ms");
+    AtomicInteger beats = new AtomicInteger();
+    List<Integer> batchSizes = new java.util.concurrent.CopyOnWriteArrayList<>();
+    java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
+    try (NameNode nn = NameNode.start(config, "127.0.0.1", 0);
+        RpcClients rpc = new RpcClients(config, "test", 1)) {
+      HostPort address = new HostPort("127.0.0.1", nn.address().getPort());
+      EmberConfig linkConfig = config.with(EmberKeys.NAMENODE_ADDRESS, address.toString());
+      try (NameNodeLink link =
+          new NameNodeLink(
+              linkConfig,
+              "test node",
+              new Messages.RegisterRequest(
+                  StorageClass.NVMF, "nvmf", "127.0.0.1:1", 8L << 20, true),
+              batch -> {
+                batchSizes.add(batch.size());
+                if (batchSizes.size() == 1) {
+                  try {
+                    release.await();
+                  } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                  }
+                }
+                return batch;
+              },
+              () -> {
+                beats.incrementAndGet();
+                return true;
+              },
+              new NameNodeLink.MemoryStamp())) {
+        link.start();
+        long total = usage(rpc, address, StorageClass.NVMF).totalBlocks();
+        emptyFile(rpc, address, "/x");
+        await("the first batch to start", () -> batchSizes.size() == 1);
+        // A heartbeat has answered once the one after it starts.
+        int from = beats.get();
+        emptyFile(rpc, address, "/a");
+        await("a heartbeat to bring /a's slot", () -> beats.get() >= from + 2);
+        int then = beats.get();
+        emptyFile(rpc, address, "/b");
+        await("a heartbeat to bring /b's slot", () -> beats.get() >= then + 2);
+        release.countDown();
+        await("the second batch", () -> batchSizes.size() >= 2);
+        // /a's slot was replaced by /b's: it waits for the name node to send it again, rather
+        // than go out long after its heartbeat.
+        assertEquals(1, batchSizes.get(1), "second batch " + batchSizes);
+        await(
+            "every block to come back, /a's after the name node's retry",
+            () -> {
+              try {
+                return usage(rpc, address, StorageClass.NVMF).freeBlocks() == total;
+              } catch (Exception e) {
+                return false;
+              }
+            });
+      }
+    }
+  }
 }
