@@ -130,30 +130,26 @@ class NameNodeLinkTest {
   /** Creates {@code path} on NVMf with its first block and closes it empty, which frees it. */
   private static void emptyFile(RpcClients rpc, HostPort nn, String path) throws Exception {
     Messages.CreateResponse created =
-        Futures.await(
-            rpc.get(nn, "name node")
-                .thenCompose(
-                    c ->
-                        c.call(
-                            MessageType.CREATE,
-                            new Messages.CreateRequest(
-                                path,
-                                io.ember.protocol.NodeType.FILE,
-                                StorageClass.NVMF,
-                                false,
-                                "test writer",
-                                true,
-                                false),
-                            Messages.CreateResponse::decode)));
+        call(
+            rpc,
+            nn,
+            MessageType.CREATE,
+            new Messages.CreateRequest(
+                path,
+                io.ember.protocol.NodeType.FILE,
+                StorageClass.NVMF,
+                false,
+                "test writer",
+                true,
+                false),
+            Messages.CreateResponse::decode);
     assertTrue(created.firstBlock() != null, "no first block for " + path);
-    Futures.await(
-        rpc.get(nn, "name node")
-            .thenCompose(
-                c ->
-                    c.call(
-                        MessageType.CLOSE_FILE,
-                        new Messages.CloseFileRequest(created.status().id(), 0),
-                        io.ember.protocol.NodeStatus::decode)));
+    call(
+        rpc,
+        nn,
+        MessageType.CLOSE_FILE,
+        new Messages.CloseFileRequest(created.status().id(), 0),
+        io.ember.protocol.NodeStatus::decode);
   }
 
   @Test
@@ -188,17 +184,43 @@ class NameNodeLinkTest {
         emptyFile(rpc, address, "/b");
         // /a's block waits for the name node's retry (minutes); /b's comes back.
         await("the second batch", () -> batches.get() >= 2);
-        await(
-            "/b's block to come back",
-            () -> {
-              try {
-                return usage(rpc, address, StorageClass.NVMF).freeBlocks() == total - 1;
-              } catch (Exception e) {
-                return false;
-              }
-            });
+        awaitFree(rpc, address, total - 1, "/b's block to come back");
       }
     }
+  }
+
+  /**
+   * A link for an NVMf node of {@code capacity} bytes, counting its heartbeats in {@code beats}.
+   */
+  private static NameNodeLink nvmfLink(
+      EmberConfig linkConfig,
+      long capacity,
+      java.util.function.Function<List<Long>, List<Long>> trimmer,
+      AtomicInteger beats) {
+    return new NameNodeLink(
+        linkConfig,
+        "test node",
+        new Messages.RegisterRequest(StorageClass.NVMF, "nvmf", "127.0.0.1:1", capacity, true),
+        trimmer,
+        () -> {
+          beats.incrementAndGet();
+          return true;
+        },
+        new NameNodeLink.MemoryStamp());
+  }
+
+  /** Waits until the NVMf class has {@code free} blocks free. */
+  private static void awaitFree(RpcClients rpc, HostPort nn, long free, String what)
+      throws InterruptedException {
+    await(
+        what,
+        () -> {
+          try {
+            return usage(rpc, nn, StorageClass.NVMF).freeBlocks() == free;
+          } catch (Exception e) {
+            return false;
+          }
+        });
   }
 
   /** Calls the name node as a client would. */
@@ -227,11 +249,9 @@ class NameNodeLinkTest {
       HostPort address = new HostPort("127.0.0.1", nn.address().getPort());
       EmberConfig linkConfig = config.with(EmberKeys.NAMENODE_ADDRESS, address.toString());
       try (NameNodeLink link =
-          new NameNodeLink(
+          nvmfLink(
               linkConfig,
-              "test node",
-              new Messages.RegisterRequest(
-                  StorageClass.NVMF, "nvmf", "127.0.0.1:1", (slots + 2048L) * 4096, true),
+              (slots + 2048L) * 4096,
               batch -> {
                 if (batches.getAndIncrement() == 0) {
                   // The name node sends at most a report's worth a heartbeat: while this first
@@ -246,11 +266,7 @@ class NameNodeLinkTest {
                 }
                 return batch;
               },
-              () -> {
-                beats.incrementAndGet();
-                return true;
-              },
-              new NameNodeLink.MemoryStamp())) {
+              beats)) {
         link.start();
         long total = usage(rpc, address, StorageClass.NVMF).totalBlocks();
         Messages.CreateResponse created =
@@ -288,15 +304,7 @@ class NameNodeLinkTest {
             MessageType.CLOSE_FILE,
             new Messages.CloseFileRequest(id, 0),
             io.ember.protocol.NodeStatus::decode);
-        await(
-            "every block to come back",
-            () -> {
-              try {
-                return usage(rpc, address, StorageClass.NVMF).freeBlocks() == total;
-              } catch (Exception e) {
-                return false;
-              }
-            });
+        awaitFree(rpc, address, total, "every block to come back");
         assertTrue(batches.get() >= 2, batches.get() + " batches");
       }
     }
@@ -317,11 +325,9 @@ class NameNodeLinkTest {
       HostPort address = new HostPort("127.0.0.1", nn.address().getPort());
       EmberConfig linkConfig = config.with(EmberKeys.NAMENODE_ADDRESS, address.toString());
       try (NameNodeLink link =
-          new NameNodeLink(
+          nvmfLink(
               linkConfig,
-              "test node",
-              new Messages.RegisterRequest(
-                  StorageClass.NVMF, "nvmf", "127.0.0.1:1", 8L << 20, true),
+              8L << 20,
               batch -> {
                 batchSizes.add(batch.size());
                 if (batchSizes.size() == 1) {
@@ -333,11 +339,7 @@ class NameNodeLinkTest {
                 }
                 return batch;
               },
-              () -> {
-                beats.incrementAndGet();
-                return true;
-              },
-              new NameNodeLink.MemoryStamp())) {
+              beats)) {
         link.start();
         long total = usage(rpc, address, StorageClass.NVMF).totalBlocks();
         emptyFile(rpc, address, "/x");
@@ -354,15 +356,8 @@ class NameNodeLinkTest {
         // /a's slot was replaced by /b's: it waits for the name node to send it again, rather
         // than go out long after its heartbeat.
         assertEquals(1, batchSizes.get(1), "second batch " + batchSizes);
-        await(
-            "every block to come back, /a's after the name node's retry",
-            () -> {
-              try {
-                return usage(rpc, address, StorageClass.NVMF).freeBlocks() == total;
-              } catch (Exception e) {
-                return false;
-              }
-            });
+        awaitFree(
+            rpc, address, total, "every block to come back, /a's after the name node's retry");
       }
     }
   }
