@@ -1213,22 +1213,16 @@ public final class NameNode implements AutoCloseable {
               BlockToken.READ | BlockToken.WRITE);
         }
       case ALLOCATE_BLOCKS:
-        {
-          Messages.AllocateBlocksRequest r = Messages.AllocateBlocksRequest.decode(in);
-          return new Messages.BlocksResponse(
-              granted(
-                  channel,
-                  state.allocateBlocks(caller(channel), r.fileId(), r.index(), r.count()),
-                  BlockToken.READ | BlockToken.WRITE));
-        }
       case ALLOCATE_AHEAD:
         {
           Messages.AllocateBlocksRequest r = Messages.AllocateBlocksRequest.decode(in);
+          Caller c = caller(channel);
+          List<BlockLocation> given =
+              type == MessageType.ALLOCATE_AHEAD
+                  ? state.allocateAhead(c, r.fileId(), r.index(), r.count())
+                  : state.allocateBlocks(c, r.fileId(), r.index(), r.count());
           return new Messages.BlocksResponse(
-              granted(
-                  channel,
-                  state.allocateAhead(caller(channel), r.fileId(), r.index(), r.count()),
-                  BlockToken.READ | BlockToken.WRITE));
+              granted(channel, given, BlockToken.READ | BlockToken.WRITE));
         }
       case GET_BLOCKS:
         {
