@@ -209,6 +209,15 @@ class NameNodeLinkTest {
         new NameNodeLink.MemoryStamp());
   }
 
+  /** {@link #await} inside a trimmer, which may not throw InterruptedException. */
+  private static void awaitInTrimmer(String what, BooleanSupplier condition) {
+    try {
+      await(what, condition);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+  }
+
   /** Waits until the NVMf class has {@code free} blocks free. */
   private static void awaitFree(RpcClients rpc, HostPort nn, long free, String what)
       throws InterruptedException {
@@ -258,11 +267,8 @@ class NameNodeLinkTest {
                   // batch runs, the next heartbeats bring the rest, which end right after it, so
                   // the node holds both batches' slots to report at once.
                   int from = beats.get();
-                  try {
-                    await("two heartbeats during the first batch", () -> beats.get() >= from + 3);
-                  } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                  }
+                  awaitInTrimmer(
+                      "two heartbeats during the first batch", () -> beats.get() >= from + 3);
                 }
                 return batch;
               },
@@ -315,11 +321,13 @@ class NameNodeLinkTest {
     EmberConfig config =
         EmberConfig.defaults()
             .with(NameNodeKeys.PROBE_DATANODES, "false")
-            .with(NameNodeKeys.DEALLOCATION_RETRY, "15s")
+            // Far longer than the steps before the first batch is released, even on a busy machine:
+            // no slot is sent again while the test still counts batches.
+            .with(NameNodeKeys.DEALLOCATION_RETRY, "30s")
             .with(EmberKeys.HEARTBEAT_INTERVAL, "100ms");
     AtomicInteger beats = new AtomicInteger();
     List<Integer> batchSizes = new java.util.concurrent.CopyOnWriteArrayList<>();
-    java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
+    AtomicBoolean released = new AtomicBoolean();
     try (NameNode nn = NameNode.start(config, "127.0.0.1", 0);
         RpcClients rpc = new RpcClients(config, "test", 1)) {
       HostPort address = new HostPort("127.0.0.1", nn.address().getPort());
@@ -331,11 +339,7 @@ class NameNodeLinkTest {
               batch -> {
                 batchSizes.add(batch.size());
                 if (batchSizes.size() == 1) {
-                  try {
-                    release.await();
-                  } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                  }
+                  awaitInTrimmer("the test to release the first batch", released::get);
                 }
                 return batch;
               },
@@ -351,7 +355,7 @@ class NameNodeLinkTest {
         int then = beats.get();
         emptyFile(rpc, address, "/b");
         await("a heartbeat to bring /b's slot", () -> beats.get() >= then + 2);
-        release.countDown();
+        released.set(true);
         await("the second batch", () -> batchSizes.size() >= 2);
         // /a's slot was replaced by /b's: it waits for the name node to send it again, rather
         // than go out long after its heartbeat.
